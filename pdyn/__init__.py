@@ -1,0 +1,104 @@
+"""pdyn: a JIT frontend for PyTorch programs whose shapes change from call to call.
+
+The public API only: `optimize`, `explain`, `stats`, `reset`, `Unsupported`, `config`.
+"""
+
+from __future__ import annotations
+
+import types
+from typing import Any, Callable
+
+import torch
+
+from pdyn import logs
+from pdyn.backends import resolve
+from pdyn.config import Config, config
+from pdyn.errors import Unsupported, UserError
+from pdyn.eval_frame import CACHES, RECORDERS, CodeCache, Frame, Recorder, make_wrapper
+from pdyn.explain import ExplainOutput
+
+__all__ = ["optimize", "explain", "stats", "reset", "Unsupported", "UserError", "config", "Config"]
+
+logs.apply(config)
+
+
+def optimize(fn: Any = None, *, backend: str | Callable[..., Any] = "auto", dynamic: bool | None = None,
+             fullgraph: bool = False) -> Any:
+    """Compile `fn` (a function, a bound method or an nn.Module) on its first call.
+
+    Used bare (`@pdyn.optimize`) or with arguments (`@pdyn.optimize(backend="eager")`). An
+    nn.Module is returned itself, with its `forward` optimized: same parameters, same state_dict.
+    """
+    if dynamic not in (None, False, True):
+        raise UserError(f"dynamic must be None, False or True, not {dynamic!r}")
+    compiled_backend = resolve(backend)
+    if fn is None:
+        return lambda f: optimize(f, backend=backend, dynamic=dynamic, fullgraph=fullgraph)
+    return _optimize(fn, compiled_backend, fullgraph, None)
+
+
+def _optimize(fn: Any, backend: Callable[..., Any], fullgraph: bool, cache: CodeCache | None) -> Any:
+    if isinstance(fn, torch.nn.Module):
+        forward = type(fn).forward
+        if not isinstance(forward, types.FunctionType):
+            raise UserError(f"{type(fn).__name__}.forward is not a Python function; pdyn cannot trace it")
+        fn.forward = types.MethodType(_optimize(forward, backend, fullgraph, cache), fn)  # type: ignore[method-assign]
+        return fn
+    if isinstance(fn, types.MethodType):
+        return types.MethodType(_optimize(fn.__func__, backend, fullgraph, cache), fn.__self__)
+    if not isinstance(fn, types.FunctionType):
+        raise UserError(f"pdyn.optimize takes a function, a bound method or an nn.Module, not {type(fn).__name__}")
+    fn = getattr(fn, "_pdyn_original", fn)
+    return make_wrapper(Frame(fn, backend, config, fullgraph, cache))
+
+
+def reset() -> None:
+    """Forget every compiled entry and counter."""
+    for cache in CACHES.values():
+        cache.clear()
+
+
+def _cache_of(fn: Any) -> CodeCache:
+    target = fn.forward if isinstance(fn, torch.nn.Module) else fn
+    frame = getattr(target, "_pdyn_frame", None)
+    if frame is None:
+        raise UserError(f"{fn!r} is not optimized by pdyn; pass what pdyn.optimize returned")
+    return frame.cache  # type: ignore[no-any-return]
+
+
+def stats(fn: Any = None) -> dict[str, int]:
+    """Counters (frames, compiles, recompiles, cache_hits, graph_breaks, eager_fallbacks) for one
+    optimized function, or summed over all optimized code since the last reset."""
+    if fn is not None:
+        return dict(_cache_of(fn).counters)
+    total = logs.empty_counters()
+    for cache in CACHES.values():
+        for key, value in cache.counters.items():
+            total[key] += value
+    return total
+
+
+def explain(fn: Any, *, backend: str | Callable[..., Any] = "eager") -> Callable[..., ExplainOutput]:
+    """`explain(fn)(*args, **kwargs)` compiles `fn` afresh for this one call and reports what it did."""
+    original = getattr(fn, "_pdyn_original", fn)
+
+    def run(*args: Any, **kwargs: Any) -> ExplainOutput:
+        cache = CodeCache(_code_of(original))
+        target = _optimize(original, resolve(backend), False, cache)
+        recorder = Recorder()
+        RECORDERS.append(recorder)
+        try:
+            target(*args, **kwargs)
+        finally:
+            RECORDERS.remove(recorder)
+            if isinstance(original, torch.nn.Module):
+                del original.forward
+        return ExplainOutput.from_entries(recorder.entries)
+
+    return run
+
+
+def _code_of(fn: Any) -> Any:
+    if isinstance(fn, torch.nn.Module):
+        return type(fn).forward.__code__
+    return getattr(fn, "__func__", fn).__code__

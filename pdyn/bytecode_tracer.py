@@ -1,0 +1,197 @@
+"""InstructionTranslator: the symbolic stack machine that runs a frame's bytecode over trackers.
+
+It owns the step loop and handler registry, the stack and locals of one frame, inlining of user
+calls (a child translator sharing the OutputGraph), and the operations handlers share (binary ops,
+iteration, global lookup). Opcode semantics live in `pdyn/handlers/`, one family per file.
+"""
+
+from __future__ import annotations
+
+import builtins
+import inspect
+import logging
+import types
+from typing import Any, Callable
+
+from pdyn.config import Config
+from pdyn.errors import SourceLoc, Unsupported, UserException
+from pdyn.guards import GlobalNameGuard
+from pdyn.instructions import OPNAMES, Instruction, decode
+from pdyn.output_graph import OutputGraph
+from pdyn.sources import AttrSource, GlobalSource, ModuleSource, Source
+from pdyn.variables.base import VariableTracker
+
+log = logging.getLogger("pdyn.bytecode")
+
+Handler = Callable[["InstructionTranslator", Instruction], None]
+HANDLERS: dict[str, Handler] = {}
+_DECODED: dict[types.CodeType, list[Instruction]] = {}
+
+
+def handler(opname: str) -> Callable[[Handler], Handler]:
+    """Register `fn` as the semantics of `opname` (a name of pdyn's normalized instruction set)."""
+
+    def register(fn: Handler) -> Handler:
+        assert opname in OPNAMES, f"{opname} is not an instruction pdyn decodes"
+        assert opname not in HANDLERS, f"second handler for {opname}: {fn.__qualname__}"
+        HANDLERS[opname] = fn
+        return fn
+
+    return register
+
+
+def decoded(code: types.CodeType) -> list[Instruction]:
+    if code not in _DECODED:
+        _DECODED[code] = decode(code)
+    return _DECODED[code]
+
+
+class CellVariable(VariableTracker):
+    """A closure cell: `contents` is None while the variable is unbound."""
+
+    def __init__(self, contents: VariableTracker | None = None):
+        self.contents = contents
+
+
+class InstructionTranslator:
+    """Runs one frame's instructions symbolically; a child instance runs each inlined call."""
+
+    def __init__(
+        self,
+        code: types.CodeType,
+        f_locals: dict[str, VariableTracker],
+        f_globals: dict[str, Any],
+        output: OutputGraph,
+        config: Config,
+        cells: dict[str, CellVariable] | None = None,
+        parent: InstructionTranslator | None = None,
+    ) -> None:
+        self.code = code
+        self.instructions = decoded(code)
+        self.locals = f_locals
+        self.f_globals = f_globals
+        self.cells = cells or {}
+        self.output = output
+        self.config = config
+        self.parent = parent
+        self.depth = 0 if parent is None else parent.depth + 1
+        self.root_globals: dict[str, Any] = f_globals if parent is None else parent.root_globals
+        self.stack: list[VariableTracker] = []
+        self.ip = 0
+        self.inst: Instruction | None = None
+        self.return_value: VariableTracker | None = None
+        self.steps = 0
+        self.executed_opnames: set[str] = set() if parent is None else parent.executed_opnames
+
+    # -- the loop --------------------------------------------------------------------------------
+
+    def run(self) -> VariableTracker:
+        while self.return_value is None:
+            self.step()
+        return self.return_value
+
+    def step(self) -> None:
+        inst = self.instructions[self.ip]
+        self.ip += 1
+        self.inst = inst
+        self.output.loc = self.loc(inst)
+        self.steps += 1
+        if self.steps > self.config.max_trace_steps:
+            raise Unsupported("trace_too_long", f"the trace ran more than {self.config.max_trace_steps} "
+                              "instructions (a loop pdyn cannot see the end of?)", loc=self.loc())
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("%s%-20s %-16r stack=%s", "  " * self.depth, inst.opname,
+                      "" if inst.argval is None else inst.argval, self.stack)
+        if inst.exc_kind == "try":
+            raise Unsupported("try_block", "pdyn cannot trace code inside a try or with block yet",
+                              hint="move the try/with out of the compiled function", loc=self.loc())
+        fn = HANDLERS.get(inst.opname)
+        if fn is None:
+            raise Unsupported("opcode", f"pdyn cannot trace `{inst.opname}` yet", loc=self.loc())
+        fn(self, inst)
+        self.executed_opnames.add(inst.opname)
+
+    # -- stack -----------------------------------------------------------------------------------
+
+    def push(self, vt: VariableTracker) -> None:
+        assert isinstance(vt, VariableTracker), f"pushed {vt!r} at {self.inst}"
+        self.stack.append(vt)
+
+    def pop(self) -> VariableTracker:
+        assert self.stack, f"pop from an empty stack at {self.inst}"
+        return self.stack.pop()
+
+    def popn(self, n: int) -> list[VariableTracker]:
+        assert len(self.stack) >= n, f"pop({n}) with {len(self.stack)} on the stack at {self.inst}"
+        if n == 0:
+            return []
+        items = self.stack[-n:]
+        del self.stack[-n:]
+        return items
+
+    def loc(self, inst: Instruction | None = None) -> SourceLoc:
+        inst = inst or self.inst
+        return SourceLoc(self.code.co_filename, (inst.lineno if inst else None) or self.code.co_firstlineno,
+                         self.code.co_name, inst.col if inst else None, inst.end_col if inst else None)
+
+    # -- shared operations -----------------------------------------------------------------------
+
+    def globals_source(self, name: str) -> Source:
+        if self.f_globals is self.root_globals:
+            return GlobalSource(name)
+        module = self.f_globals.get("__name__")
+        import sys
+
+        if module in sys.modules and getattr(sys.modules[module], "__dict__", None) is self.f_globals:
+            return AttrSource(ModuleSource(module), name)
+        raise Unsupported("globals", f"pdyn cannot guard globals of {self.code.co_name}: its module is unknown",
+                          loc=self.loc())
+
+    def load_global(self, name: str) -> VariableTracker:
+        from pdyn.variables.builder import wrap, wrap_constant_result
+
+        if self.f_globals is self.root_globals and name in self.output.side_effects.globals:
+            return self.output.side_effects.globals[name]
+        if name in self.f_globals:
+            return wrap(self, self.f_globals[name], self.globals_source(name))
+        if hasattr(builtins, name):
+            if self.f_globals is self.root_globals:
+                self.output.add_guard(GlobalNameGuard(None, name=name, loc=self.loc()))
+            return wrap_constant_result(getattr(builtins, name))
+        raise UserException(NameError(f"name {name!r} is not defined"), self.loc())
+
+    def inline_call(self, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        """Run a user function's bytecode in a child translator; its result is the call's value."""
+        from pdyn.variables.functions import bind_arguments
+
+        code = fn.code
+        if code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR):
+            raise Unsupported("generator", f"pdyn cannot trace generator function {code.co_name}() yet",
+                              hint="build a list instead of yielding", loc=self.loc())
+        if self.depth >= self.config.inline_depth_limit:
+            raise Unsupported("inline_depth", f"calls nest deeper than {self.config.inline_depth_limit} "
+                              "(recursion?)", loc=self.loc())
+        f_locals = bind_arguments(fn, args, kwargs, self)
+        cells = {name: CellVariable(f_locals.pop(name, None)) for name in code.co_cellvars}
+        for name, cell in zip(code.co_freevars, fn.closure_cells(self)):
+            cells[name] = cell
+        child = InstructionTranslator(code, f_locals, fn.f_globals, self.output, self.config, cells, parent=self)
+        result = child.run()
+        self.output.loc = self.loc()
+        return result
+
+    def iterate(self, vt: VariableTracker) -> list[VariableTracker]:
+        return vt.iterate(self)
+
+    def binary(self, fn: Callable[[Any, Any], Any], lhs: VariableTracker, rhs: VariableTracker) -> VariableTracker:
+        from pdyn.handlers.dispatch import binary
+
+        return binary(self, fn, lhs, rhs)
+
+
+def _ensure_handlers() -> None:
+    import pdyn.handlers  # noqa: F401  (registers every handler family)
+
+
+_ensure_handlers()
+

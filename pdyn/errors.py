@@ -1,0 +1,85 @@
+"""The four kinds of error pdyn raises, and SourceLoc, the user's file:line they point at.
+
+`Unsupported` is a graph break (today: the frame runs eagerly); `UserError` is a wrong use of
+pdyn's API; `RecompileLimitError` is raised only where a user asked for hard failures;
+`InternalError` means an invariant of pdyn broke.
+"""
+
+from __future__ import annotations
+
+import linecache
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class SourceLoc:
+    """A position in the user's source: file, line, and the columns for a caret."""
+
+    filename: str
+    lineno: int
+    function: str = ""
+    col: int | None = None
+    end_col: int | None = None
+
+    def __str__(self) -> str:
+        return f"{self.filename}:{self.lineno}"
+
+    def source_line(self) -> str:
+        return linecache.getline(self.filename, self.lineno).rstrip()
+
+    def render(self) -> str:
+        """`at file:line in fn`, the line itself and a caret under the columns."""
+        where = f"  at {self.filename}:{self.lineno}" + (f" in {self.function}" if self.function else "")
+        line = self.source_line()
+        if not line:
+            return where
+        text = line.lstrip()
+        indent = len(line) - len(text)
+        out = [where, "      " + text]
+        if self.col is not None and self.end_col is not None and self.end_col > self.col >= indent:
+            out.append("      " + " " * (self.col - indent) + "^" * (self.end_col - self.col))
+        return "\n".join(out)
+
+
+class Unsupported(Exception):
+    """pdyn cannot trace this construct: a graph break, or with `fullgraph=True` an error.
+
+    `key` is stable (counted in `explain()`, listed in README's "not supported yet"), `loc` is the
+    user's line, `hint` says what the user can do.
+    """
+
+    def __init__(self, key: str, message: str, *, hint: str = "", loc: SourceLoc | None = None):
+        self.key = key
+        self.message = message
+        self.hint = hint
+        self.loc = loc
+        super().__init__(message)
+
+    def __str__(self) -> str:
+        parts = [self.message]
+        if self.loc is not None:
+            parts.append(self.loc.render())
+        if self.hint:
+            parts.append(f"  hint: {self.hint}")
+        return "\n".join(parts)
+
+
+class UserError(Exception):
+    """A wrong use of pdyn's API (a bad argument to optimize, mark_dynamic on a non-tensor, ...)."""
+
+
+class RecompileLimitError(Exception):
+    """A code object reached `config.recompile_limit` compiles where failing was asked for."""
+
+
+class InternalError(Exception):
+    """An invariant of pdyn broke. Please report it with PDYN_LOGS=bytecode,graph output."""
+
+
+class UserException(Exception):
+    """Internal: user code raised while being traced. The frame reruns eagerly, raising it for real."""
+
+    def __init__(self, exc: BaseException, loc: SourceLoc | None = None):
+        self.exc = exc
+        self.loc = loc
+        super().__init__(f"{type(exc).__name__}: {exc}")

@@ -1,0 +1,230 @@
+"""Guards: the facts about a call's inputs that a cache entry assumed, and the GuardSet of one trace.
+
+Each guard knows the condition under which it fails, as Python source over a bound local name,
+and the sentence that names it. `guard_codegen` turns a GuardSet into one function.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+
+from pdyn.errors import SourceLoc
+from pdyn.sources import Source
+
+Hoist = Callable[[Any, str], str]  # (object, name hint) -> name of a constant in the guard's scope
+
+
+@dataclass(frozen=True, eq=False)
+class Guard:
+    """One assumption about the value at `source`; `loc` is the user line that made it."""
+
+    source: Source | None
+    loc: SourceLoc | None = field(default=None, kw_only=True)
+
+    def key(self) -> tuple[Any, ...]:
+        return (type(self), self.source)
+
+    def fail_expr(self, v: str, hoist: Hoist) -> str:
+        raise NotImplementedError(type(self).__name__)
+
+    def sentence(self) -> str:
+        raise NotImplementedError(type(self).__name__)
+
+
+def _type_name(t: type) -> str:
+    return t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
+
+
+@dataclass(frozen=True, eq=False)
+class TypeGuard(Guard):
+    """The value's exact type: objects whose attributes the trace read but did not need by identity."""
+
+    type: type
+
+    def fail_expr(self, v: str, hoist: Hoist) -> str:
+        return f"type({v}) is not {hoist(self.type, self.type.__name__)}"
+
+    def sentence(self) -> str:
+        return f"type({self.source}) is {_type_name(self.type)}"
+
+
+@dataclass(frozen=True, eq=False)
+class IdGuard(Guard):
+    """The very same object: modules, functions, classes and Python modules (ID_MATCH)."""
+
+    obj: Any
+
+    def fail_expr(self, v: str, hoist: Hoist) -> str:
+        return f"{v} is not {hoist(self.obj, getattr(self.obj, '__name__', type(self.obj).__name__))}"
+
+    def sentence(self) -> str:
+        name = getattr(self.obj, "__qualname__", None) or type(self.obj).__qualname__
+        return f"{self.source} is the same {type(self.obj).__name__} object ({name})"
+
+
+@dataclass(frozen=True, eq=False)
+class EqualsGuard(Guard):
+    """A constant: same type and equal value (None, bools, ints, floats, strings, dtypes, ...)."""
+
+    value: Any
+
+    def fail_expr(self, v: str, hoist: Hoist) -> str:
+        if self.value is None or isinstance(self.value, bool):
+            return f"{v} is not {self.value!r}"
+        if type(self.value) in (int, float, str, bytes, complex):
+            lit = repr(self.value)
+            if lit in ("nan", "inf", "-inf", "nan j") or "nan" in lit or "inf" in lit:
+                lit = hoist(self.value, "value")
+            return f"type({v}) is not {type(self.value).__name__} or {v} != {lit}"
+        return f"type({v}) is not {hoist(type(self.value), type(self.value).__name__)} or {v} != {hoist(self.value, 'value')}"
+
+    def sentence(self) -> str:
+        return f"{self.source} == {self.value!r}"
+
+
+@dataclass(frozen=True, eq=False)
+class LenGuard(Guard):
+    """A list, tuple or nn container of the same type and length."""
+
+    type: type
+    length: int
+
+    def fail_expr(self, v: str, hoist: Hoist) -> str:
+        return f"type({v}) is not {hoist(self.type, self.type.__name__)} or len({v}) != {self.length}"
+
+    def sentence(self) -> str:
+        return f"{self.source} is a {self.type.__name__} of length {self.length}"
+
+
+@dataclass(frozen=True, eq=False)
+class DictKeysGuard(Guard):
+    """A dict with the same keys in the same order (iteration order is part of what was traced)."""
+
+    type: type
+    keys: tuple[Any, ...]
+
+    def fail_expr(self, v: str, hoist: Hoist) -> str:
+        return f"type({v}) is not {hoist(self.type, self.type.__name__)} or tuple({v}) != {hoist(self.keys, 'keys')}"
+
+    def sentence(self) -> str:
+        return f"{self.source} is a {self.type.__name__} with keys {list(self.keys)!r}"
+
+
+@dataclass(frozen=True, eq=False)
+class TensorGuard(Guard):
+    """A tensor's type, dtype, device, requires_grad and rank, and its static sizes and strides.
+
+    `sizes[i]`/`strides[i]` is None for a dim left dynamic (TENSOR_MATCH_DYNAMIC); with all present
+    this is TENSOR_MATCH_STATIC.
+    """
+
+    type: type
+    dtype: torch.dtype
+    device: torch.device
+    requires_grad: bool
+    sizes: tuple[int | None, ...]
+    strides: tuple[int | None, ...] | None
+
+    def fail_expr(self, v: str, hoist: Hoist) -> str:
+        parts = [
+            f"type({v}) is not {hoist(self.type, self.type.__name__)}",
+            f"{v}.dtype is not {hoist(self.dtype, str(self.dtype).removeprefix('torch.'))}",
+            f"{v}.device != {hoist(self.device, self.device.type)}",
+            f"{v}.requires_grad is not {self.requires_grad}",
+        ]
+        if all(s is not None for s in self.sizes):
+            parts.append(f"{v}.size() != {tuple(self.sizes)!r}")
+        else:
+            parts.append(f"{v}.dim() != {len(self.sizes)}")
+            parts += [f"{v}.size({i}) != {s}" for i, s in enumerate(self.sizes) if s is not None]
+        if self.strides is not None:
+            if all(s is not None for s in self.strides):
+                parts.append(f"{v}.stride() != {tuple(self.strides)!r}")
+            else:
+                parts += [f"{v}.stride({i}) != {s}" for i, s in enumerate(self.strides) if s is not None]
+        return " or ".join(parts)
+
+    def sentence(self) -> str:
+        sizes = ", ".join("*" if s is None else str(s) for s in self.sizes)
+        grad = ", requires_grad" if self.requires_grad else ""
+        return (f"{self.source} is a {str(self.dtype).removeprefix('torch.')} {self.device} "
+                f"{self.type.__name__} of size ({sizes}){grad}")
+
+
+@dataclass(frozen=True, eq=False)
+class NoHooksGuard(Guard):
+    """A called nn.Module still has no forward hooks (pdyn inlines `forward`, not `__call__`)."""
+
+    def fail_expr(self, v: str, hoist: Hoist) -> str:
+        return f"{v}._forward_hooks or {v}._forward_pre_hooks"
+
+    def sentence(self) -> str:
+        return f"{self.source} has no forward hooks"
+
+
+@dataclass(frozen=True, eq=False)
+class AliasGuard(Guard):
+    """Two sources are (or are not) the same object, as they were when traced."""
+
+    other: Source = None  # type: ignore[assignment]  # always given; dataclass order needs a default
+    same: bool = True
+
+    def key(self) -> tuple[Any, ...]:
+        return (type(self), self.source, self.other)
+
+    def fail_expr(self, v: str, hoist: Hoist) -> str:
+        raise NotImplementedError("bound by guard_codegen, which knows both names")
+
+    def sentence(self) -> str:
+        return f"{self.source} is {'' if self.same else 'not '}{self.other}"
+
+
+@dataclass(frozen=True, eq=False)
+class GlobalNameGuard(Guard):
+    """A builtin the trace used is not shadowed by a module global of the same name."""
+
+    name: str = ""
+
+    def key(self) -> tuple[Any, ...]:
+        return (type(self), self.name)
+
+    def fail_expr(self, v: str, hoist: Hoist) -> str:
+        return f"{self.name!r} in G"
+
+    def sentence(self) -> str:
+        return f"no global named {self.name!r} shadows the builtin"
+
+
+@dataclass(frozen=True, eq=False)
+class GradModeGuard(Guard):
+    """torch's grad mode is what it was when traced."""
+
+    enabled: bool = True
+
+    def key(self) -> tuple[Any, ...]:
+        return (type(self),)
+
+    def fail_expr(self, v: str, hoist: Hoist) -> str:
+        return f"{hoist(torch.is_grad_enabled, 'is_grad_enabled')}() is not {self.enabled}"
+
+    def sentence(self) -> str:
+        return f"torch.is_grad_enabled() is {self.enabled}"
+
+
+class GuardSet:
+    """The guards of one trace, deduplicated, in the order they were made."""
+
+    def __init__(self) -> None:
+        self._guards: dict[tuple[Any, ...], Guard] = {}
+
+    def add(self, guard: Guard) -> None:
+        self._guards.setdefault(guard.key(), guard)
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(self._guards.values())
+
+    def __len__(self) -> int:
+        return len(self._guards)

@@ -1,0 +1,80 @@
+"""The Python semantics that several handler families share: binary operators, identity and `in`."""
+
+from __future__ import annotations
+
+import operator
+from typing import TYPE_CHECKING, Any, Callable
+
+from pdyn.errors import Unsupported, UserException
+from pdyn.variables.base import VariableTracker
+from pdyn.variables.constant import ConstantVariable
+from pdyn.variables.containers import DictVariable, ListVariable, SetVariable
+from pdyn.variables.tensor import TensorVariable
+
+if TYPE_CHECKING:
+    from pdyn.bytecode_tracer import InstructionTranslator as Tracer
+
+INPLACE = frozenset({operator.iadd, operator.isub, operator.imul, operator.itruediv, operator.ifloordiv,
+                     operator.imod, operator.ipow, operator.imatmul, operator.iand, operator.ior,
+                     operator.ixor, operator.ilshift, operator.irshift})
+MUTABLE = (ListVariable, DictVariable, SetVariable)
+
+
+def fold(fn: Callable[..., Any], *values: Any) -> VariableTracker:
+    """`fn(*values)` on constants, at trace time; an exception is the user's."""
+    from pdyn.variables.builder import wrap_constant_result
+
+    try:
+        return wrap_constant_result(fn(*values))
+    except Exception as e:
+        raise UserException(e) from None
+
+
+def binary(tx: Tracer, fn: Callable[[Any, Any], Any], lhs: VariableTracker, rhs: VariableTracker) -> VariableTracker:
+    if isinstance(lhs, TensorVariable) or isinstance(rhs, TensorVariable):
+        return tx.output.call("call_function", fn, [lhs, rhs], {})
+    if fn in INPLACE and isinstance(lhs, MUTABLE):
+        return lhs.binary_op(tx, fn, rhs)
+    if lhs.is_python_constant() and rhs.is_python_constant():
+        return fold(fn, lhs.as_python_constant(), rhs.as_python_constant())
+    return lhs.binary_op(tx, fn, rhs)
+
+
+def identity(vt: VariableTracker) -> Any:
+    """What `is` compares: the underlying object where pdyn knows it, else None."""
+    if isinstance(vt, ConstantVariable):
+        return ("const", vt.value) if vt.value is None or isinstance(vt.value, bool) or vt.value is ... else None
+    if isinstance(vt, TensorVariable):
+        return ("node", vt.node)
+    value = getattr(vt, "value", None)
+    return ("obj", id(value)) if value is not None else ("vt", id(vt))
+
+
+def is_same(tx: Tracer, lhs: VariableTracker, rhs: VariableTracker) -> bool:
+    if lhs is rhs:
+        return True
+    a, b = identity(lhs), identity(rhs)
+    if a is not None and b is not None:
+        return a == b
+    try:
+        if lhs.python_type() is not rhs.python_type():
+            return False
+    except Unsupported:
+        pass
+    if lhs.is_python_constant() and rhs.is_python_constant():
+        return lhs.as_python_constant() is rhs.as_python_constant()
+    raise Unsupported("is", f"pdyn cannot decide `{lhs} is {rhs}` at trace time", loc=tx.loc())
+
+
+def contains(tx: Tracer, item: VariableTracker, container: VariableTracker) -> bool:
+    if isinstance(container, TensorVariable):
+        raise Unsupported("data_dependent", "`in` on a tensor depends on its values", loc=tx.loc())
+    method = getattr(container, "contains", None)
+    if method is not None:
+        return bool(method(tx, item))
+    if item.is_python_constant() and container.is_python_constant():
+        try:
+            return item.as_python_constant() in container.as_python_constant()
+        except TypeError as e:
+            raise UserException(e) from None
+    raise Unsupported("contains", f"pdyn cannot decide `in` over {container}", loc=tx.loc())

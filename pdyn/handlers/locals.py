@@ -1,0 +1,105 @@
+"""Opcodes that read and write names: fast locals, cells, globals, constants and attributes."""
+
+from __future__ import annotations
+
+from pdyn.bytecode_tracer import InstructionTranslator as Tracer, handler
+from pdyn.errors import Unsupported, UserException
+from pdyn.instructions import Instruction
+from pdyn.variables.base import NULL
+from pdyn.variables.builder import wrap_constant_result
+
+
+@handler("LOAD_FAST")
+def load_fast(tx: Tracer, inst: Instruction) -> None:
+    if inst.argval not in tx.locals:
+        raise UserException(UnboundLocalError(f"local variable {inst.argval!r} referenced before assignment"))
+    tx.push(tx.locals[inst.argval])
+
+
+@handler("LOAD_FAST_AND_CLEAR")
+def load_fast_and_clear(tx: Tracer, inst: Instruction) -> None:
+    tx.push(tx.locals.pop(inst.argval, NULL))
+
+
+@handler("STORE_FAST")
+def store_fast(tx: Tracer, inst: Instruction) -> None:
+    value = tx.pop()
+    if value is NULL:  # 3.12 restores a comprehension variable that was unbound before it
+        tx.locals.pop(inst.argval, None)
+    else:
+        tx.locals[inst.argval] = value
+
+
+@handler("DELETE_FAST")
+def delete_fast(tx: Tracer, inst: Instruction) -> None:
+    tx.locals.pop(inst.argval, None)
+
+
+@handler("LOAD_CONST")
+def load_const(tx: Tracer, inst: Instruction) -> None:
+    tx.push(wrap_constant_result(inst.argval))
+
+
+def _cell(tx: Tracer, name: str):  # type: ignore[no-untyped-def]
+    if name not in tx.cells:
+        raise Unsupported("cell", f"pdyn has no cell named {name!r}", loc=tx.loc())
+    return tx.cells[name]
+
+
+@handler("LOAD_DEREF")
+def load_deref(tx: Tracer, inst: Instruction) -> None:
+    cell = _cell(tx, inst.argval)
+    if cell.contents is None:
+        raise UserException(NameError(f"free variable {inst.argval!r} referenced before assignment"))
+    tx.push(cell.contents)
+
+
+@handler("STORE_DEREF")
+def store_deref(tx: Tracer, inst: Instruction) -> None:
+    cell = _cell(tx, inst.argval)
+    if getattr(cell, "source", None) is not None:
+        raise Unsupported("nonlocal_store", f"pdyn cannot trace a store to the enclosing scope's {inst.argval!r}",
+                          loc=tx.loc())
+    cell.contents = tx.pop()
+
+
+@handler("LOAD_CLOSURE")
+def load_closure(tx: Tracer, inst: Instruction) -> None:
+    tx.push(_cell(tx, inst.argval))
+
+
+@handler("LOAD_GLOBAL")
+def load_global(tx: Tracer, inst: Instruction) -> None:
+    if inst.push_null:
+        tx.push(NULL)
+    tx.push(tx.load_global(inst.argval))
+
+
+@handler("STORE_GLOBAL")
+def store_global(tx: Tracer, inst: Instruction) -> None:
+    if tx.f_globals is not tx.root_globals:
+        raise Unsupported("store_global", "pdyn traces stores to globals only in the optimized function's module",
+                          loc=tx.loc())
+    tx.output.side_effects.globals[inst.argval] = tx.pop()
+
+
+@handler("LOAD_ATTR")
+def load_attr(tx: Tracer, inst: Instruction) -> None:
+    tx.push(tx.pop().getattr(tx, inst.argval))
+
+
+@handler("LOAD_METHOD")
+def load_method(tx: Tracer, inst: Instruction) -> None:
+    obj = tx.pop()
+    tx.push(NULL)
+    tx.push(obj.getattr(tx, inst.argval))
+
+
+@handler("STORE_ATTR")
+def store_attr(tx: Tracer, inst: Instruction) -> None:
+    obj = tx.pop()
+    value = tx.pop()
+    store = getattr(obj, "store_attr", None)
+    if store is None:
+        raise Unsupported("store_attr", f"pdyn cannot trace setting attribute {inst.argval!r} of {obj}", loc=tx.loc())
+    store(tx, inst.argval, value)

@@ -1,0 +1,199 @@
+"""The torch.fx graph under construction: its inputs, the ops recorded into it, and the Python side
+effects to replay after it runs.
+
+Every op runs once at trace time on fake tensors (same sizes, dtypes and devices, no data) to learn
+its output's metadata; the node it records carries the user's file:line in `node.meta["loc"]`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import re
+from typing import TYPE_CHECKING, Any, Iterator
+
+import torch
+import torch.fx
+from torch._subclasses.fake_tensor import (
+    DataDependentOutputException,
+    DynamicOutputShapeException,
+    FakeTensorMode,
+    UnsupportedOperatorException,
+)
+
+from pdyn.errors import SourceLoc, Unsupported, UserException
+from pdyn.guards import AliasGuard, GradModeGuard, Guard, GuardSet
+from pdyn.sources import Source
+from pdyn.variables.base import VariableTracker
+
+if TYPE_CHECKING:
+    from pdyn.variables.tensor import TensorVariable
+
+DATA_DEPENDENT = (DataDependentOutputException, DynamicOutputShapeException)
+
+
+class SideEffects:
+    """Python-visible changes the trace made to objects that outlive it, in the order first made.
+
+    `mutated` marks a list or dict read from the inputs whose contents changed; `store_attr` and
+    `store_global` record the last value stored. The frame code replays them after the graph.
+    """
+
+    def __init__(self) -> None:
+        self.containers: dict[int, VariableTracker] = {}
+        self.attrs: dict[tuple[int, str], tuple[VariableTracker, VariableTracker]] = {}
+        self.globals: dict[str, VariableTracker] = {}
+
+    def mutated(self, vt: VariableTracker) -> None:
+        self.containers.setdefault(id(vt), vt)
+
+    def store_attr(self, obj: VariableTracker, name: str, value: VariableTracker) -> None:
+        self.attrs.pop((id(obj), name), None)
+        self.attrs[(id(obj), name)] = (obj, value)
+
+    def load_attr(self, obj: VariableTracker, name: str) -> VariableTracker | None:
+        entry = self.attrs.get((id(obj), name))
+        return entry[1] if entry is not None else None
+
+    def __bool__(self) -> bool:
+        return bool(self.containers or self.attrs or self.globals)
+
+
+@contextlib.contextmanager
+def _quiet_fake_tensor() -> Iterator[None]:
+    """FakeTensor logs a traceback for every op that fails; pdyn reports those itself."""
+    logger = logging.getLogger("torch._subclasses.fake_tensor")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+class OutputGraph:
+    """One trace's fx graph, guards, graph inputs and side effects."""
+
+    def __init__(self, frame_name: str) -> None:
+        self.frame_name = frame_name
+        self.graph = torch.fx.Graph()
+        self.fake_mode = FakeTensorMode(allow_non_fake_inputs=False)
+        self.guards = GuardSet()
+        self.inputs: list[TensorVariable] = []          # placeholders, in order
+        self.example_inputs: list[torch.Tensor] = []    # this call's real values of them
+        self._input_by_id: dict[int, TensorVariable] = {}
+        self.side_effects = SideEffects()
+        self.loc: SourceLoc | None = None               # the instruction being traced
+        self._names: set[str] = set()
+        self.wrapped: dict[Source, VariableTracker] = {}   # one tracker per source read
+        self.add_guard(GradModeGuard(None, enabled=torch.is_grad_enabled()))
+
+    def add_guard(self, guard: Guard) -> None:
+        self.guards.add(guard)
+
+    # -- inputs ----------------------------------------------------------------------------------
+
+    def add_input(self, value: torch.Tensor, source: Source) -> TensorVariable:
+        """A tensor read from the frame: a placeholder (or the one already made for this object)."""
+        from pdyn.variables.tensor import TensorVariable
+
+        seen = self._input_by_id.get(id(value))
+        if seen is not None:
+            self.add_guard(AliasGuard(source, other=seen.source, same=True, loc=self.loc))
+            return seen
+        node = self.graph.placeholder(self._fresh_name(_hint(source)))
+        with _quiet_fake_tensor():
+            fake = self.fake_mode.from_tensor(value, static_shapes=True)
+        node.meta["example_value"] = fake
+        node.meta["source"] = source
+        vt = TensorVariable(node, fake, source=source, input_sources=frozenset({source}))
+        self.inputs.append(vt)
+        self.example_inputs.append(value)
+        self._input_by_id[id(value)] = vt
+        return vt
+
+    def _fresh_name(self, hint: str) -> str:
+        base = re.sub(r"\W+", "_", hint).strip("_").lower() or "t"
+        if base[0].isdigit():
+            base = "t_" + base
+        name, n = base, 1
+        while name in self._names:
+            n += 1
+            name = f"{base}_{n}"
+        self._names.add(name)
+        return name
+
+    # -- recording ops ---------------------------------------------------------------------------
+
+    def call(self, kind: str, target: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker],
+             *, mutates: bool = False) -> VariableTracker:
+        """Record `target(*args, **kwargs)` (kind: call_function or call_method) and wrap its result.
+
+        The op runs first on fake tensors; a result with no tensor in it (a size, a dtype) is a
+        constant and records nothing, unless the op `mutates` an input (setitem).
+        """
+        from pdyn.variables.fx_args import as_fake, as_node
+        from pdyn.variables.tensor import wrap_fx_result
+
+        fake_args = [as_fake(a) for a in args]
+        fake_kwargs = {k: as_fake(v) for k, v in kwargs.items()}
+        fn = getattr(torch.Tensor, target) if kind == "call_method" else target
+        try:
+            with _quiet_fake_tensor(), self.fake_mode:
+                example = fn(*fake_args, **fake_kwargs)
+        except DATA_DEPENDENT as e:
+            raise Unsupported(
+                "data_dependent", f"{_target_name(target)} needs tensor data pdyn does not have at trace time "
+                f"({type(e).__name__})", hint="move data-dependent Python logic out of the compiled function",
+                loc=self.loc) from None
+        except UnsupportedOperatorException as e:
+            raise Unsupported("fake_unsupported", f"{_target_name(target)} has no fake implementation: {e}",
+                              loc=self.loc) from None
+        except Exception as e:  # the op itself raised: eager raises it too, for real
+            raise UserException(e, self.loc) from None
+        if not mutates and not _has_tensor(example):
+            from pdyn.variables.builder import wrap_constant_result
+
+            return wrap_constant_result(example)
+        node = self.graph.create_node(
+            kind, target, tuple(as_node(a) for a in args), {k: as_node(v) for k, v in kwargs.items()},
+            name=self._fresh_name(_target_name(target).rsplit(".", 1)[-1]),
+        )
+        node.meta["loc"] = self.loc
+        if self.loc is not None:
+            node.meta["stack_trace"] = (f'  File "{self.loc.filename}", line {self.loc.lineno}, in '
+                                        f'{self.loc.function}\n    {self.loc.source_line().strip()}\n')
+        node.meta["example_value"] = example
+        sources = frozenset().union(*(getattr(a, "input_sources", frozenset()) for a in _flat(args, kwargs)))
+        return wrap_fx_result(self, node, example, sources)
+
+    def getitem_node(self, node: torch.fx.Node, index: int) -> torch.fx.Node:
+        item = self.graph.call_function(__import__("operator").getitem, (node, index))
+        item.meta["loc"] = self.loc
+        return item
+
+
+def _flat(args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> Iterator[VariableTracker]:
+    stack: list[Any] = list(args) + list(kwargs.values())
+    while stack:
+        a = stack.pop()
+        yield a
+        stack.extend(getattr(a, "items", ()) if not isinstance(getattr(a, "items", None), dict) else a.items.values())
+
+
+def _has_tensor(value: Any) -> bool:
+    if isinstance(value, torch.Tensor):
+        return True
+    if isinstance(value, (list, tuple)):
+        return any(_has_tensor(v) for v in value)
+    return False
+
+
+def _target_name(target: Any) -> str:
+    if isinstance(target, str):
+        return target
+    return getattr(target, "__name__", None) or repr(target)
+
+
+def _hint(source: Source) -> str:
+    return source.expr().replace("L[", "").replace("G[", "g_").replace("'", "").replace("]", "").replace(".", "_")

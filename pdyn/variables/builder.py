@@ -1,0 +1,117 @@
+"""Wrapping Python values as trackers: `wrap` for values read from the frame (with a Source, and
+the guards that pin what the trace assumed about them), `wrap_constant_result` for values made at
+trace time (no source, no guard).
+"""
+
+from __future__ import annotations
+
+import types
+from typing import TYPE_CHECKING, Any, Callable
+
+import torch
+
+from pdyn.errors import Unsupported
+from pdyn.guards import DictKeysGuard, EqualsGuard, IdGuard, LenGuard, TensorGuard, TypeGuard
+from pdyn.sources import AttrSource, ItemSource, Source
+from pdyn.variables.base import VariableTracker
+from pdyn.variables.constant import ConstantVariable, is_constant_value
+from pdyn.variables.containers import DictVariable, ListVariable, SetVariable, SizeVariable, TupleVariable
+from pdyn.variables.functions import BuiltinVariable, ClassVariable, UserFunctionVariable, UserMethodVariable
+from pdyn.variables.nn_module import NNModuleVariable, UserObjectVariable
+from pdyn.variables.torch import ObjectConstantVariable, PythonModuleVariable, TorchFunctionVariable, is_torch_function
+
+if TYPE_CHECKING:
+    from pdyn.bytecode_tracer import InstructionTranslator as Tracer
+
+TENSOR_TYPES = (torch.Tensor, torch.nn.Parameter)
+CALLABLE_TYPES = (types.BuiltinFunctionType, types.MethodWrapperType, types.MethodDescriptorType,
+                  types.WrapperDescriptorType, types.ClassMethodDescriptorType, types.BuiltinMethodType)
+
+
+def wrap(tx: Tracer, value: Any, source: Source) -> VariableTracker:
+    """The tracker for `value`, read from `source`, with its guards; one tracker per source."""
+    memo = tx.output.wrapped
+    if source not in memo:
+        memo[source] = _wrap(tx, value, source)
+    return memo[source]
+
+
+def _guard(tx: Tracer, guard_type: Callable[..., Any], source: Source, *args: Any) -> None:
+    tx.output.add_guard(guard_type(source, *args, loc=tx.loc()))
+
+
+def _wrap(tx: Tracer, value: Any, source: Source) -> VariableTracker:
+    kind = type(value)
+    if isinstance(value, torch.Tensor):
+        if kind not in TENSOR_TYPES:
+            raise Unsupported("tensor_subclass", f"pdyn cannot trace tensor subclass {kind.__name__} ({source})",
+                              loc=tx.loc())
+        _guard(tx, TensorGuard, source, kind, value.dtype, value.device, value.requires_grad,
+               tuple(value.shape), tuple(value.stride()))
+        vt = tx.output.add_input(value, source)
+        vt._python_type = kind
+        return vt
+    if kind is torch.Size:
+        _guard(tx, EqualsGuard, source, value)
+        return SizeVariable([ConstantVariable(v) for v in value], source)
+    if is_constant_value(value) and kind not in (tuple, frozenset):
+        _guard(tx, EqualsGuard, source, value)
+        return ConstantVariable(value, source)
+    if kind in (tuple, list):
+        _guard(tx, LenGuard, source, kind, len(value))
+        items = [wrap(tx, v, ItemSource(source, i)) for i, v in enumerate(value)]
+        return TupleVariable(items, source) if kind is tuple else ListVariable(items, source)
+    if kind is dict or kind.__name__ == "OrderedDict" and isinstance(value, dict):
+        if not all(is_constant_value(k) for k in value):
+            raise Unsupported("dict_keys", f"pdyn needs constant keys in dict {source}", loc=tx.loc())
+        _guard(tx, DictKeysGuard, source, kind, tuple(value))
+        return DictVariable({k: wrap(tx, v, ItemSource(source, k)) for k, v in value.items()}, source, kind)
+    if isinstance(value, torch.nn.Module):
+        _guard(tx, IdGuard, source, value)
+        return NNModuleVariable(value, source)
+    if isinstance(value, types.MethodType):
+        fn = wrap(tx, value.__func__, AttrSource(source, "__func__"))
+        return UserMethodVariable(fn, wrap(tx, value.__self__, AttrSource(source, "__self__")))
+    if isinstance(value, (types.ModuleType, types.FunctionType, type, *CALLABLE_TYPES)):
+        _guard(tx, IdGuard, source, value)
+        vt = wrap_constant_result(value)
+        vt.source = source
+        return vt
+    if kind in (set, frozenset, types.CodeType) or isinstance(value, (torch.finfo, torch.iinfo)):
+        raise Unsupported("input_type", f"pdyn cannot guard a {kind.__name__} input ({source}) yet", loc=tx.loc())
+    if isinstance(value, tuple):
+        raise Unsupported("input_type", f"pdyn cannot trace a {kind.__name__} (a tuple subclass) input yet",
+                          loc=tx.loc())
+    _guard(tx, TypeGuard, source, kind)
+    return UserObjectVariable(value, source)
+
+
+def wrap_constant_result(value: Any) -> VariableTracker:
+    """The tracker for a value made during the trace, which needs no guard."""
+    kind = type(value)
+    if kind is torch.Size:
+        return SizeVariable([ConstantVariable(v) for v in value])
+    if (is_constant_value(value) and kind not in (tuple, frozenset)) or kind is types.CodeType:
+        return ConstantVariable(value)
+    if kind is tuple:
+        return TupleVariable([wrap_constant_result(v) for v in value])
+    if kind is list:
+        return ListVariable([wrap_constant_result(v) for v in value])
+    if kind is dict:
+        return DictVariable({k: wrap_constant_result(v) for k, v in value.items()})
+    if kind in (set, frozenset):
+        vt = SetVariable([wrap_constant_result(v) for v in value])
+        return vt if kind is set else ConstantVariable(value)
+    if isinstance(value, types.ModuleType):
+        return PythonModuleVariable(value)
+    if is_torch_function(value):
+        return TorchFunctionVariable(value)
+    if isinstance(value, types.FunctionType):
+        return UserFunctionVariable(value)
+    if isinstance(value, CALLABLE_TYPES):
+        return BuiltinVariable(value)
+    if isinstance(value, type):
+        return ClassVariable(value)
+    if isinstance(value, (torch.Tensor, torch.nn.Module)):
+        raise Unsupported("sourceless", f"pdyn cannot trace a {kind.__name__} it cannot read from the frame")
+    return ObjectConstantVariable(value)

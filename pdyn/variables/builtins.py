@@ -1,0 +1,337 @@
+"""Rules for Python builtins and pure library functions called during a trace.
+
+A builtin with a rule here works on any trackers (`len` of a list of tensors, `zip` of two lists,
+`isinstance` of a tensor); the rest of the pure ones (math, operator, methods of constants) are
+folded when every argument is a constant. Anything else (print, open, id, ...) is a graph break.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import operator
+from typing import TYPE_CHECKING, Any, Callable
+
+import torch
+
+from pdyn.errors import Unsupported, UserException
+from pdyn.handlers.dispatch import contains, fold
+from pdyn.variables.base import VariableTracker
+from pdyn.variables.constant import CONSTANT_TYPES, ConstantVariable
+from pdyn.variables.containers import (DictVariable, IteratorVariable, ListVariable, SetVariable,
+                                       SizeVariable, TupleVariable)
+
+if TYPE_CHECKING:
+    from pdyn.bytecode_tracer import InstructionTranslator as Tracer
+
+Rule = Callable[["Tracer", list[VariableTracker], dict[str, VariableTracker]], VariableTracker]
+RULES: dict[Any, Rule] = {}
+
+# Builtins that are pure functions of their (constant) arguments.
+PURE_BUILTINS = frozenset({
+    abs, all, any, ascii, bin, bool, bytes, callable, chr, complex, divmod, float, format, frozenset,
+    hash, hex, int, isinstance, issubclass, len, max, min, oct, ord, pow, range, repr, round, slice,
+    sorted, str, sum, tuple, list, dict, set, enumerate, zip, reversed, type,
+})
+PURE_MODULES = ("math", "operator", "_operator", "cmath")
+SIDE_EFFECT_HINTS = {
+    print: ("print", "cannot trace a call to print(): it writes to stdout",
+            "move the print out of the compiled function"),
+}
+
+
+def rule(*fns: Any) -> Callable[[Rule], Rule]:
+    def register(r: Rule) -> Rule:
+        for fn in fns:
+            RULES[fn] = r
+        return r
+
+    return register
+
+
+def _is_pure(fn: Any) -> bool:
+    if fn in PURE_BUILTINS:
+        return True
+    owner = getattr(fn, "__self__", None)
+    if owner is not None and not isinstance(owner, type(math)):
+        return type(owner) in CONSTANT_TYPES or isinstance(owner, (tuple, frozenset))
+    return getattr(fn, "__module__", None) in PURE_MODULES or getattr(owner, "__name__", None) in PURE_MODULES
+
+
+def call_builtin(tx: Tracer, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    r = RULES.get(fn)
+    if r is not None:
+        return r(tx, args, kwargs)
+    all_constant = all(a.is_python_constant() for a in [*args, *kwargs.values()])
+    if _is_pure(fn) and all_constant:
+        return fold(lambda: fn(*[a.as_python_constant() for a in args],
+                               **{k: v.as_python_constant() for k, v in kwargs.items()}))
+    if fn in SIDE_EFFECT_HINTS:
+        key, message, hint = SIDE_EFFECT_HINTS[fn]
+        raise Unsupported(key, message, hint=hint, loc=tx.loc())
+    name = getattr(fn, "__qualname__", repr(fn))
+    if _is_pure(fn):
+        raise Unsupported("builtin_args", f"pdyn can call {name}() only on constants here, got {args}", loc=tx.loc())
+    raise Unsupported("builtin", f"cannot trace a call to {name}(): pdyn does not know what it does",
+                      hint="move the call out of the compiled function", loc=tx.loc())
+
+
+def _constants(args: list[VariableTracker]) -> bool:
+    return all(a.is_python_constant() for a in args)
+
+
+@rule(len)
+def _len(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    (obj,) = args
+    method = getattr(obj, "length", None)
+    if method is not None:
+        return ConstantVariable(method(tx))
+    if isinstance(obj, (TupleVariable, ListVariable, DictVariable, SetVariable)):
+        return ConstantVariable(len(obj.items))
+    from pdyn.variables.tensor import TensorVariable
+
+    if isinstance(obj, TensorVariable):
+        if obj.example.dim() == 0:
+            raise UserException(TypeError("len() of a 0-d tensor"))
+        return ConstantVariable(obj.example.shape[0])
+    return fold(len, obj.as_python_constant())
+
+
+@rule(isinstance)
+def _isinstance(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    obj, classes = args
+    return fold(issubclass, obj.python_type(), classes.as_python_constant())
+
+
+@rule(type)
+def _type(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    from pdyn.variables.builder import wrap_constant_result
+
+    if len(args) != 1:
+        raise Unsupported("type", "pdyn cannot create classes with type(name, bases, dict)", loc=tx.loc())
+    return wrap_constant_result(args[0].python_type())
+
+
+@rule(getattr)
+def _getattr(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    name = args[1].as_python_constant()
+    try:
+        return args[0].getattr(tx, name)
+    except UserException as e:
+        if len(args) == 3 and isinstance(e.exc, AttributeError):
+            return args[2]
+        raise
+
+
+@rule(hasattr)
+def _hasattr(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    try:
+        args[0].getattr(tx, args[1].as_python_constant())
+    except UserException as e:
+        if isinstance(e.exc, AttributeError):
+            return ConstantVariable(False)
+        raise
+    return ConstantVariable(True)
+
+
+@rule(setattr)
+def _setattr(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    obj, name, value = args
+    store = getattr(obj, "store_attr", None)
+    if store is None:
+        raise Unsupported("store_attr", f"pdyn cannot trace setattr on {obj}", loc=tx.loc())
+    store(tx, name.as_python_constant(), value)
+    return ConstantVariable(None)
+
+
+@rule(iter)
+def _iter(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    from pdyn.handlers.control import make_iterator
+
+    return make_iterator(tx, args[0])
+
+
+@rule(next)
+def _next(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    it = args[0]
+    if not isinstance(it, IteratorVariable):
+        raise Unsupported("next", f"pdyn cannot call next() on {it}", loc=tx.loc())
+    item = it.next()
+    if item is None:
+        if len(args) > 1:
+            return args[1]
+        raise UserException(StopIteration())
+    return item
+
+
+@rule(enumerate)
+def _enumerate(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    start = (args[1] if len(args) > 1 else kwargs.get("start", ConstantVariable(0))).as_python_constant()
+    items = tx.iterate(args[0])
+    return IteratorVariable([TupleVariable([ConstantVariable(start + i), v]) for i, v in enumerate(items)])
+
+
+@rule(zip)
+def _zip(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    columns = [tx.iterate(a) for a in args]
+    strict = kwargs.get("strict", ConstantVariable(False)).as_python_constant()
+    if strict and len({len(c) for c in columns}) > 1:
+        raise UserException(ValueError("zip() arguments have different lengths"))
+    return IteratorVariable([TupleVariable(list(row)) for row in zip(*columns)])
+
+
+@rule(reversed)
+def _reversed(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    if isinstance(args[0], (DictVariable, SetVariable, IteratorVariable)):
+        raise Unsupported("reversed", f"pdyn cannot reverse {args[0]}", loc=tx.loc())
+    return IteratorVariable(list(reversed(tx.iterate(args[0]))))
+
+
+@rule(list)
+def _list(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    return ListVariable(tx.iterate(args[0]) if args else [])
+
+
+@rule(tuple)
+def _tuple(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    if args and isinstance(args[0], TupleVariable) and type(args[0]) is TupleVariable:
+        return args[0]
+    return TupleVariable(tx.iterate(args[0]) if args else [])
+
+
+@rule(dict)
+def _dict(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    items: dict[Any, VariableTracker] = {}
+    if args:
+        src = args[0]
+        if isinstance(src, DictVariable):
+            items.update(src.items)
+        else:
+            for pair in tx.iterate(src):
+                k, v = tx.iterate(pair)
+                items[k.as_python_constant()] = v
+    items.update(kwargs)
+    return DictVariable(items)
+
+
+@rule(set)
+def _set(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    return SetVariable(tx.iterate(args[0]) if args else [])
+
+
+@rule(frozenset)
+def _frozenset(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    return ConstantVariable(frozenset(SetVariable(tx.iterate(args[0]) if args else []).items))
+
+
+@rule(sum)
+def _sum(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    total = args[1] if len(args) > 1 else kwargs.get("start", ConstantVariable(0))
+    for item in tx.iterate(args[0]):
+        total = tx.binary(operator.add, total, item)
+    return total
+
+
+def _minmax(pick_left: Callable[[Any, Any], Any]) -> Rule:
+    def run(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        if kwargs:
+            raise Unsupported("minmax_kwargs", "pdyn traces min()/max() without key= or default=", loc=tx.loc())
+        items = tx.iterate(args[0]) if len(args) == 1 else list(args)
+        if not items:
+            raise UserException(ValueError("min()/max() arg is an empty sequence"))
+        best = items[0]
+        for item in items[1:]:
+            if tx.binary(pick_left, item, best).truth(tx):
+                best = item
+        return best
+
+    return run
+
+
+RULES[min] = _minmax(operator.lt)
+RULES[max] = _minmax(operator.gt)
+
+
+def _any_all(want: bool) -> Rule:
+    def run(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        for item in tx.iterate(args[0]):
+            if item.truth(tx) == want:
+                return ConstantVariable(want)
+        return ConstantVariable(not want)
+
+    return run
+
+
+RULES[any] = _any_all(True)
+RULES[all] = _any_all(False)
+
+
+@rule(abs)
+def _abs(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    if args[0].is_python_constant():
+        return fold(abs, args[0].as_python_constant())
+    return args[0].unary_op(tx, abs)
+
+
+@rule(bool)
+def _bool(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    return ConstantVariable(args[0].truth(tx) if args else False)
+
+
+@rule(callable)
+def _callable(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    from pdyn.variables.functions import BuiltinVariable, ClassVariable, UserFunctionVariable, UserMethodVariable
+    from pdyn.variables.torch import TorchFunctionVariable
+
+    kinds = (BuiltinVariable, ClassVariable, UserFunctionVariable, UserMethodVariable, TorchFunctionVariable)
+    if isinstance(args[0], kinds) or type(args[0]).__name__ in ("NNModuleVariable", "TensorMethodVariable"):
+        return ConstantVariable(True)
+    return fold(callable, args[0].as_python_constant())
+
+
+for _op in (operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv, operator.mod,
+            operator.pow, operator.matmul, operator.and_, operator.or_, operator.xor, operator.lshift,
+            operator.rshift, operator.lt, operator.le, operator.eq, operator.ne, operator.gt, operator.ge,
+            operator.iadd, operator.isub, operator.imul, operator.itruediv):
+    RULES[_op] = functools.partial(lambda fn, tx, args, kwargs: tx.binary(fn, *args), _op)
+
+RULES[operator.neg] = lambda tx, args, kwargs: (fold(operator.neg, args[0].as_python_constant())
+                                                 if args[0].is_python_constant() else args[0].unary_op(tx, operator.neg))
+
+
+@rule(operator.getitem)
+def _getitem(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    from pdyn.handlers.ops import getitem
+
+    return getitem(tx, args[0], args[1])
+
+
+@rule(operator.contains)
+def _contains(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    return ConstantVariable(contains(tx, args[1], args[0]))
+
+
+def construct(tx: Tracer, cls: type, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    """`cls(*args, **kwargs)` for the classes pdyn can build at trace time."""
+    if cls in RULES or cls in PURE_BUILTINS:
+        return call_builtin(tx, cls, args, kwargs)
+    if cls is torch.Size:
+        return SizeVariable(tx.iterate(args[0]) if args else [])
+    if _constants([*args, *kwargs.values()]) and (
+            cls in (torch.device, torch.finfo, torch.iinfo) or issubclass(cls, BaseException)):
+        return _fold_object(cls, args, kwargs)
+    if issubclass(cls, torch.nn.Module):
+        raise Unsupported("module_construction", f"pdyn cannot trace constructing {cls.__qualname__} inside a "
+                          "compiled function", hint="build modules in __init__, not in forward", loc=tx.loc())
+    raise Unsupported("construct", f"pdyn cannot trace constructing a {cls.__qualname__}", loc=tx.loc())
+
+
+def _fold_object(cls: type, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    from pdyn.variables.builder import wrap_constant_result
+
+    try:
+        value = cls(*[a.as_python_constant() for a in args], **{k: v.as_python_constant() for k, v in kwargs.items()})
+    except Exception as e:
+        raise UserException(e) from None
+    return wrap_constant_result(value)
+

@@ -1,0 +1,71 @@
+"""ConstantVariable: an immutable Python value fixed at trace time.
+
+None, bools, numbers, strings, bytes, `...`, ranges, constant slices, dtypes and devices. Read
+from a Source it costs one EqualsGuard (added by the builder). Operations on constants are folded.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from pdyn.errors import UserException
+from pdyn.sources import Source
+from pdyn.variables.base import VariableTracker
+
+if TYPE_CHECKING:
+    from pdyn.bytecode_tracer import InstructionTranslator as Tracer
+    from pdyn.frame_codegen import FrameCodegen
+
+CONSTANT_TYPES = (
+    type(None), bool, int, float, complex, str, bytes, type(Ellipsis), type(NotImplemented),
+    range, slice, torch.dtype, torch.device, torch.layout, torch.memory_format,
+)
+
+
+def is_constant_value(value: Any) -> bool:
+    if isinstance(value, slice):
+        return all(is_constant_value(v) for v in (value.start, value.stop, value.step))
+    if isinstance(value, (tuple, frozenset)):
+        return all(is_constant_value(v) for v in value)
+    return type(value) in CONSTANT_TYPES
+
+
+class ConstantVariable(VariableTracker):
+    """A None/bool/int/float/str/... fixed at trace time."""
+
+    def __init__(self, value: Any, source: Source | None = None):
+        self.value = value
+        self.source = source
+
+    def python_type(self) -> type:
+        return type(self.value)
+
+    def is_python_constant(self) -> bool:
+        return True
+
+    def as_python_constant(self) -> Any:
+        return self.value
+
+    def getattr(self, tx: Tracer, name: str) -> VariableTracker:
+        from pdyn.variables.builder import wrap_constant_result
+
+        try:
+            attr = getattr(self.value, name)
+        except AttributeError as e:
+            raise UserException(e) from None
+        return wrap_constant_result(attr)
+
+    def iterate(self, tx: Tracer) -> list[VariableTracker]:
+        from pdyn.variables.builder import wrap_constant_result
+
+        if isinstance(self.value, (range, str, bytes, tuple, frozenset)):
+            return [wrap_constant_result(v) for v in self.value]
+        return super().iterate(tx)
+
+    def reconstruct(self, codegen: FrameCodegen) -> str:
+        return codegen.constant(self.value)
+
+    def __repr__(self) -> str:
+        return f"ConstantVariable({self.value!r})"

@@ -1,0 +1,43 @@
+"""Converting trackers into the two forms an op is called with: fx node arguments (for the graph)
+and fake values (to run the op at trace time). Only tensors, constants and containers of them can
+be op arguments; anything else is a graph break.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pdyn.errors import Unsupported
+from pdyn.variables.base import VariableTracker
+from pdyn.variables.constant import ConstantVariable
+from pdyn.variables.containers import DictVariable, ListVariable, SizeVariable, TupleVariable
+
+
+def _convert(vt: VariableTracker, tensor_attr: str) -> Any:
+    from pdyn.variables.tensor import TensorVariable
+
+    if isinstance(vt, TensorVariable):
+        return getattr(vt, tensor_attr)
+    if isinstance(vt, ConstantVariable):
+        return vt.value
+    if isinstance(vt, SizeVariable):
+        return tuple(_convert(i, tensor_attr) for i in vt.items)
+    if isinstance(vt, TupleVariable):
+        return tuple(_convert(i, tensor_attr) for i in vt.items)
+    if isinstance(vt, ListVariable):
+        return [_convert(i, tensor_attr) for i in vt.items]
+    if isinstance(vt, DictVariable):
+        return {k: _convert(v, tensor_attr) for k, v in vt.items.items()}
+    if vt.is_python_constant():
+        return vt.as_python_constant()
+    raise Unsupported("op_argument", f"pdyn cannot pass {vt} to a torch op")
+
+
+def as_node(vt: VariableTracker) -> Any:
+    """The fx argument for `vt`: a Node for a tensor, the value for a constant."""
+    return _convert(vt, "node")
+
+
+def as_fake(vt: VariableTracker) -> Any:
+    """The trace-time value for `vt`: a FakeTensor for a tensor, the value for a constant."""
+    return _convert(vt, "example")

@@ -1,0 +1,163 @@
+"""TensorVariable: a tensor in the graph (a placeholder or an op's output), with its fake example
+value and `input_sources`, the graph inputs it was computed from.
+
+Attribute reads that are metadata (dtype, shape, ndim, ...) are constants here, guarded by the
+inputs' TensorGuards; methods and operators record graph nodes.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import TYPE_CHECKING, Any, Callable
+
+import torch
+import torch.fx
+
+from pdyn.errors import Unsupported, UserException
+from pdyn.sources import Source
+from pdyn.variables.base import VariableTracker
+from pdyn.variables.constant import ConstantVariable
+from pdyn.variables.containers import SizeVariable, TupleVariable
+
+if TYPE_CHECKING:
+    from pdyn.bytecode_tracer import InstructionTranslator as Tracer
+    from pdyn.frame_codegen import FrameCodegen
+    from pdyn.output_graph import OutputGraph
+
+METADATA_ATTRS = frozenset({
+    "dtype", "device", "ndim", "requires_grad", "is_cuda", "is_cpu", "is_meta", "is_leaf", "layout",
+    "is_sparse", "is_quantized", "is_mkldnn", "is_nested", "itemsize", "nbytes",
+})
+GRAPH_ATTRS = frozenset({"T", "mT", "H", "mH", "real", "imag", "data"})
+
+# Methods that hand tensor data to Python or change autograd/storage state outside the graph.
+DATA_METHODS = frozenset({"item", "tolist", "numpy", "__bool__", "__int__", "__float__", "__index__",
+                          "__complex__", "data_ptr"})
+UNTRACEABLE_METHODS = frozenset({
+    "backward", "register_hook", "retain_grad", "storage", "untyped_storage", "share_memory_",
+    "pin_memory", "record_stream", "resize_", "resize_as_", "set_", "unsqueeze_", "squeeze_",
+    "transpose_", "t_", "as_strided_", "swapdims_", "swapaxes_", "__setstate__", "apply_", "map_",
+})
+
+
+class TensorVariable(VariableTracker):
+    """A torch.Tensor in the graph. `input_sources` is the set of graph-input Sources it depends on."""
+
+    def __init__(self, node: torch.fx.Node, example: torch.Tensor, source: Source | None = None,
+                 input_sources: frozenset[Source] = frozenset(), python_type: type = torch.Tensor):
+        self.node = node
+        self.example = example
+        self.source = source
+        self.input_sources = input_sources
+        self._python_type = python_type
+
+    def python_type(self) -> type:
+        return self._python_type
+
+    def getattr(self, tx: Tracer, name: str) -> VariableTracker:
+        if name in ("shape",):
+            return SizeVariable([ConstantVariable(s) for s in self.example.shape])
+        if name in METADATA_ATTRS:
+            return ConstantVariable(getattr(self.example, name))
+        if name in GRAPH_ATTRS:
+            return tx.output.call("call_function", getattr, [self, ConstantVariable(name)], {})
+        if name == "grad":
+            raise Unsupported("tensor_grad", "pdyn cannot read .grad inside a compiled function", loc=tx.loc())
+        attr = getattr(torch.Tensor, name, None)
+        if attr is None:
+            raise UserException(AttributeError(f"'Tensor' object has no attribute {name!r}"))
+        if callable(attr):
+            return TensorMethodVariable(self, name)
+        raise Unsupported("tensor_attr", f"pdyn cannot read Tensor.{name}", loc=tx.loc())
+
+    def call_method(self, tx: Tracer, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        return TensorMethodVariable(self, name).call(tx, args, kwargs)
+
+    def binary_op(self, tx: Tracer, fn: Callable[[Any, Any], Any], other: VariableTracker) -> VariableTracker:
+        return tx.output.call("call_function", fn, [self, other], {})
+
+    def unary_op(self, tx: Tracer, fn: Callable[[Any], Any]) -> VariableTracker:
+        return tx.output.call("call_function", fn, [self], {})
+
+    def getitem(self, tx: Tracer, key: VariableTracker) -> VariableTracker:
+        return tx.output.call("call_function", operator.getitem, [self, key], {})
+
+    def setitem(self, tx: Tracer, key: VariableTracker, value: VariableTracker) -> None:
+        tx.output.call("call_function", operator.setitem, [self, key, value], {}, mutates=True)
+
+    def iterate(self, tx: Tracer) -> list[VariableTracker]:
+        if self.example.dim() == 0:
+            raise UserException(TypeError("iteration over a 0-d tensor"))
+        return [self.getitem(tx, ConstantVariable(i)) for i in range(self.example.shape[0])]
+
+    def truth(self, tx: Tracer) -> bool:
+        raise Unsupported(
+            "data_dependent_branch", "Python control flow depends on a tensor's values",
+            hint="compute both branches with torch.where, or move the branch out of the compiled function",
+            loc=tx.loc())
+
+    def reconstruct(self, codegen: FrameCodegen) -> str:
+        return codegen.graph_output(self)
+
+    def __repr__(self) -> str:
+        return f"TensorVariable({self.node.name}: {str(self.example.dtype).removeprefix('torch.')}{list(self.example.shape)})"
+
+
+class TensorMethodVariable(VariableTracker):
+    """A bound Tensor method (`x.view`), recorded as a call_method node when called."""
+
+    def __init__(self, tensor: TensorVariable, name: str):
+        self.tensor = tensor
+        self.name = name
+
+    def python_type(self) -> type:
+        return type(torch.Tensor.add)
+
+    def call(self, tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        if self.name in DATA_METHODS:
+            raise Unsupported(
+                "data_dependent", f"Tensor.{self.name}() hands tensor data to Python",
+                hint="keep the value as a tensor, or move this out of the compiled function", loc=tx.loc())
+        if self.name in UNTRACEABLE_METHODS:
+            raise Unsupported("tensor_method", f"pdyn cannot trace Tensor.{self.name}()", loc=tx.loc())
+        mutates = self.name in ("__setitem__",) or self.name.endswith("_")
+        return tx.output.call("call_method", self.name, [self.tensor, *args], kwargs, mutates=mutates)
+
+
+def wrap_fx_result(output: OutputGraph, node: torch.fx.Node, example: Any, sources: frozenset[Source]) -> VariableTracker:
+    """The tracker for an op's result: tensors keep `node`; tuples get one getitem node per item."""
+    if isinstance(example, torch.Tensor):
+        return TensorVariable(node, example, input_sources=sources)
+    if isinstance(example, (tuple, list)):
+        items: list[VariableTracker] = []
+        for i, value in enumerate(example):
+            if isinstance(value, torch.Tensor):
+                items.append(TensorVariable(output.getitem_node(node, i), value, input_sources=sources))
+            else:
+                from pdyn.variables.builder import wrap_constant_result
+
+                items.append(wrap_constant_result(value))
+        fields = getattr(type(example), "_fields", None) or getattr(type(example), "__match_args__", None)
+        if fields and type(example) not in (tuple, list):
+            return NamedTupleVariable(items, type(example), tuple(fields))
+        return TupleVariable(items)
+    if example is None:
+        return ConstantVariable(None)
+    raise Unsupported("op_result", f"pdyn cannot represent an op result of type {type(example).__name__}")
+
+
+class NamedTupleVariable(TupleVariable):
+    """A structseq such as torch.return_types.max: a tuple whose items also have names."""
+
+    def __init__(self, items: list[VariableTracker], tuple_type: type, fields: tuple[str, ...]):
+        super().__init__(items)
+        self.tuple_type = tuple_type
+        self.fields = fields
+
+    def python_type(self) -> type:
+        return self.tuple_type
+
+    def getattr(self, tx: Tracer, name: str) -> VariableTracker:
+        if name in self.fields:
+            return self.items[self.fields.index(name)]
+        return super().getattr(tx, name)
