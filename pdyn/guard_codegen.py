@@ -126,5 +126,5 @@ def build(guards: GuardSet, title: str) -> GuardCode:
 def _short_repr(obj: Any) -> str:
     if isinstance(obj, type):
         return f"{obj.__module__}.{obj.__qualname__}"
-    text = getattr(obj, "__qualname__", None) or repr(obj)
+    text = (getattr(obj, "__qualname__", None) or repr(obj)).splitlines()[0]
     return text if len(text) <= 60 else text[:57] + "..."

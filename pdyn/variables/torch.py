@@ -31,9 +31,30 @@ CONSTANT_FUNCTIONS = frozenset({torch.is_tensor, torch.is_floating_point, torch.
                                 torch.is_storage})
 
 
+def _torch_namespace_functions() -> dict[int, Any]:
+    namespaces = [torch, torch.nn.functional, torch.linalg, torch.fft, torch.special, torch.nn.init,
+                  torch._C._nn, torch._C._linalg, torch._C._fft, torch._C._special, torch._C._VariableFunctions]
+    found: dict[int, Any] = {}
+    for namespace in namespaces:
+        for name in dir(namespace):
+            value = getattr(namespace, name, None)
+            if callable(value) and not isinstance(value, type):
+                found[id(value)] = value
+    return found
+
+
+TORCH_FUNCTIONS = _torch_namespace_functions()
+
+
 def is_torch_function(value: Any) -> bool:
+    """A function of torch's namespaces (an op to record); methods of torch classes, such as
+    nn.Linear.forward, are user code to inline."""
+    if id(value) in TORCH_FUNCTIONS:
+        return True
     module = getattr(value, "__module__", None) or ""
-    return callable(value) and not isinstance(value, type) and (module == "torch" or module.startswith("torch."))
+    if not callable(value) or isinstance(value, type) or not (module == "torch" or module.startswith("torch.")):
+        return False
+    return "." not in getattr(value, "__qualname__", "") and not module.startswith("torch.nn.modules")
 
 
 class TorchFunctionVariable(VariableTracker):

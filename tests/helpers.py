@@ -1,0 +1,85 @@
+"""Test helpers: run a program eagerly and under pdyn, compare everything, count graphs and fallbacks."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Callable
+
+import torch
+
+import pdyn
+
+
+class CountingBackend:
+    """An eager backend that remembers each GraphModule it was given."""
+
+    def __init__(self) -> None:
+        self.graphs: list[torch.fx.GraphModule] = []
+
+    def __call__(self, gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
+        self.graphs.append(gm)
+        return gm.forward
+
+
+def assert_same(actual: Any, expected: Any, path: str = "result") -> None:
+    """Equal values, dtypes, shapes, devices and Python types, recursively."""
+    assert type(actual) is type(expected), f"{path}: type {type(actual).__name__} != {type(expected).__name__}"
+    if isinstance(expected, torch.Tensor):
+        assert actual.dtype == expected.dtype, f"{path}: dtype {actual.dtype} != {expected.dtype}"
+        assert actual.shape == expected.shape, f"{path}: shape {tuple(actual.shape)} != {tuple(expected.shape)}"
+        assert actual.device == expected.device, f"{path}: device {actual.device} != {expected.device}"
+        assert actual.requires_grad == expected.requires_grad, f"{path}: requires_grad differs"
+        torch.testing.assert_close(actual, expected, equal_nan=True, msg=lambda m: f"{path}: {m}")
+    elif isinstance(expected, (list, tuple)):
+        assert len(actual) == len(expected), f"{path}: length {len(actual)} != {len(expected)}"
+        for i, (a, e) in enumerate(zip(actual, expected)):
+            assert_same(a, e, f"{path}[{i}]")
+    elif isinstance(expected, dict):
+        assert list(actual) == list(expected), f"{path}: keys {list(actual)} != {list(expected)}"
+        for k in expected:
+            assert_same(actual[k], expected[k], f"{path}[{k!r}]")
+    elif isinstance(expected, float) and expected != expected:
+        assert actual != actual, f"{path}: {actual} is not nan"
+    else:
+        assert actual == expected, f"{path}: {actual!r} != {expected!r}"
+
+
+def _copy(args: Any) -> Any:
+    return copy.deepcopy(args)
+
+
+def check(fn: Callable[..., Any], *args: Any, graphs: int = 1, fallbacks: int = 0, calls: int = 2,
+          **kwargs: Any) -> Any:
+    """Run `fn` eagerly and optimized (twice: a compile, then a cache hit) on copies of the inputs.
+
+    Compares results, raised exceptions (type and message) and the inputs after the call (side
+    effects); asserts the number of graphs compiled and frames that fell back to eager.
+    Returns the optimized function for further checks.
+    """
+    backend = CountingBackend()
+    optimized = pdyn.optimize(fn, backend=backend)
+    for call in range(calls):
+        eager_args, eager_kwargs = _copy((args, kwargs))
+        opt_args, opt_kwargs = _copy((args, kwargs))
+        torch.manual_seed(call)
+        try:
+            expected, expected_exc = fn(*eager_args, **eager_kwargs), None
+        except Exception as e:
+            expected, expected_exc = None, e
+        torch.manual_seed(call)
+        try:
+            actual, actual_exc = optimized(*opt_args, **opt_kwargs), None
+        except Exception as e:
+            actual, actual_exc = None, e
+        if expected_exc is not None:
+            assert actual_exc is not None, f"eager raised {expected_exc!r}, pdyn returned {actual!r}"
+            assert type(actual_exc) is type(expected_exc) and str(actual_exc) == str(expected_exc), \
+                f"pdyn raised {actual_exc!r}, eager raised {expected_exc!r}"
+        else:
+            assert actual_exc is None, f"pdyn raised {actual_exc!r}, eager returned {expected!r}"
+            assert_same(actual, expected)
+        assert_same((opt_args, opt_kwargs), (eager_args, eager_kwargs), "inputs after the call")
+    stats = pdyn.stats(optimized)
+    assert len(backend.graphs) == graphs, f"{len(backend.graphs)} graphs compiled, expected {graphs}: {stats}"
+    assert stats["eager_fallbacks"] == fallbacks, f"{stats['eager_fallbacks']} eager fallbacks, expected {fallbacks}"
+    return optimized
