@@ -44,8 +44,21 @@ def assert_same(actual: Any, expected: Any, path: str = "result") -> None:
         assert actual == expected, f"{path}: {actual!r} != {expected!r}"
 
 
+def _modules_in(value: Any, found: dict[int, Any]) -> dict[int, Any]:
+    if isinstance(value, torch.nn.Module):
+        found[id(value)] = value
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            _modules_in(v, found)
+    elif isinstance(value, dict):
+        for v in value.values():
+            _modules_in(v, found)
+    return found
+
+
 def _copy(args: Any) -> Any:
-    return copy.deepcopy(args)
+    """A deep copy in which nn.Modules stay the same objects (they are guarded by identity)."""
+    return copy.deepcopy(args, memo=_modules_in(args, {}))
 
 
 def check(fn: Callable[..., Any], *args: Any, graphs: int = 1, fallbacks: int = 0, calls: int = 2,
@@ -57,13 +70,14 @@ def check(fn: Callable[..., Any], *args: Any, graphs: int = 1, fallbacks: int = 
     Returns the optimized function for further checks.
     """
     backend = CountingBackend()
+    eager_fn = copy.deepcopy(fn) if isinstance(fn, torch.nn.Module) else fn  # optimize() patches a module
     optimized = pdyn.optimize(fn, backend=backend)
     for call in range(calls):
         eager_args, eager_kwargs = _copy((args, kwargs))
         opt_args, opt_kwargs = _copy((args, kwargs))
         torch.manual_seed(call)
         try:
-            expected, expected_exc = fn(*eager_args, **eager_kwargs), None
+            expected, expected_exc = eager_fn(*eager_args, **eager_kwargs), None
         except Exception as e:
             expected, expected_exc = None, e
         torch.manual_seed(call)
