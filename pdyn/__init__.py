@@ -83,6 +83,7 @@ def explain(fn: Any, *, backend: str | Callable[..., Any] = "eager") -> Callable
     original = getattr(fn, "_pdyn_original", fn)
 
     def run(*args: Any, **kwargs: Any) -> ExplainOutput:
+        previous_forward = original.__dict__.get("forward") if isinstance(original, torch.nn.Module) else None
         cache = CodeCache(_code_of(original))
         target = _optimize(original, resolve(backend), False, cache)
         recorder = Recorder()
@@ -91,8 +92,11 @@ def explain(fn: Any, *, backend: str | Callable[..., Any] = "eager") -> Callable
             target(*args, **kwargs)
         finally:
             RECORDERS.remove(recorder)
-            if isinstance(original, torch.nn.Module):
-                del original.forward
+            if isinstance(original, torch.nn.Module):  # explain patched it: put back what was there
+                if previous_forward is not None:
+                    original.forward = previous_forward
+                else:
+                    del original.forward
         return ExplainOutput.from_entries(recorder.entries)
 
     return run

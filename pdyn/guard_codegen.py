@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import keyword
 import re
+import sys
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -119,6 +120,7 @@ def build(guards: GuardSet, title: str) -> GuardCode:
     ]
     source = "\n".join(lines) + "\n"
     scope: dict[str, Any] = {name: obj for name, obj in consts}
+    scope["_modules"] = sys.modules  # ModuleSource roots: globals of functions from other modules
     exec(compile(source, f"<pdyn guards {title}>", "exec"), scope)
     return GuardCode(check=scope["check"], source=source, by_sentence=by_sentence)
 

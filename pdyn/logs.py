@@ -27,7 +27,7 @@ def apply(config: Config) -> None:
     if unknown:
         ROOT.warning("PDYN_LOGS names unknown topics %s; known: %s", sorted(unknown), ", ".join(LOG_TOPICS))
     for name in LOG_TOPICS:
-        level = logging.DEBUG if name in config.logs else logging.NOTSET
+        level = logging.DEBUG if name in config.logs else logging.WARNING
         logging.getLogger(f"pdyn.{name}").setLevel(level)
     if config.logs and _handler is None:
         _handler = logging.StreamHandler(sys.stderr)
