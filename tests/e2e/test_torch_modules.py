@@ -1,0 +1,301 @@
+"""End-to-end: nn.Module programs under pdyn (attributes, submodules, containers, training mode)."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+import pdyn
+from tests.helpers import check
+
+
+class Scaled(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.n = 3
+        self.scale = 0.5
+        self.mode = "sum"
+        self.use_bias = True
+        self.dims = (1, -1)
+
+    def forward(self, x):
+        y = x * self.scale + self.n
+        if self.use_bias and self.mode == "sum":
+            y = y.sum(self.dims[0])
+        return y
+
+
+def test_module_plain_attributes():
+    check(Scaled(), torch.randn(2, 3))
+
+
+class WithParams(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(4, 3))
+        self.register_buffer("offset", torch.arange(3.0))
+
+    def forward(self, x):
+        return x @ self.weight + self.offset
+
+
+def test_module_parameters_and_buffers():
+    check(WithParams(), torch.randn(2, 4))
+
+
+def test_linear_layernorm_embedding_dropout():
+    class Net(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.emb = nn.Embedding(10, 8)
+            self.norm = nn.LayerNorm(8)
+            self.proj = nn.Linear(8, 4)
+            self.drop = nn.Dropout(0.1)
+
+        def forward(self, tokens):
+            return self.drop(self.proj(self.norm(self.emb(tokens))))
+
+    check(Net().eval(), torch.tensor([[1, 2, 3], [4, 5, 9]]))
+
+
+def test_conv_block():
+    block = nn.Sequential(nn.Conv2d(2, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(), nn.MaxPool2d(2))
+    check(block.eval(), torch.randn(1, 2, 4, 4))
+
+
+def test_sequential_called_directly():
+    check(nn.Sequential(nn.Linear(3, 5), nn.GELU(), nn.Linear(5, 2), nn.Softmax(-1)), torch.randn(4, 3))
+
+
+def test_module_list_iteration_and_indexing():
+    class Stack(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.layers = nn.ModuleList(nn.Linear(4, 4) for _ in range(3))
+
+        def forward(self, x):
+            for i, layer in enumerate(self.layers):
+                x = layer(x) + i
+            return self.layers[-1](x) + self.layers[0].bias, len(self.layers)
+
+    check(Stack(), torch.randn(2, 4))
+
+
+def test_module_dict_iteration_and_indexing():
+    class Heads(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.heads = nn.ModuleDict({"a": nn.Linear(3, 2), "b": nn.Linear(3, 1)})
+
+        def forward(self, x):
+            out = {k: self.heads[k](x) for k in self.heads}
+            for name, head in self.heads.items():
+                out[name + "_relu"] = head(x).relu()
+            return out, "a" in self.heads
+
+    check(Heads(), torch.randn(2, 3))
+
+
+def test_sequential_slice_and_len():
+    class Body(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.seq = nn.Sequential(nn.Linear(3, 3), nn.Tanh(), nn.Linear(3, 3))
+
+        def forward(self, x):
+            for m in self.seq[:2]:
+                x = m(x)
+            return x * len(self.seq)
+
+    check(Body(), torch.randn(2, 3))
+
+
+class Block(nn.Module):
+    """A small pre-norm transformer block."""
+
+    def __init__(self, dim: int = 8, heads: int = 2) -> None:
+        super().__init__()
+        self.heads = heads
+        self.norm1 = nn.LayerNorm(dim)
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.out = nn.Linear(dim, dim)
+        self.norm2 = nn.LayerNorm(dim)
+        self.mlp = nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(), nn.Linear(4 * dim, dim))
+
+    def attention(self, x):
+        b, t, c = x.shape
+        q, k, v = self.qkv(x).split(c, dim=-1)
+        q, k, v = [z.view(b, t, self.heads, c // self.heads).transpose(1, 2) for z in (q, k, v)]
+        att = (q @ k.transpose(-2, -1)) * (1.0 / (c // self.heads) ** 0.5)
+        mask = torch.ones(t, t, dtype=torch.bool).tril()
+        att = att.masked_fill(~mask, float("-inf")).softmax(dim=-1)
+        return self.out((att @ v).transpose(1, 2).reshape(b, t, c))
+
+    def forward(self, x):
+        x = x + self.attention(self.norm1(x))
+        return x + self.mlp(self.norm2(x))
+
+
+def test_transformer_block():
+    check(Block().eval(), torch.randn(2, 5, 8))
+
+
+def test_transformer_block_backward_matches_eager():
+    model = Block()
+    ref = Block()
+    ref.load_state_dict(model.state_dict())
+    x = torch.randn(2, 3, 8)
+    pdyn.optimize(model)(x).pow(2).mean().backward()
+    ref(x).pow(2).mean().backward()
+    for (name, p), q in zip(model.named_parameters(), ref.parameters()):
+        torch.testing.assert_close(p.grad, q.grad, msg=name)
+
+
+def test_training_and_eval_compile_different_graphs():
+    class Drop(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.drop = nn.Dropout(0.5)
+
+        def forward(self, x):
+            return self.drop(x) + (1.0 if self.training else 0.0)
+
+    m = Drop()
+    opt = check(m, torch.randn(4, 4))
+    m.eval()
+    torch.testing.assert_close(opt(torch.ones(2)), torch.ones(2))
+    assert pdyn.stats(opt)["compiles"] == 2
+
+
+class Helper(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(3, 3)
+
+    @property
+    def doubled_bias(self):
+        return self.lin.bias * 2
+
+    def act(self, x, slope=0.1):
+        return torch.where(x > 0, x, x * slope)
+
+    @staticmethod
+    def center(x):
+        return x - x.mean(-1, keepdim=True)
+
+    def forward(self, x):
+        return self.center(self.act(self.lin(x)) + self.doubled_bias)
+
+
+def test_helper_method_property_staticmethod():
+    check(Helper(), torch.randn(2, 3))
+
+
+def test_optimize_bound_method():
+    m = Helper()
+    ref = Helper.act(m, torch.linspace(-1, 1, 5), 0.5)
+    opt = pdyn.optimize(m.act)
+    torch.testing.assert_close(opt(torch.linspace(-1, 1, 5), 0.5), ref)
+    check(m.act, torch.randn(4))
+
+
+def test_optimized_module_keeps_parameters_and_state_dict():
+    m = nn.Sequential(nn.Linear(3, 2), nn.ReLU())
+    params = list(m.parameters())
+    state = m.state_dict()
+    opt = pdyn.optimize(m)
+    x = torch.randn(4, 3)
+    torch.testing.assert_close(opt(x), torch.relu(x @ m[0].weight.T + m[0].bias))
+    assert opt is m
+    assert all(a is b for a, b in zip(opt.parameters(), params))
+    assert list(opt.state_dict()) == list(state)
+    assert all(opt.state_dict()[k].data_ptr() == v.data_ptr() for k, v in state.items())
+
+
+def test_parameter_update_is_seen_without_recompile():
+    m = nn.Linear(2, 2)
+    opt = pdyn.optimize(m)
+    x = torch.randn(3, 2)
+    opt(x)
+    with torch.no_grad():
+        m.weight.mul_(2)
+    torch.testing.assert_close(opt(x), x @ m.weight.T + m.bias)
+    assert pdyn.stats(opt)["compiles"] == 1
+
+
+def test_module_attribute_change_recompiles():
+    m = Scaled()
+    opt = pdyn.optimize(m)
+    x = torch.randn(2, 3)
+    torch.testing.assert_close(opt(x), (x * 0.5 + 3).sum(1))
+    m.scale = 2.0
+    torch.testing.assert_close(opt(x), (x * 2.0 + 3).sum(1))
+    assert pdyn.stats(opt)["compiles"] == 2
+
+
+def test_replaced_submodule_recompiles():
+    m = nn.Sequential(nn.Linear(2, 2), nn.ReLU())
+    opt = pdyn.optimize(m)
+    x = torch.randn(3, 2)
+    opt(x)
+    m[1] = nn.Tanh()
+    torch.testing.assert_close(opt(x), torch.tanh(m[0](x)))
+    assert pdyn.stats(opt)["compiles"] == 2
+
+
+def test_forward_hook_falls_back():
+    m = nn.Sequential(nn.Linear(3, 3), nn.ReLU())
+    m[0].register_forward_hook(lambda mod, inp, out: out * 10)
+    check(m, torch.randn(2, 3), graphs=0, fallbacks=1)
+
+
+def test_module_attribute_mutation_in_forward():
+    class Counter(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.calls = 0
+            self.last = None
+
+        def forward(self, x):
+            self.calls = self.calls + 1
+            self.last = x * 2
+            return x + self.calls
+
+    m = Counter()
+    opt = pdyn.optimize(m, backend="eager")
+    x = torch.zeros(2)
+    assert opt(x).tolist() == [1.0, 1.0]
+    assert opt(x).tolist() == [2.0, 2.0]
+    assert m.calls == 2
+    torch.testing.assert_close(m.last, x * 2)
+
+
+def test_missing_module_attribute_raises_like_eager():
+    class Broken(nn.Module):
+        def forward(self, x):
+            return x * self.missing
+
+    check(Broken(), torch.randn(2), graphs=0)
+
+
+def test_buffer_updated_in_forward():
+    class Running(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.register_buffer("total", torch.zeros(3))
+
+        def forward(self, x):
+            self.total.add_(x.sum(0))
+            return x - self.total
+
+    check(Running(), torch.randn(2, 3))
+
+
+def test_batchnorm_train_updates_running_stats():
+    m = nn.BatchNorm1d(3)
+    ref = nn.BatchNorm1d(3)
+    x = torch.randn(4, 3)
+    torch.testing.assert_close(pdyn.optimize(m)(x), ref(x))
+    torch.testing.assert_close(m.running_mean, ref.running_mean)
+    torch.testing.assert_close(m.running_var, ref.running_var)
+    assert m.num_batches_tracked == ref.num_batches_tracked
