@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from pdyn.errors import Unsupported, UserException
 from pdyn.variables.base import VariableTracker
 from pdyn.variables.constant import ConstantVariable
-from pdyn.variables.containers import DictVariable, ListVariable, SetVariable
+from pdyn.variables.containers import DictVariable, ListVariable, SequenceVariable, SetVariable
 from pdyn.variables.tensor import TensorVariable
 
 if TYPE_CHECKING:
@@ -37,6 +37,8 @@ def binary(tx: Tracer, fn: Callable[[Any, Any], Any], lhs: VariableTracker, rhs:
         return lhs.binary_op(tx, fn, rhs)
     if lhs.is_python_constant() and rhs.is_python_constant():
         return fold(fn, lhs.as_python_constant(), rhs.as_python_constant())
+    if fn in (operator.mul, operator.imul) and isinstance(lhs, ConstantVariable) and isinstance(rhs, SequenceVariable):
+        return rhs.binary_op(tx, operator.mul, lhs)  # `n * [x]` repeats the list, as `[x] * n` does
     return lhs.binary_op(tx, fn, rhs)
 
 

@@ -5,6 +5,7 @@ trace time (no source, no guard).
 
 from __future__ import annotations
 
+import functools
 import types
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -16,7 +17,8 @@ from pdyn.sources import AttrSource, ItemSource, Source
 from pdyn.variables.base import VariableTracker
 from pdyn.variables.constant import ConstantVariable, is_constant_value
 from pdyn.variables.containers import DictVariable, ListVariable, SetVariable, SizeVariable, TupleVariable
-from pdyn.variables.functions import BuiltinVariable, ClassVariable, UserFunctionVariable, UserMethodVariable
+from pdyn.variables.functions import (BuiltinVariable, ClassVariable, PartialVariable, UserFunctionVariable,
+                                     UserMethodVariable)
 from pdyn.variables.nn_module import NNModuleVariable, UserObjectVariable
 from pdyn.variables.torch import ObjectConstantVariable, PythonModuleVariable, TorchFunctionVariable, is_torch_function
 
@@ -77,6 +79,9 @@ def _wrap(tx: Tracer, value: Any, source: Source) -> VariableTracker:
         vt = wrap_constant_result(value)
         vt.source = source
         return vt
+    if kind is functools.partial:
+        _guard(tx, TypeGuard, source, kind)
+        return PartialVariable.from_input(tx, value, source)
     if kind in (set, frozenset, types.CodeType) or isinstance(value, (torch.finfo, torch.iinfo)):
         raise Unsupported("input_type", f"pdyn cannot guard a {kind.__name__} input ({source}) yet", loc=tx.loc())
     if isinstance(value, tuple):

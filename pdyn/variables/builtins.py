@@ -224,6 +224,31 @@ def _frozenset(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, Variab
     return ConstantVariable(frozenset(SetVariable(tx.iterate(args[0]) if args else []).items))
 
 
+@rule(functools.partial)
+def _partial(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    from pdyn.variables.functions import PartialVariable
+
+    if not args:
+        raise UserException(TypeError("type 'partial' takes at least one argument"))
+    inner = args[0]
+    if isinstance(inner, PartialVariable):  # partial(partial(f, a), b) flattens, as CPython does
+        return PartialVariable(inner.fn, [*inner.args, *args[1:]], {**inner.keywords, **kwargs})
+    return PartialVariable(inner, list(args[1:]), dict(kwargs))
+
+
+@rule(sorted)
+def _sorted(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    items = tx.iterate(args[0])
+    if set(kwargs) - {"reverse"} or not _constants(items):
+        raise Unsupported("sorted", "pdyn sorts only constants, without key=", loc=tx.loc())
+    reverse = bool(kwargs["reverse"].as_python_constant()) if "reverse" in kwargs else False
+    try:
+        order = sorted(range(len(items)), key=lambda i: items[i].as_python_constant(), reverse=reverse)
+    except TypeError as e:
+        raise UserException(e) from None
+    return ListVariable([items[i] for i in order])
+
+
 @rule(sum)
 def _sum(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
     total = args[1] if len(args) > 1 else kwargs.get("start", ConstantVariable(0))

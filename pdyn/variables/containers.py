@@ -29,6 +29,32 @@ def _const(vt: VariableTracker, what: str) -> Any:
     return vt.as_python_constant()
 
 
+class ContainerMethodVariable(VariableTracker):
+    """A method of a container the trace knows (`items.append`, `d.get`): calling it runs the
+    container's `call_method`, which mutates the tracker as Python would mutate the object."""
+
+    def __init__(self, obj: VariableTracker, name: str):
+        self.obj = obj
+        self.name = name
+
+    def python_type(self) -> type:
+        return type([].append)
+
+    def call(self, tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        return self.obj.call_method(tx, self.name, args, kwargs)
+
+    def __repr__(self) -> str:
+        return f"ContainerMethodVariable({self.obj!r}.{self.name})"
+
+
+def container_getattr(vt: VariableTracker, name: str) -> VariableTracker:
+    """`vt.name` for a container tracker: a bound method, or the AttributeError Python raises."""
+    kind = vt.python_type()
+    if not callable(getattr(kind, name, None)):
+        raise UserException(AttributeError(f"'{kind.__name__}' object has no attribute '{name}'"))
+    return ContainerMethodVariable(vt, name)
+
+
 class SequenceVariable(VariableTracker):
     """Shared behaviour of tuples and lists: indexing, iteration, length, `in`, `+`, `*`."""
 
@@ -48,6 +74,9 @@ class SequenceVariable(VariableTracker):
     def iterate(self, tx: Tracer) -> list[VariableTracker]:
         return list(self.items)
 
+    def getattr(self, tx: Tracer, name: str) -> VariableTracker:
+        return container_getattr(self, name)
+
     def getitem(self, tx: Tracer, key: VariableTracker) -> VariableTracker:
         index = _const(key, "index")
         try:
@@ -58,13 +87,21 @@ class SequenceVariable(VariableTracker):
             raise UserException(e) from None
 
     def binary_op(self, tx: Tracer, fn: Callable[[Any, Any], Any], other: VariableTracker) -> VariableTracker:
+        in_place = fn in (operator.iadd, operator.imul) and isinstance(self, ListVariable)
+        if in_place and fn is operator.iadd:  # list += iterable extends the same list
+            self.call_method(tx, "extend", [other], {})
+            return self
         if fn in (operator.add, operator.iadd) and isinstance(other, SequenceVariable) \
                 and other.python_type() is self.python_type():
-            if fn is operator.iadd and isinstance(self, ListVariable):
-                return self.call_method(tx, "extend", [other], {})
             return type(self)(self.items + other.items)  # type: ignore[call-arg]
-        if fn in (operator.mul, operator.imul) and other.is_python_constant() and isinstance(other.as_python_constant(), int):
-            return type(self)(self.items * other.as_python_constant())  # type: ignore[call-arg]
+        if fn in (operator.mul, operator.imul) and other.is_python_constant() \
+                and type(other.as_python_constant()) in (int, bool):
+            repeated = self.items * other.as_python_constant()
+            if in_place:
+                self.items[:] = repeated
+                self._mutate(tx)  # type: ignore[attr-defined]
+                return self
+            return type(self)(repeated)  # type: ignore[call-arg]
         if fn in (operator.eq, operator.ne) and self.is_python_constant() and other.is_python_constant():
             return ConstantVariable(fn(self.as_python_constant(), other.as_python_constant()))
         return super().binary_op(tx, fn, other)
@@ -239,6 +276,9 @@ class DictVariable(VariableTracker):
     def iterate(self, tx: Tracer) -> list[VariableTracker]:
         return [ConstantVariable(k) for k in self.items]
 
+    def getattr(self, tx: Tracer, name: str) -> VariableTracker:
+        return container_getattr(self, name)
+
     def truth(self, tx: Tracer) -> bool:
         return bool(self.items)
 
@@ -345,6 +385,9 @@ class SetVariable(VariableTracker):
 
     def iterate(self, tx: Tracer) -> list[VariableTracker]:
         return [ConstantVariable(v) for v in set(self.items)]
+
+    def getattr(self, tx: Tracer, name: str) -> VariableTracker:
+        return container_getattr(self, name)
 
     def contains(self, tx: Tracer, item: VariableTracker) -> bool:
         return _const(item, "set element") in self.items

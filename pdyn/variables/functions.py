@@ -6,6 +6,7 @@ folded on constant arguments when they are pure; anything else is a graph break.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import types
 from typing import TYPE_CHECKING, Any
@@ -113,6 +114,38 @@ class UserMethodVariable(VariableTracker):
 
     def call(self, tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         return self.fn.call(tx, [self.obj, *args], kwargs)
+
+
+class PartialVariable(VariableTracker):
+    """A functools.partial: calls prepend its stored arguments; its keywords yield to the call's."""
+
+    def __init__(self, fn: VariableTracker, args: list[VariableTracker], keywords: dict[str, VariableTracker],
+                 source: Source | None = None):
+        self.fn = fn
+        self.args = args
+        self.keywords = keywords
+        self.source = source
+
+    @classmethod
+    def from_input(cls, tx: Tracer, value: functools.partial[Any], source: Source) -> PartialVariable:
+        """A partial read from the frame: its parts are read, and guarded, through their own sources."""
+        from pdyn.variables.builder import wrap
+
+        parts = [wrap(tx, getattr(value, name), AttrSource(source, name)) for name in ("func", "args", "keywords")]
+        return cls(parts[0], parts[1].items, dict(parts[2].items), source)  # type: ignore[attr-defined]
+
+    def python_type(self) -> type:
+        return functools.partial
+
+    def call(self, tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        return self.fn.call(tx, [*self.args, *args], {**self.keywords, **kwargs})
+
+    def getattr(self, tx: Tracer, name: str) -> VariableTracker:
+        if name == "func":
+            return self.fn
+        if name in ("args", "keywords"):
+            return TupleVariable(self.args) if name == "args" else DictVariable(self.keywords)
+        return super().getattr(tx, name)
 
 
 def bind_arguments(fn: UserFunctionVariable, args: list[VariableTracker], kwargs: dict[str, VariableTracker],
