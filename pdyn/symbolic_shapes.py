@@ -1,0 +1,262 @@
+"""ShapeEnv: the symbolic sizes of one trace, on sympy.
+
+One symbol per dynamic input dimension (or int argument), with this call's value as its hint and a
+value range; the guards the trace's decisions imply (expressions, and dims pinned to a value);
+unification of sizes an op assumed equal. Python reads of sizes come here: a bool read records a
+guard on the expression, a value read specializes the symbols in it (or, per the recompile
+policy, is refused with `Unsupported`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
+
+import sympy
+from sympy.printing.pycode import PythonCodePrinter
+
+from pdyn.errors import SourceLoc, Unsupported
+from pdyn.sources import Source
+
+Expr = sympy.Expr
+INF = math.inf
+
+
+@dataclass(frozen=True)
+class SymbolOrigin:
+    """Where a symbol's value is read at run time: `source.size(dim)`, or an int `source` (dim None)."""
+
+    source: Source
+    dim: int | None
+
+    def expr(self) -> str:
+        return f"{self.source.expr()}.size({self.dim})" if self.dim is not None else self.source.expr()
+
+    def __str__(self) -> str:
+        return self.expr()
+
+
+@dataclass
+class Specialization:
+    """A symbol pinned to its value: why (a value read, or an expression that pins it) and where."""
+
+    value: int
+    loc: SourceLoc | None
+    why: str
+
+
+@dataclass
+class ShapeGuard:
+    """A boolean expression over symbols that must hold, with the user line whose read made it."""
+
+    expr: sympy.Basic
+    loc: SourceLoc | None
+
+
+@dataclass
+class ReadPolicy:
+    """How reads resolve in this trace (the TracePlan's part the ShapeEnv needs).
+
+    `on_value_read(origin)` returns "specialize" or "break"; `on_bool_read(origin)` returns
+    "guard" or "specialize".
+    """
+
+    on_value_read: Callable[[SymbolOrigin], str] = lambda origin: "specialize"
+    on_bool_read: Callable[[SymbolOrigin], str] = lambda origin: "guard"
+
+
+@dataclass
+class ShapeEnv:
+    policy: ReadPolicy = field(default_factory=ReadPolicy)
+    hints: dict[sympy.Symbol, int] = field(default_factory=dict)
+    origins: dict[sympy.Symbol, list[SymbolOrigin]] = field(default_factory=dict)
+    ranges: dict[sympy.Symbol, tuple[float, float]] = field(default_factory=dict)
+    replacements: dict[sympy.Symbol, Expr] = field(default_factory=dict)
+    specialized: dict[sympy.Symbol, Specialization] = field(default_factory=dict)
+    guards: list[ShapeGuard] = field(default_factory=list)
+    unified: set[sympy.Symbol] = field(default_factory=set)   # symbols replaced by an equal one
+    events: list[str] = field(default_factory=list)   # for PDYN_LOGS=dynamic and explain
+    _bool_cache: dict[sympy.Basic, bool] = field(default_factory=dict)
+
+    # -- symbols ---------------------------------------------------------------------------------
+
+    def create_symbol(self, hint: int, origin: SymbolOrigin) -> Expr:
+        """A new symbol for `hint`; 0 and 1 stay constants (they change broadcasting)."""
+        if hint in (0, 1):
+            return sympy.Integer(hint)
+        sym = sympy.Symbol(f"s{len(self.hints)}", integer=True)
+        self.hints[sym] = hint
+        self.origins[sym] = [origin]
+        self.ranges[sym] = (2, INF) if hint >= 2 else (-INF, -1)
+        return sym
+
+    def simplify(self, expr: sympy.Basic) -> sympy.Basic:
+        if not self.replacements or not getattr(expr, "free_symbols", None):
+            return expr
+        return expr.xreplace(self.replacements)
+
+    def hint(self, expr: sympy.Basic) -> int | float | bool:
+        """The value of `expr` in this call."""
+        value = self.simplify(expr).xreplace(self.hints)
+        if value.is_Boolean or isinstance(value, (sympy.logic.boolalg.BooleanAtom,)):
+            return bool(value)
+        if isinstance(value, sympy.Rel):
+            return bool(value.simplify())
+        return int(value) if value.is_integer else float(value)
+
+    def free(self, expr: sympy.Basic) -> list[sympy.Symbol]:
+        return sorted(self.simplify(expr).free_symbols, key=lambda s: s.name)
+
+    # -- reads -----------------------------------------------------------------------------------
+
+    def specialize(self, expr: sympy.Basic, loc: SourceLoc | None, why: str) -> int | float:
+        """A value read: pin every symbol in `expr` to its hint and return the value."""
+        value = self.hint(expr)
+        for sym in self.free(expr):
+            origin = self.origins[sym][0]
+            if self.policy.on_value_read(origin) == "break":
+                raise Unsupported(
+                    "dynamic_size_read", f"Python needs the value of {origin}, which has changed between "
+                    f"compiles ({why})", hint="keep the size in tensor ops, or pass it as a tensor", loc=loc)
+            self._pin(sym, self.hints[sym], loc, why)
+        return value
+
+    def _pin(self, sym: sympy.Symbol, value: int, loc: SourceLoc | None, why: str) -> None:
+        self.specialized[sym] = Specialization(value, loc, why)
+        self.replacements[sym] = sympy.Integer(value)
+        self._normalize()
+        self.events.append(f"{', '.join(map(str, self.origins[sym]))} specialized to {value} by {why}"
+                           + (f" at {loc}" if loc else ""))
+
+    def evaluate_bool(self, expr: sympy.Basic, loc: SourceLoc | None, why: str = "a comparison") -> bool:
+        """A bool read: the truth of `expr` in this call, with the guard that keeps it true."""
+        expr = self.simplify(expr)
+        if isinstance(expr, sympy.logic.boolalg.BooleanAtom):
+            return bool(expr)
+        decided = self._decide_from_ranges(expr)
+        if decided is not None:
+            return decided
+        if expr in self._bool_cache:
+            return self._bool_cache[expr]
+        value = self.hint(expr)
+        syms = self.free(expr)
+        if any(self.policy.on_bool_read(self.origins[s][0]) == "specialize" for s in syms):
+            self.specialize(expr, loc, why)
+            return bool(value)
+        fact = expr if value else sympy.Not(expr)
+        self._record(fact, loc, why)
+        self._bool_cache[expr] = bool(value)
+        return bool(value)
+
+    def _record(self, fact: sympy.Basic, loc: SourceLoc | None, why: str) -> None:
+        """Keep `fact` as a guard; an equality with a constant pins the symbol (a static dim)."""
+        if isinstance(fact, sympy.Eq):
+            lhs, rhs = fact.args
+            if isinstance(rhs, sympy.Symbol) and not isinstance(lhs, sympy.Symbol):
+                lhs, rhs = rhs, lhs
+            if isinstance(lhs, sympy.Symbol) and rhs.is_Integer:
+                self._pin(lhs, int(rhs), loc, why)
+                return
+            if isinstance(lhs, sympy.Symbol) and isinstance(rhs, sympy.Symbol):
+                self._unify(lhs, rhs, loc)
+                return
+        self.guards.append(ShapeGuard(fact, loc))
+        self._refine_range(fact)
+
+    def guard_equal(self, a: Expr, b: Expr, loc: SourceLoc | None) -> Expr:
+        """An op assumed `a == b` (a broadcast, a matmul's inner dim): guard it, return one size."""
+        a, b = self.simplify(a), self.simplify(b)
+        if a == b:
+            return a
+        if not self.evaluate_bool(sympy.Eq(a, b, evaluate=False), loc, "an op that needs equal sizes"):
+            raise AssertionError(f"guard_equal({a}, {b}) is false in this call")
+        return self.simplify(a)
+
+    def _unify(self, keep: sympy.Symbol, drop: sympy.Symbol, loc: SourceLoc | None) -> None:
+        if keep.name > drop.name:
+            keep, drop = drop, keep
+        self.replacements[drop] = keep
+        self.unified.add(drop)
+        self.origins[keep] += self.origins[drop]
+        lo1, hi1 = self.ranges[keep]
+        lo2, hi2 = self.ranges[drop]
+        self.ranges[keep] = (max(lo1, lo2), min(hi1, hi2))
+        self._normalize()
+        self.events.append(f"{self.origins[drop][0]} == {self.origins[keep][0]} (assumed at {loc})")
+
+    def _normalize(self) -> None:
+        for sym, target in list(self.replacements.items()):
+            self.replacements[sym] = target.xreplace(self.replacements) if target.free_symbols else target
+
+    def _decide_from_ranges(self, expr: sympy.Basic) -> bool | None:
+        """Comparisons of one symbol with a constant that its range already settles (s0 >= 2)."""
+        if not isinstance(expr, sympy.Rel) or not isinstance(expr.lhs, sympy.Symbol) or not expr.rhs.is_Number:
+            return None
+        lo, hi = self.ranges.get(expr.lhs, (-INF, INF))
+        c = float(expr.rhs)
+        checks = {
+            sympy.Ge: ((lo >= c), (hi < c)), sympy.Gt: ((lo > c), (hi <= c)),
+            sympy.Le: ((hi <= c), (lo > c)), sympy.Lt: ((hi < c), (lo >= c)),
+            sympy.Eq: (False, (c < lo or c > hi)), sympy.Ne: ((c < lo or c > hi), False),
+        }.get(type(expr))
+        if checks is None:
+            return None
+        if checks[0]:
+            return True
+        if checks[1]:
+            return False
+        return None
+
+    def _refine_range(self, fact: sympy.Basic) -> None:
+        if not isinstance(fact, sympy.Rel) or not isinstance(fact.lhs, sympy.Symbol) or not fact.rhs.is_Integer:
+            return
+        lo, hi = self.ranges[fact.lhs]
+        c = int(fact.rhs)
+        if isinstance(fact, sympy.Ge):
+            lo = max(lo, c)
+        elif isinstance(fact, sympy.Gt):
+            lo = max(lo, c + 1)
+        elif isinstance(fact, sympy.Le):
+            hi = min(hi, c)
+        elif isinstance(fact, sympy.Lt):
+            hi = min(hi, c - 1)
+        self.ranges[fact.lhs] = (lo, hi)
+
+    # -- what the guard function checks ----------------------------------------------------------
+
+    def live_symbols(self) -> list[sympy.Symbol]:
+        """Symbols still free (not pinned, not unified into another), in creation order."""
+        return [s for s in self.hints if s not in self.replacements]
+
+    def all_origins(self) -> Iterable[tuple[SymbolOrigin, sympy.Basic]]:
+        """Every read dimension and what it must equal: a live symbol, or a pinned integer."""
+        for sym, origins in self.origins.items():
+            if sym in self.unified:
+                continue  # unified: its origins were moved to the symbol it equals
+            for origin in origins:
+                yield origin, self.simplify(sym)
+
+
+class _PythonPrinter(PythonCodePrinter):
+    """sympy -> Python source for guards: integer division stays exact (`a // b`)."""
+
+    def _print_floor(self, expr: sympy.Basic) -> str:
+        num, den = sympy.fraction(sympy.together(expr.args[0]))
+        if den != 1:
+            return f"(({self._print(num)}) // ({self._print(den)}))"
+        return f"math.floor({self._print(expr.args[0])})"
+
+    def _print_ceiling(self, expr: sympy.Basic) -> str:
+        num, den = sympy.fraction(sympy.together(expr.args[0]))
+        if den != 1:
+            return f"(-((-({self._print(num)})) // ({self._print(den)})))"
+        return f"math.ceil({self._print(expr.args[0])})"
+
+    def _print_Symbol(self, expr: sympy.Symbol) -> str:
+        return expr.name
+
+
+def to_python(expr: sympy.Basic) -> str:
+    """`expr` as a Python expression over the symbol names (and `math`)."""
+    return _PythonPrinter({"fully_qualified_modules": True, "standard": "python3"}).doprint(expr)
