@@ -1,0 +1,150 @@
+"""SymIntVariable: a Python int (or float, or bool) computed from tensor sizes or int inputs.
+
+It carries a sympy expression over the ShapeEnv's symbols and knows how to compute itself in the
+graph (a node made on first use), so `torch.empty(x.size())` or `x.view(n * 2, -1)` needs no
+specialization. Python reads decide: a bool read (`if n > 4`) guards the expression, a value read
+(`range(n)`, formatting, returning it) specializes it.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from typing import TYPE_CHECKING, Any, Callable
+
+import sympy
+import torch.fx
+
+from pdyn.errors import UserException
+from pdyn.sources import Source
+from pdyn.variables.base import VariableTracker
+from pdyn.variables.constant import ConstantVariable
+
+if TYPE_CHECKING:
+    from pdyn.bytecode_tracer import InstructionTranslator as Tracer
+    from pdyn.frame_codegen import FrameCodegen
+    from pdyn.output_graph import OutputGraph
+
+
+def _floordiv(a: Any, b: Any) -> Any:
+    return sympy.floor(a / b)
+
+
+SYMPY_OPS: dict[Callable[..., Any], Callable[..., Any]] = {
+    operator.add: operator.add, operator.sub: operator.sub, operator.mul: operator.mul,
+    operator.truediv: operator.truediv, operator.floordiv: _floordiv, operator.pow: operator.pow,
+    operator.mod: lambda a, b: sympy.Mod(a, b, evaluate=False),
+    operator.lt: lambda a, b: sympy.Lt(a, b, evaluate=False), operator.le: lambda a, b: sympy.Le(a, b, evaluate=False),
+    operator.gt: lambda a, b: sympy.Gt(a, b, evaluate=False), operator.ge: lambda a, b: sympy.Ge(a, b, evaluate=False),
+    operator.eq: lambda a, b: sympy.Eq(a, b, evaluate=False), operator.ne: lambda a, b: sympy.Ne(a, b, evaluate=False),
+    min: lambda a, b: sympy.Min(a, b), max: lambda a, b: sympy.Max(a, b),
+}
+for _plain, _inplace in ((operator.add, operator.iadd), (operator.sub, operator.isub), (operator.mul, operator.imul),
+                         (operator.floordiv, operator.ifloordiv), (operator.mod, operator.imod),
+                         (operator.truediv, operator.itruediv)):
+    SYMPY_OPS[_inplace] = SYMPY_OPS[_plain]
+UNARY_SYMPY_OPS: dict[Callable[..., Any], Callable[..., Any]] = {
+    operator.neg: operator.neg, operator.pos: lambda a: a, abs: sympy.Abs,
+    math.floor: sympy.floor, math.ceil: sympy.ceiling, math.sqrt: sympy.sqrt, int: sympy.floor,
+}
+
+
+class SymIntVariable(VariableTracker):
+    """An int/float/bool whose value is a sympy expression over sizes; `node` computes it in the graph."""
+
+    def __init__(self, output: OutputGraph, expr: sympy.Basic, make_node: Callable[[], torch.fx.Node] | None,
+                 source: Source | None = None, input_sources: frozenset[Source] = frozenset()):
+        self.output = output
+        self.expr = expr
+        self._make_node = make_node
+        self._node: torch.fx.Node | None = None
+        self.source = source
+        self.input_sources = input_sources
+
+    @property
+    def node(self) -> Any:
+        """The graph value: an int where the expression is now a constant, else a node."""
+        expr = self.output.shape_env.simplify(self.expr)
+        if expr.is_Number:
+            return int(expr) if expr.is_Integer else float(expr)
+        if self._node is None:
+            assert self._make_node is not None, f"no way to compute {self.expr} in the graph"
+            self._node = self._make_node()
+            self._node.meta["pdyn_sym"] = True
+            self._node.meta["loc"] = self.output.loc
+        return self._node
+
+    def hint(self) -> Any:
+        return self.output.shape_env.hint(self.expr)
+
+    def python_type(self) -> type:
+        if isinstance(self.expr, (sympy.logic.boolalg.Boolean, sympy.Rel)):
+            return bool
+        return int if self.expr.is_integer else float
+
+    def is_python_constant(self) -> bool:
+        return bool(self.output.shape_env.simplify(self.expr).is_Number)
+
+    def as_python_constant(self) -> Any:
+        if self.is_python_constant():
+            return self.hint()
+        return self.value_read("a Python value")
+
+    def value_read(self, why: str) -> Any:
+        """Python needs the concrete value: specialize (TENSOR_MATCH_STATIC on the dims in it)."""
+        return self.output.shape_env.specialize(self.expr, self.output.loc, why)
+
+    def binary_op(self, tx: Tracer, fn: Callable[[Any, Any], Any], other: VariableTracker) -> VariableTracker:
+        return sym_binary(tx.output, fn, self, other)
+
+    def unary_op(self, tx: Tracer, fn: Callable[[Any], Any]) -> VariableTracker:
+        if fn not in UNARY_SYMPY_OPS:
+            return ConstantVariable(fn(self.value_read(f"{getattr(fn, '__name__', fn)}()")))
+        return SymIntVariable(self.output, UNARY_SYMPY_OPS[fn](self.expr),
+                              lambda: self.output.graph.call_function(fn, (self.node,)),
+                              input_sources=self.input_sources)
+
+    def truth(self, tx: Tracer) -> bool:
+        expr = self.expr
+        if not isinstance(expr, (sympy.logic.boolalg.Boolean, sympy.Rel)):
+            expr = sympy.Ne(expr, 0, evaluate=False)
+        return self.output.shape_env.evaluate_bool(expr, tx.loc(), "a Python condition")
+
+    def reconstruct(self, codegen: FrameCodegen) -> str:
+        return codegen.constant(self.value_read("returned to Python"))
+
+    def __repr__(self) -> str:
+        return f"SymIntVariable({self.expr})"
+
+
+def _operand(vt: VariableTracker) -> tuple[Any, Any]:
+    """(sympy value, graph value) of an operand of symbolic arithmetic."""
+    if isinstance(vt, SymIntVariable):
+        return vt.expr, vt.node
+    value = vt.as_python_constant()
+    return sympy.sympify(value), value
+
+
+def sym_binary(output: OutputGraph, fn: Callable[[Any, Any], Any], lhs: VariableTracker,
+               rhs: VariableTracker) -> VariableTracker:
+    """`fn(lhs, rhs)` where one side is symbolic and the other symbolic or a number."""
+    for side in (lhs, rhs):
+        if not isinstance(side, SymIntVariable) and not isinstance(side.as_python_constant(), (int, float, bool)):
+            return ConstantVariable(fn(*[_value(v, fn) for v in (lhs, rhs)]))
+    a, _ = _operand(lhs)
+    b, _ = _operand(rhs)
+    if fn not in SYMPY_OPS:
+        return ConstantVariable(fn(_value(lhs, fn), _value(rhs, fn)))
+    if fn in (operator.floordiv, operator.mod, operator.ifloordiv, operator.imod, operator.truediv,
+              operator.itruediv) and output.shape_env.hint(b) == 0:
+        raise UserException(ZeroDivisionError("division by zero"), output.loc)
+    expr = SYMPY_OPS[fn](a, b)
+    sources = frozenset().union(*(getattr(v, "input_sources", frozenset()) for v in (lhs, rhs)))
+    return SymIntVariable(output, expr, lambda: output.graph.call_function(
+        fn, (_operand(lhs)[1], _operand(rhs)[1])), input_sources=sources)
+
+
+def _value(vt: VariableTracker, fn: Any) -> Any:
+    if isinstance(vt, SymIntVariable):
+        return vt.value_read(f"{getattr(fn, '__name__', fn)}() on a non-number")
+    return vt.as_python_constant()
