@@ -86,6 +86,7 @@ class OutputGraph:
         self.loc: SourceLoc | None = None               # the instruction being traced
         self._names: set[str] = set()
         self.wrapped: dict[Source, VariableTracker] = {}   # one tracker per source read
+        self.mutable_by_id: dict[int, VariableTracker] = {}  # one tracker per input list/dict object
         self.add_guard(GradModeGuard(None, enabled=torch.is_grad_enabled()))
 
     def add_guard(self, guard: Guard) -> None:

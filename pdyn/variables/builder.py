@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any, Callable
 import torch
 
 from pdyn.errors import Unsupported
-from pdyn.guards import DictKeysGuard, EqualsGuard, IdGuard, LenGuard, TensorGuard, TypeGuard
-from pdyn.sources import AttrSource, ItemSource, Source
+from pdyn.guards import AliasGuard, DictKeysGuard, EqualsGuard, IdGuard, LenGuard, TensorGuard, TypeGuard
+from pdyn.sources import AttrSource, ItemSource, LocalSource, Source
 from pdyn.variables.base import VariableTracker
 from pdyn.variables.constant import ConstantVariable, is_constant_value
 from pdyn.variables.containers import DictVariable, ListVariable, SetVariable, SizeVariable, TupleVariable
@@ -34,8 +34,24 @@ def wrap(tx: Tracer, value: Any, source: Source) -> VariableTracker:
     """The tracker for `value`, read from `source`, with its guards; one tracker per source."""
     memo = tx.output.wrapped
     if source not in memo:
-        memo[source] = _wrap(tx, value, source)
+        mutable = type(value) in (list, dict) and isinstance(source.root(), LocalSource)
+        memo[source] = _wrap_mutable(tx, value, source) if mutable else _wrap(tx, value, source)
     return memo[source]
+
+
+def _wrap_mutable(tx: Tracer, value: Any, source: Source) -> VariableTracker:
+    """One tracker per list or dict object reachable from the arguments, so that a mutation through
+    one alias shows through the others; guards say which of them were (and were not) one object."""
+    by_id = tx.output.mutable_by_id
+    seen = by_id.get(id(value))
+    if seen is not None:
+        _guard(tx, AliasGuard, source, seen.source, True)
+        return seen
+    for other in by_id.values():
+        if other.python_type() is type(value):
+            _guard(tx, AliasGuard, source, other.source, False)
+    vt = by_id[id(value)] = _wrap(tx, value, source)
+    return vt
 
 
 def _guard(tx: Tracer, guard_type: Callable[..., Any], source: Source, *args: Any) -> None:
