@@ -133,7 +133,7 @@ class OutputGraph:
         The op runs first on fake tensors; a result with no tensor in it (a size, a dtype) is a
         constant and records nothing, unless the op `mutates` an input (setitem).
         """
-        from pdyn.variables.fx_args import as_fake, as_node
+        from pdyn.variables.fx_args import as_fake
         from pdyn.variables.tensor import wrap_fx_result
 
         fake_args = [as_fake(a) for a in args]
@@ -156,6 +156,18 @@ class OutputGraph:
             from pdyn.variables.builder import wrap_constant_result
 
             return wrap_constant_result(example)
+        node = self._record(kind, target, args, kwargs, example)
+        same = _returned_argument(example, args, kwargs)
+        if same is not None:  # `x.add_(1)`, `x += 1`, `x.to(x.dtype)`: eager returns x itself
+            return same       # (the node stays: it may have mutated x)
+        sources = frozenset().union(*(getattr(a, "input_sources", frozenset()) for a in _flat(args, kwargs)))
+        return wrap_fx_result(self, node, example, sources)
+
+    def _record(self, kind: str, target: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker],
+                example: Any) -> torch.fx.Node:
+        """Append the node for an op whose fake run gave `example`, with the user's location."""
+        from pdyn.variables.fx_args import as_node
+
         node = self.graph.create_node(
             kind, target, tuple(as_node(a) for a in args), {k: as_node(v) for k, v in kwargs.items()},
             name=self._fresh_name(_target_name(target).rsplit(".", 1)[-1]),
@@ -165,8 +177,7 @@ class OutputGraph:
             node.meta["stack_trace"] = (f'  File "{self.loc.filename}", line {self.loc.lineno}, in '
                                         f'{self.loc.function}\n    {self.loc.source_line().strip()}\n')
         node.meta["example_value"] = example
-        sources = frozenset().union(*(getattr(a, "input_sources", frozenset()) for a in _flat(args, kwargs)))
-        return wrap_fx_result(self, node, example, sources)
+        return node
 
     def getitem_node(self, node: torch.fx.Node, index: int) -> torch.fx.Node:
         item = self.graph.call_function(__import__("operator").getitem, (node, index))
@@ -180,6 +191,19 @@ def _flat(args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> It
         a = stack.pop()
         yield a
         stack.extend(getattr(a, "items", ()) if not isinstance(getattr(a, "items", None), dict) else a.items.values())
+
+
+def _returned_argument(example: Any, args: list[VariableTracker],
+                       kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    """The tensor argument an op returned itself (same fake object), if it did."""
+    from pdyn.variables.tensor import TensorVariable
+
+    if not isinstance(example, torch.Tensor):
+        return None
+    for a in [*args, *kwargs.values()]:
+        if isinstance(a, TensorVariable) and a.example is example:
+            return a
+    return None
 
 
 def _has_tensor(value: Any) -> bool:

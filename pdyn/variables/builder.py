@@ -20,6 +20,7 @@ from pdyn.variables.containers import DictVariable, ListVariable, SetVariable, S
 from pdyn.variables.functions import (BuiltinVariable, ClassVariable, PartialVariable, UserFunctionVariable,
                                      UserMethodVariable)
 from pdyn.variables.nn_module import NNModuleVariable, UserObjectVariable
+from pdyn.variables.tensor import TensorUnboundMethodVariable, is_tensor_method
 from pdyn.variables.torch import ObjectConstantVariable, PythonModuleVariable, TorchFunctionVariable, is_torch_function
 
 if TYPE_CHECKING:
@@ -125,6 +126,8 @@ def wrap_constant_result(value: Any) -> VariableTracker:
         return vt if kind is set else ConstantVariable(value)
     if isinstance(value, types.ModuleType):
         return PythonModuleVariable(value)
+    if is_tensor_method(value):
+        return TensorUnboundMethodVariable(value)
     if is_torch_function(value):
         return TorchFunctionVariable(value)
     if isinstance(value, types.FunctionType):

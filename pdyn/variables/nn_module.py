@@ -7,22 +7,28 @@ and index. Parameters and buffers become graph inputs read through their Sources
 
 from __future__ import annotations
 
+import inspect
 import types
 from typing import TYPE_CHECKING, Any
 
 import torch
 
 from pdyn.errors import Unsupported, UserException
-from pdyn.guards import LenGuard, NoHooksGuard
+from pdyn.guards import DictKeysGuard, LenGuard, NoHooksGuard
 from pdyn.sources import AttrSource, ItemSource, Source
 from pdyn.variables.base import VariableTracker
 from pdyn.variables.constant import ConstantVariable
-from pdyn.variables.containers import ListVariable, TupleVariable
+from pdyn.variables.containers import IteratorVariable, ListVariable, TupleVariable
 
 if TYPE_CHECKING:
     from pdyn.bytecode_tracer import InstructionTranslator as Tracer
 
 SEQUENTIAL = (torch.nn.ModuleList, torch.nn.Sequential)
+# nn.Module methods that list members (the table they read; None: the module tree itself).
+MEMBER_METHODS = {"children": "_modules", "named_children": "_modules", "modules": None, "named_modules": None,
+                  "parameters": "_parameters", "named_parameters": "_parameters", "buffers": "_buffers",
+                  "named_buffers": "_buffers"}
+DICT_METHODS = ("keys", "values", "items")  # of ModuleDict
 
 
 def lookup_class_attr(tx: Tracer, owner: VariableTracker, cls: type, name: str) -> VariableTracker | None:
@@ -71,7 +77,7 @@ class NNModuleVariable(VariableTracker):
                 return wrap(tx, members[name], src)
         if name in m.__dict__:
             return wrap(tx, m.__dict__[name], src)
-        found = lookup_class_attr(tx, self, type(m), name)
+        found = self._member_method(name) or lookup_class_attr(tx, self, type(m), name)
         if found is None:
             raise UserException(AttributeError(f"'{type(m).__name__}' object has no attribute '{name}'"), tx.loc())
         return found
@@ -90,9 +96,11 @@ class NNModuleVariable(VariableTracker):
     def call(self, tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         m = self.value
         hooks = torch.nn.modules.module
-        if m._forward_hooks or m._forward_pre_hooks or hooks._global_forward_hooks or \
-                hooks._global_forward_pre_hooks:
-            raise Unsupported("module_hooks", f"pdyn cannot trace {type(m).__name__} with forward hooks yet",
+        if m._forward_hooks or m._forward_pre_hooks or m._backward_hooks or m._backward_pre_hooks or \
+                hooks._global_forward_hooks or hooks._global_forward_pre_hooks or hooks._global_backward_hooks \
+                or hooks._global_backward_pre_hooks:
+            raise Unsupported("module_hooks", f"pdyn cannot trace {type(m).__name__} with module hooks yet",
+                              hint="remove the hook, or optimize the module's submodules separately",
                               loc=tx.loc())
         if type(m).__call__ is not torch.nn.Module.__call__:
             raise Unsupported("module_call", f"{type(m).__name__} overrides __call__", loc=tx.loc())
@@ -108,31 +116,64 @@ class NNModuleVariable(VariableTracker):
             original = getattr(fn, "_pdyn_original", None)
             if original is not None:  # a submodule optimized on its own: inline its plain forward
                 return UserMethodVariable(wrap_constant_result(original), self).call(tx, args, kwargs)
-        if name in ("children", "parameters", "buffers", "named_children", "named_parameters",
-                    "named_buffers", "keys", "values", "items", "modules"):
-            return self._members(tx, name, args, kwargs)
         return self.getattr(tx, name).call(tx, args, kwargs)
 
-    def _members(self, tx: Tracer, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    def _member_method(self, name: str) -> VariableTracker | None:
+        """`m.parameters` and friends, when the class uses nn.Module's (or ModuleDict's) own."""
+        owner = torch.nn.ModuleDict if name in DICT_METHODS else torch.nn.Module
+        if name not in MEMBER_METHODS and name not in DICT_METHODS:
+            return None
+        if isinstance(self.value, owner) and mro_lookup(type(self.value), name) is owner.__dict__[name]:
+            return ModuleMemberMethodVariable(self, name)
+        return None
+
+    def members(self, tx: Tracer, name: str, args: list[VariableTracker],
+                kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        """The value of `m.<name>(*args, **kwargs)` for a member method: children, parameters, ..."""
+        owner = torch.nn.ModuleDict if name in DICT_METHODS else torch.nn.Module
+        try:
+            bound = inspect.signature(getattr(owner, name)).bind(None, *args, **kwargs)
+        except TypeError as e:
+            raise UserException(e, tx.loc()) from None
+        options = {k: v.as_python_constant() for k, v in bound.arguments.items() if k != "self"}
+        if options.get("memo") is not None:
+            raise Unsupported("module_method", f"pdyn cannot trace Module.{name}(memo=...)", loc=tx.loc())
+        prefix, recurse = options.get("prefix", ""), options.get("recurse", True)
+        remove_duplicate = options.get("remove_duplicate", True)
+        if name in DICT_METHODS or name in ("children", "named_children"):
+            found = [(k, v) for k, v in self._table(tx, self, "_modules", "") if v is not None]
+            remove_duplicate = name in ("children", "named_children")
+        elif name in ("modules", "named_modules"):
+            found = [(p, vt) for p, vt in self._walk(tx, prefix)]
+        else:
+            table = MEMBER_METHODS[name]
+            modules = self._walk(tx, prefix) if recurse else [(prefix, self)]
+            found = [pair for p, vt in modules for pair in self._table(tx, vt, table, p)]
+        found = _dedup(found, remove_duplicate)
+        named = name.startswith("named") or name == "items"
+        items = [TupleVariable([ConstantVariable(k), v]) if named else ConstantVariable(k) if name == "keys"
+                 else v for k, v in found]
+        return ListVariable(items) if name in DICT_METHODS else IteratorVariable(items)
+
+    def _walk(self, tx: Tracer, prefix: str) -> list[tuple[str, NNModuleVariable]]:
+        """(qualified name, module) for this module and every submodule, depth first, as
+        `named_modules` lists them; the module tree's keys are guarded on the way."""
+        out: list[tuple[str, NNModuleVariable]] = [(prefix, self)]
+        for name, sub in self._table(tx, self, "_modules", prefix):
+            if isinstance(sub, NNModuleVariable):
+                out += sub._walk(tx, name)
+        return out
+
+    @staticmethod
+    def _table(tx: Tracer, vt: NNModuleVariable, table: str, prefix: str) -> list[tuple[str, Any]]:
+        """The entries of `vt.<table>` (a dict of members) as (qualified name, tracker), keys guarded."""
         from pdyn.variables.builder import wrap
 
-        if args or kwargs or name == "modules":
-            raise Unsupported("module_method", f"pdyn cannot trace Module.{name}() with arguments", loc=tx.loc())
-        table = {"children": "_modules", "named_children": "_modules", "keys": "_modules", "values": "_modules",
-                 "items": "_modules", "parameters": "_parameters", "named_parameters": "_parameters",
-                 "buffers": "_buffers", "named_buffers": "_buffers"}[name]
-        if name in ("parameters", "named_parameters", "buffers", "named_buffers") and self.value._modules:
-            raise Unsupported("module_method", f"pdyn traces Module.{name}() only on leaf modules", loc=tx.loc())
-        members = getattr(self.value, table)
-        tx.output.add_guard(LenGuard(AttrSource(self.source, table), type(members), len(members), loc=tx.loc()))
-        out: list[VariableTracker] = []
-        for key, value in members.items():
-            if value is None:
-                continue
-            vt = wrap(tx, value, AttrSource(self.source, key))
-            out.append(TupleVariable([ConstantVariable(key), vt]) if name.startswith("named") or name == "items"
-                       else ConstantVariable(key) if name == "keys" else vt)
-        return ListVariable(out)
+        members = getattr(vt.value, table)
+        tx.output.add_guard(DictKeysGuard(AttrSource(vt.source, table), type(members), tuple(members),
+                                          loc=tx.loc()))
+        return [(f"{prefix}.{k}" if prefix else k, None if v is None else wrap(tx, v, AttrSource(vt.source, k)))
+                for k, v in members.items() if v is not None or table == "_modules"]
 
     def _guard_length(self, tx: Tracer) -> int:
         tx.output.add_guard(LenGuard(self.source, type(self.value), len(self.value), loc=tx.loc()))  # type: ignore[arg-type]
@@ -176,6 +217,35 @@ class NNModuleVariable(VariableTracker):
         if isinstance(self.value, torch.nn.ModuleDict):
             return item.as_python_constant() in self.value
         raise Unsupported("contains", f"pdyn cannot trace `in` on {type(self.value).__name__}", loc=tx.loc())
+
+
+class ModuleMemberMethodVariable(VariableTracker):
+    """A bound member method of a module (`m.parameters`), run at trace time over its trackers."""
+
+    def __init__(self, module: NNModuleVariable, name: str):
+        self.module = module
+        self.name = name
+
+    def python_type(self) -> type:
+        return types.MethodType
+
+    def call(self, tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        return self.module.members(tx, self.name, args, kwargs)
+
+
+def _dedup(found: list[tuple[str, Any]], remove_duplicate: bool) -> list[tuple[str, Any]]:
+    """Drop None entries, and later entries of an object already listed, as nn.Module does."""
+    seen: set[int] = set()
+    out = []
+    for key, vt in found:
+        if vt is None:
+            continue
+        ident = id(getattr(vt, "value", None) if isinstance(vt, NNModuleVariable) else getattr(vt, "node", vt))
+        if remove_duplicate and ident in seen:
+            continue
+        seen.add(ident)
+        out.append((key, vt))
+    return out
 
 
 class UserObjectVariable(VariableTracker):

@@ -17,7 +17,7 @@ from pdyn.errors import Unsupported, UserException
 from pdyn.sources import Source
 from pdyn.variables.base import VariableTracker
 from pdyn.variables.constant import ConstantVariable
-from pdyn.variables.containers import SizeVariable, TupleVariable
+from pdyn.variables.containers import ListVariable, SizeVariable, TupleVariable
 
 if TYPE_CHECKING:
     from pdyn.bytecode_tracer import InstructionTranslator as Tracer
@@ -124,6 +124,40 @@ class TensorMethodVariable(VariableTracker):
         return tx.output.call("call_method", self.name, [self.tensor, *args], kwargs, mutates=mutates)
 
 
+class TensorUnboundMethodVariable(VariableTracker):
+    """A method taken from the class (`torch.Tensor.add`), called with the tensor first."""
+
+    def __init__(self, value: Any):
+        self.value = value
+        self.name: str = value.__name__
+
+    def python_type(self) -> type:
+        return type(self.value)
+
+    def is_python_constant(self) -> bool:
+        return True
+
+    def as_python_constant(self) -> Any:
+        return self.value
+
+    def call(self, tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        if not args or not isinstance(args[0], TensorVariable):
+            raise Unsupported("tensor_method", f"pdyn traces Tensor.{self.name}() only with a tensor as self",
+                              loc=tx.loc())
+        return args[0].call_method(tx, self.name, list(args[1:]), kwargs)
+
+
+def is_tensor_method(value: Any) -> bool:
+    """`value` is a method of torch.Tensor looked up on the class (C or Python)."""
+    name = getattr(value, "__name__", None)
+    if not isinstance(name, str) or not callable(value) or isinstance(value, type):
+        return False
+    try:
+        return getattr(torch.Tensor, name, None) is value or getattr(torch._C.TensorBase, name, None) is value
+    except Exception:  # a descriptor that fails on the class
+        return False
+
+
 def wrap_fx_result(output: OutputGraph, node: torch.fx.Node, example: Any, sources: frozenset[Source]) -> VariableTracker:
     """The tracker for an op's result: tensors keep `node`; tuples get one getitem node per item."""
     if isinstance(example, torch.Tensor):
@@ -140,7 +174,7 @@ def wrap_fx_result(output: OutputGraph, node: torch.fx.Node, example: Any, sourc
         fields = getattr(type(example), "_fields", None) or getattr(type(example), "__match_args__", None)
         if fields and type(example) not in (tuple, list):
             return NamedTupleVariable(items, type(example), tuple(fields))
-        return TupleVariable(items)
+        return ListVariable(items) if isinstance(example, list) else TupleVariable(items)
     if example is None:
         return ConstantVariable(None)
     raise Unsupported("op_result", f"pdyn cannot represent an op result of type {type(example).__name__}")
@@ -161,3 +195,7 @@ class NamedTupleVariable(TupleVariable):
         if name in self.fields:
             return self.items[self.fields.index(name)]
         return super().getattr(tx, name)
+
+    def reconstruct(self, codegen: FrameCodegen) -> str:
+        items = ", ".join(codegen.reconstruct(i) for i in self.items)
+        return f"{codegen.constant(self.tuple_type, 'structseq')}(({items},))"
