@@ -156,13 +156,14 @@ class TensorGuard(Guard):
 
 @dataclass(frozen=True, eq=False)
 class NoHooksGuard(Guard):
-    """A called nn.Module still has no forward hooks (pdyn inlines `forward`, not `__call__`)."""
+    """A called nn.Module still has no forward or backward hooks (pdyn inlines `forward`, not `__call__`)."""
 
     def fail_expr(self, v: str, hoist: Hoist) -> str:
-        return f"{v}._forward_hooks or {v}._forward_pre_hooks"
+        return (f"{v}._forward_hooks or {v}._forward_pre_hooks or {v}._backward_hooks or "
+                f"{v}._backward_pre_hooks")
 
     def sentence(self) -> str:
-        return f"{self.source} has no forward hooks"
+        return f"{self.source} has no forward or backward hooks"
 
 
 @dataclass(frozen=True, eq=False)

@@ -173,3 +173,15 @@ def test_embedding_with_padding_idx():
 
 def test_gru_cell():
     check(nn.GRUCell(4, 3), torch.randn(2, 4))
+
+
+def test_backward_hook_added_after_compile_is_honoured():
+    m = nn.Sequential(nn.Linear(2, 2))
+    opt = pdyn.optimize(m)
+    x = torch.randn(1, 2, requires_grad=True)
+    opt(x)
+    calls = []
+    m[0].register_full_backward_hook(lambda mod, grad_in, grad_out: calls.append(len(grad_in)))
+    opt(x).sum().backward()
+    assert calls == [1]
+    assert pdyn.stats(opt)["compiles"] == 2
