@@ -70,10 +70,10 @@ def stats(fn: Any = None) -> dict[str, int]:
     """Counters (frames, compiles, recompiles, cache_hits, graph_breaks, eager_fallbacks) for one
     optimized function, or summed over all optimized code since the last reset."""
     if fn is not None:
-        return dict(_cache_of(fn).counters)
+        return _cache_of(fn).stats()
     total = logs.empty_counters()
     for cache in CACHES.values():
-        for key, value in cache.counters.items():
+        for key, value in cache.stats().items():
             total[key] += value
     return total
 

@@ -31,15 +31,29 @@ class CodeCache:
 
     code: types.CodeType
     entries: list[CacheEntry] = field(default_factory=list)
+    # NOTE: (entry.guard.check, entry.run) of each entry, the list the generated wrappers loop over;
+    # changed in place only, never rebound, since wrappers hold it.
+    checks: list[tuple[Any, Any]] = field(default_factory=list)
     counters: dict[str, int] = field(default_factory=logs.empty_counters)
     run_eagerly: bool = False          # an internal error or the recompile limit
     warned_limit: bool = False
 
+    def add(self, entry: CacheEntry) -> None:
+        self.entries.append(entry)
+        self.checks.append((entry.guard.check, entry.run))
+
     def clear(self) -> None:
         self.entries.clear()
-        self.counters = logs.empty_counters()
+        self.checks.clear()
+        self.counters.update(logs.empty_counters())
         self.run_eagerly = False
         self.warned_limit = False
+
+    def stats(self) -> dict[str, int]:
+        """The counters; a hit counts only `cache_hits` on the hot path, so frames adds them here."""
+        out = dict(self.counters)
+        out["frames"] += out["cache_hits"]
+        return out
 
 
 CACHES: dict[types.CodeType, CodeCache] = {}
@@ -75,21 +89,20 @@ class Frame:
         self.call_original = _make_caller(fn)
 
     def dispatch(self, L: dict[str, Any]) -> Any:
-        cache = self.cache
-        counters = cache.counters
-        counters["frames"] += 1
-        if self.code.co_freevars:
-            for name, cell in zip(self.code.co_freevars, self.fn.__closure__):  # type: ignore[arg-type]
-                L[name] = cell.cell_contents
+        """One call with locals `L` (arguments, then closure variables): the first entry whose
+        guard holds runs, else `miss`. The generated wrapper inlines this loop."""
         G = self.fn.__globals__
-        for entry in cache.entries:
-            if entry.guard.check(L, G) is None:
-                counters["cache_hits"] += 1
-                return entry.run(L, G)
-        return self._miss(L, G)
+        for check, run in self.cache.checks:
+            if check(L, G) is None:
+                self.cache.counters["cache_hits"] += 1
+                return run(L, G)
+        return self.miss(L)
 
-    def _miss(self, L: dict[str, Any], G: dict[str, Any]) -> Any:
+    def miss(self, L: dict[str, Any]) -> Any:
+        """No entry's guard holds: compile a new entry, or run eagerly."""
+        G = self.fn.__globals__
         cache = self.cache
+        cache.counters["frames"] += 1
         if cache.run_eagerly:
             return self.call_original(L)
         compiles = cache.counters["compiles"]
@@ -118,7 +131,7 @@ class Frame:
                           f"from now on. {type(e).__name__}: {e}. {InternalError.__doc__}", stacklevel=3)
             log.debug("internal error", exc_info=True)
             return self.call_original(L)
-        cache.entries.append(entry)
+        cache.add(entry)
         cache.counters["compiles"] += 1
         cache.counters["recompiles"] += int(compiles > 0)
         cache.counters["eager_fallbacks"] += int(entry.eager_reason is not None)
@@ -193,17 +206,49 @@ def _make_caller(fn: types.FunctionType) -> Callable[[dict[str, Any]], Any]:
 
 
 def make_wrapper(frame: Frame) -> types.FunctionType:
-    """A function with the same signature as `frame.fn` whose body hands its locals to dispatch."""
+    """A function with the same signature as `frame.fn` that runs `frame.dispatch` inline.
+
+    The hot path of a cache hit is this wrapper's body: build L, loop over (check, run) pairs, count
+    the hit. Everything fixed per function (globals, closure cells, the entry list) is a constant
+    of its scope; those names are chosen not to collide with the user's parameter names.
+    """
     fn = frame.fn
-    params, local_names, _ = _signature_text(fn.__code__)
-    build = ", ".join(f"{n!r}: {n}" for n in local_names)
-    scope: dict[str, Any] = {"pdyn_dispatch": frame.dispatch}
-    exec(f"def wrapper({params}):\n    return pdyn_dispatch({{{build}}})\n", scope)
+    code = fn.__code__
+    params, local_names, _ = _signature_text(code)
+    taken = set(local_names)
+    names = {k: _unused(k, taken) for k in ("L", "G", "checks", "counters", "check", "run", "miss")}
+    L, G = names["L"], names["G"]
+    scope: dict[str, Any] = {names["G"]: fn.__globals__, names["checks"]: frame.cache.checks,
+                             names["counters"]: frame.cache.counters, names["miss"]: frame.miss}
+    items = [f"{n!r}: {n}" for n in local_names]
+    for i, (name, cell) in enumerate(zip(code.co_freevars, fn.__closure__ or ())):
+        scope[_unused(f"cell{i}", taken)] = cell
+        items.append(f"{name!r}: {_unused(f'cell{i}', taken)}.cell_contents")
+    source = "\n".join([
+        f"def wrapper({params}):",
+        f"    {L} = {{{', '.join(items)}}}",
+        f"    for {names['check']}, {names['run']} in {names['checks']}:",
+        f"        if {names['check']}({L}, {G}) is None:",
+        f"            {names['counters']}['cache_hits'] += 1",
+        f"            return {names['run']}({L}, {G})",
+        f"    return {names['miss']}({L})",
+    ]) + "\n"
+    exec(compile(source, f"<pdyn wrapper {code.co_name}>", "exec"), scope)
     wrapper: types.FunctionType = scope["wrapper"]
     wrapper.__defaults__ = fn.__defaults__
     wrapper.__kwdefaults__ = fn.__kwdefaults__
-    wrapper.__code__ = wrapper.__code__.replace(co_name=fn.__code__.co_name, co_qualname=fn.__code__.co_qualname)
+    wrapper.__code__ = wrapper.__code__.replace(co_name=code.co_name, co_qualname=code.co_qualname)
     functools.update_wrapper(wrapper, fn)
     wrapper._pdyn_original = fn  # type: ignore[attr-defined]
     wrapper._pdyn_frame = frame  # type: ignore[attr-defined]
+    wrapper._pdyn_source = source  # type: ignore[attr-defined]
     return wrapper
+
+
+def _unused(name: str, taken: set[str]) -> str:
+    """`name`, or `name_2`, `name_3`, ... : the first that is not a parameter of the wrapper."""
+    candidate, n = f"pdyn_{name}", 1
+    while candidate in taken:
+        n += 1
+        candidate = f"pdyn_{name}_{n}"
+    return candidate

@@ -8,13 +8,14 @@ carries a comment with the user line that made it.
 from __future__ import annotations
 
 import keyword
+import math
 import re
 import sys
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from pdyn.guards import AliasGuard, Guard, GuardSet
-from pdyn.sources import AttrSource, DefaultSource, ItemSource, Source
+from pdyn.sources import AttrSource, DefaultSource, ItemSource, LocalSource, Source
 
 CheckFn = Callable[[dict[str, Any], dict[str, Any]], "str | None"]
 
@@ -65,19 +66,43 @@ def _source_hint(src: Source) -> str:
     return getattr(src, "name", "v")
 
 
-def _rebase(src: Source, bound: dict[Source, str]) -> str:
+def _rebase(src: Source, bound: dict[Source, str], namer: _Namer) -> str:
     """`src` as an expression that starts from the nearest already-bound name."""
     if src in bound:
         return bound[src]
     if isinstance(src, AttrSource):
-        base = _rebase(src.base, bound)
+        base = _rebase(src.base, bound, namer)
         return f"{base}.{src.attr}" if src.attr.isidentifier() else f"getattr({base}, {src.attr!r})"
     if isinstance(src, ItemSource):
-        return f"{_rebase(src.base, bound)}[{src.index!r}]"
+        return f"{_rebase(src.base, bound, namer)}[{_literal(src.index, namer)}]"
     if isinstance(src, DefaultSource):
         attr = "__kwdefaults__" if isinstance(src.index, str) else "__defaults__"
-        return f"{_rebase(src.base, bound)}.{attr}[{src.index!r}]"
+        return f"{_rebase(src.base, bound, namer)}.{attr}[{src.index!r}]"
     return src.expr()
+
+
+def _literal(value: Any, namer: _Namer) -> str:
+    """`value` as source text: a literal where its repr reads back as itself, else a constant."""
+    if type(value) in (int, str, bytes, bool, type(None)) or (type(value) is float and math.isfinite(value)):
+        return repr(value)
+    return namer.hoist(value, "key")
+
+
+def _comment(guard: Guard) -> str:
+    """The user line that made `guard`; an argument read at the frame's entry says so."""
+    loc = guard.loc
+    if loc is None:
+        return ""
+    root = guard.source.root() if guard.source is not None else None
+    if loc.col is None and isinstance(root, LocalSource):  # no instruction yet: read on entry
+        return _printable(f"  # argument of {loc.function or 'the frame'}() at {loc}")
+    line = loc.source_line().strip()
+    return _printable(f"  # {loc}  {line}" if line else f"  # {loc}")
+
+
+def _printable(text: str) -> str:
+    """Comment text that cannot end the comment: control characters are escaped."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def build(guards: GuardSet, title: str) -> GuardCode:
@@ -89,30 +114,32 @@ def build(guards: GuardSet, title: str) -> GuardCode:
 
     def bind(src: Source) -> str:
         if src not in bound:
-            expr = _rebase(src, bound)
+            expr = _rebase(src, bound, namer)
             name = namer.fresh(_source_hint(src))
-            body.append(f"    {name} = {expr}")
+            body.append(f"{name} = {expr}")
             bound[src] = name
         return bound[src]
 
     for guard in guards:
         if isinstance(guard, AliasGuard):
             op = "is not" if guard.same else "is"
-            cond = f"{bind(guard.source)} {op} {bind(guard.other)}"  # type: ignore[arg-type]
+            checks = [(f"{bind(guard.source)} {op} {bind(guard.other)}", guard.sentence())]  # type: ignore[arg-type]
         else:
-            v = bind(guard.source) if guard.source is not None else ""
-            cond = guard.fail_expr(v, namer.hoist)
-        sentence = guard.sentence()
-        by_sentence.setdefault(sentence, guard)
-        comment = f"  # {guard.loc}  {guard.loc.source_line().strip()}" if guard.loc else ""
-        body.append(f"    if {cond}:{comment}")
-        body.append(f"        return {sentence!r}")
-    consts = sorted(namer.consts.values())
-    header = [f"# pdyn guards for {title}"]
+            checks = guard.checks(bind(guard.source) if guard.source is not None else "", namer.hoist)
+        comment = _comment(guard)
+        for cond, sentence in checks:
+            by_sentence.setdefault(sentence, guard)
+            body += [f"if {cond}:{comment}", f"    return {sentence!r}"]
+    return _assemble(title, body, sorted(namer.consts.values()), by_sentence)
+
+
+def _assemble(title: str, body: list[str], consts: list[tuple[str, Any]],
+              by_sentence: dict[str, Guard]) -> GuardCode:
+    header = [f"# pdyn guards for {_printable(title)}"]
     if consts:
         header.append("# constants: " + ", ".join(f"{n} = {_short_repr(o)}" for n, o in consts))
     lines = header + ["def check(L, G):", "    try:"]
-    lines += ["    " + line for line in body] if body else ["        pass"]
+    lines += [f"        {line}" for line in body] if body else ["        pass"]
     lines += [
         "    except Exception as e:  # an attribute or item that is gone: the entry does not apply",
         "        return f'a guard raised {type(e).__name__}: {e}'",
@@ -126,7 +153,10 @@ def build(guards: GuardSet, title: str) -> GuardCode:
 
 
 def _short_repr(obj: Any) -> str:
-    if isinstance(obj, type):
-        return f"{obj.__module__}.{obj.__qualname__}"
-    text = (getattr(obj, "__qualname__", None) or repr(obj)).splitlines()[0]
+    qualname, module = getattr(obj, "__qualname__", None), getattr(obj, "__module__", None)
+    if isinstance(qualname, str) and isinstance(module, str):
+        text = qualname if module == "builtins" else f"{module}.{qualname}"
+    else:
+        text = repr(obj)
+    text = _printable(text)
     return text if len(text) <= 60 else text[:57] + "..."

@@ -33,6 +33,10 @@ class Guard:
     def sentence(self) -> str:
         raise NotImplementedError(type(self).__name__)
 
+    def checks(self, v: str, hoist: Hoist) -> list[tuple[str, str]]:
+        """(condition under which it fails, the sentence that then failed), cheapest first."""
+        return [(self.fail_expr(v, hoist), self.sentence())]
+
 
 def _type_name(t: type) -> str:
     return t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
@@ -74,12 +78,15 @@ class EqualsGuard(Guard):
     def fail_expr(self, v: str, hoist: Hoist) -> str:
         if self.value is None or isinstance(self.value, bool):
             return f"{v} is not {self.value!r}"
-        if type(self.value) in (int, float, str, bytes, complex):
+        kind = type(self.value)
+        if kind is float and self.value != self.value:
+            return f"type({v}) is not float or {v} == {v}"  # NaN: the one float unequal to itself
+        if kind in (int, float, str, bytes, complex):
             lit = repr(self.value)
-            if lit in ("nan", "inf", "-inf", "nan j") or "nan" in lit or "inf" in lit:
+            if "nan" in lit or "inf" in lit:
                 lit = hoist(self.value, "value")
-            return f"type({v}) is not {type(self.value).__name__} or {v} != {lit}"
-        return f"type({v}) is not {hoist(type(self.value), type(self.value).__name__)} or {v} != {hoist(self.value, 'value')}"
+            return f"type({v}) is not {kind.__name__} or {v} != {lit}"
+        return f"type({v}) is not {hoist(kind, kind.__name__)} or {v} != {hoist(self.value, 'value')}"
 
     def sentence(self) -> str:
         return f"{self.source} == {self.value!r}"
@@ -128,30 +135,46 @@ class TensorGuard(Guard):
     sizes: tuple[int | None, ...]
     strides: tuple[int | None, ...] | None
 
-    def fail_expr(self, v: str, hoist: Hoist) -> str:
-        parts = [
-            f"type({v}) is not {hoist(self.type, self.type.__name__)}",
-            f"{v}.dtype is not {hoist(self.dtype, str(self.dtype).removeprefix('torch.'))}",
-            f"{v}.device != {hoist(self.device, self.device.type)}",
-            f"{v}.requires_grad is not {self.requires_grad}",
-        ]
+    def checks(self, v: str, hoist: Hoist) -> list[tuple[str, str]]:
+        src = self.source
+        out = [(f"type({v}) is not {hoist(self.type, self.type.__name__)}", f"type({src}) is {_type_name(self.type)}")]
+        dtype = str(self.dtype).removeprefix("torch.")
+        grad = f"{v}.requires_grad" if not self.requires_grad else f"not {v}.requires_grad"
+        meta = f"{v}.dtype is not {hoist(self.dtype, dtype)} or {_device_differs(v, self.device, hoist)} or {grad}"
+        out.append((meta, f"{src} is a {dtype} {self.device} tensor{'' if self.requires_grad else ' not'} "
+                          "requiring grad"))
         if all(s is not None for s in self.sizes):
-            parts.append(f"{v}.size() != {tuple(self.sizes)!r}")
+            out.append((f"{v}.shape != {tuple(self.sizes)!r}", f"{src}.size() == {tuple(self.sizes)!r}"))
         else:
-            parts.append(f"{v}.dim() != {len(self.sizes)}")
-            parts += [f"{v}.size({i}) != {s}" for i, s in enumerate(self.sizes) if s is not None]
-        if self.strides is not None:
-            if all(s is not None for s in self.strides):
-                parts.append(f"{v}.stride() != {tuple(self.strides)!r}")
-            else:
-                parts += [f"{v}.stride({i}) != {s}" for i, s in enumerate(self.strides) if s is not None]
-        return " or ".join(parts)
+            fixed = [(i, s) for i, s in enumerate(self.sizes) if s is not None]
+            cond = " or ".join([f"{v}.dim() != {len(self.sizes)}"] + [f"{v}.shape[{i}] != {s}" for i, s in fixed])
+            text = " and ".join([f"{src}.dim() == {len(self.sizes)}"] + [f"{src}.size({i}) == {s}" for i, s in fixed])
+            out.append((cond, text))
+        if self.strides is not None and all(s is not None for s in self.strides):
+            out.append((f"{v}.stride() != {tuple(self.strides)!r}", f"{src}.stride() == {tuple(self.strides)!r}"))
+        elif self.strides is not None and any(s is not None for s in self.strides):
+            fixed = [(i, s) for i, s in enumerate(self.strides) if s is not None]
+            out.append((" or ".join(f"{v}.stride({i}) != {s}" for i, s in fixed),
+                        " and ".join(f"{src}.stride({i}) == {s}" for i, s in fixed)))
+        return out
+
+    def fail_expr(self, v: str, hoist: Hoist) -> str:
+        return " or ".join(cond for cond, _ in self.checks(v, hoist))
 
     def sentence(self) -> str:
         sizes = ", ".join("*" if s is None else str(s) for s in self.sizes)
         grad = ", requires_grad" if self.requires_grad else ""
         return (f"{self.source} is a {str(self.dtype).removeprefix('torch.')} {self.device} "
                 f"{self.type.__name__} of size ({sizes}){grad}")
+
+
+def _device_differs(v: str, device: torch.device, hoist: Hoist) -> str:
+    """The cheapest exact test that `v` is not on `device` (a torch.device is built on each read)."""
+    if device.type == "cpu":
+        return f"not {v}.is_cpu"
+    if device.type == "cuda" and device.index is not None:
+        return f"not {v}.is_cuda or {v}.get_device() != {device.index}"
+    return f"{v}.device != {hoist(device, device.type)}"
 
 
 @dataclass(frozen=True, eq=False)
