@@ -3,8 +3,9 @@
 Every difference between CPython 3.11 and 3.12 bytecode is settled here, so handlers see one
 instruction set: PRECALL is dropped, KW_NAMES is folded into the CALL after it, method loads
 become LOAD_METHOD, conditional jumps lose their FORWARD/BACKWARD spelling, 3.12's FOR_ITER
-jumps past its END_FOR, and 3.12's BINARY_SLICE/STORE_SLICE/CALL_INTRINSIC_1 become the 3.11
-instructions that do the same. Jump targets are indices into the decoded list.
+jumps past its END_FOR, 3.12's BINARY_SLICE/STORE_SLICE/CALL_INTRINSIC_1 become the 3.11
+instructions that do the same, and MAKE_CELL is kept only where 3.12 emits it outside the prologue
+(an inlined comprehension's cell variable). Jump targets are indices into the decoded list.
 """
 
 from __future__ import annotations
@@ -51,7 +52,10 @@ RENAMED = {
     "JUMP_FORWARD": "JUMP", "JUMP_BACKWARD": "JUMP", "JUMP_BACKWARD_NO_INTERRUPT": "JUMP",
     "LOAD_FAST_CHECK": "LOAD_FAST",
 }
-DROPPED = {"PRECALL", "RESUME", "NOP", "CACHE", "EXTENDED_ARG", "COPY_FREE_VARS", "MAKE_CELL"}
+DROPPED = {"PRECALL", "RESUME", "NOP", "CACHE", "EXTENDED_ARG", "COPY_FREE_VARS"}
+# The frame prologue makes every cell before RESUME (the tracer makes them when it starts a frame);
+# 3.12 also emits MAKE_CELL inside a function, for a cell variable of an inlined comprehension.
+PROLOGUE_ONLY = {"MAKE_CELL"}
 INTRINSICS = {"INTRINSIC_UNARY_POSITIVE": "UNARY_POSITIVE", "INTRINSIC_LIST_TO_TUPLE": "LIST_TO_TUPLE"}
 
 # The instruction set handlers see (the union of both versions, after the renames above).
@@ -120,6 +124,7 @@ def decode(code: types.CodeType) -> list[Instruction]:
     handler_of: dict[int, Label] = {}
     pending_kw: tuple[str, ...] = ()
     current_try: Label | None = None
+    in_prologue = True
     for item in bytecode.Bytecode.from_code(code):
         if isinstance(item, Label):
             label_at[item] = len(out)
@@ -130,7 +135,8 @@ def decode(code: types.CodeType) -> list[Instruction]:
         if isinstance(item, TryEnd):
             current_try = None
             continue
-        if not isinstance(item, Instr) or item.name in DROPPED:
+        if not isinstance(item, Instr) or item.name in DROPPED or (in_prologue and item.name in PROLOGUE_ONLY):
+            in_prologue = in_prologue and getattr(item, "name", None) != "RESUME"
             continue
         if item.name == "KW_NAMES":
             pending_kw = tuple(item.arg)

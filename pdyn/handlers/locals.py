@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pdyn.bytecode_tracer import InstructionTranslator as Tracer, handler
+from pdyn.bytecode_tracer import CellVariable, InstructionTranslator as Tracer, handler
 from pdyn.errors import Unsupported, UserException
 from pdyn.instructions import Instruction
 from pdyn.variables.base import NULL
@@ -18,16 +18,28 @@ def load_fast(tx: Tracer, inst: Instruction) -> None:
 
 @handler("LOAD_FAST_AND_CLEAR")
 def load_fast_and_clear(tx: Tracer, inst: Instruction) -> None:
-    tx.push(tx.locals.pop(inst.argval, NULL))
+    """Save a name an inlined comprehension will rebind; for a cell variable, the cell itself."""
+    if inst.argval in tx.cells:
+        tx.push(tx.cells.pop(inst.argval))
+    else:
+        tx.push(tx.locals.pop(inst.argval, NULL))
 
 
 @handler("STORE_FAST")
 def store_fast(tx: Tracer, inst: Instruction) -> None:
     value = tx.pop()
-    if value is NULL:  # 3.12 restores a comprehension variable that was unbound before it
+    if value is NULL:  # restores a comprehension variable that was unbound before it
         tx.locals.pop(inst.argval, None)
+    elif isinstance(value, CellVariable):  # restores the cell a comprehension's own cell replaced
+        tx.cells[inst.argval] = value
     else:
         tx.locals[inst.argval] = value
+
+
+@handler("MAKE_CELL")
+def make_cell(tx: Tracer, inst: Instruction) -> None:
+    """A fresh, empty cell (an inlined comprehension's own cell variable)."""
+    tx.cells[inst.argval] = CellVariable()
 
 
 @handler("DELETE_FAST")

@@ -203,3 +203,25 @@ def test_name_error_for_missing_global():
         return x + _MISSING_NAME  # noqa: F821
 
     check(f, torch.randn(2), graphs=0)
+
+
+def test_comprehension_cell_variable_does_not_touch_outer_cell():
+    def f(x):
+        i = 10
+        g = lambda: i  # noqa: E731
+        fns = [lambda: i for i in range(3)]
+        return x + g(), [fn() for fn in fns], i
+
+    check(f, torch.randn(2))
+
+
+def test_comprehension_inside_nested_function_reads_its_closure():
+    def f(x):
+        k = 2
+
+        def rows(t):
+            return [t * k + j for j in range(3)]
+
+        return torch.stack(rows(x))
+
+    check(f, torch.randn(2))
