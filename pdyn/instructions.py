@@ -5,7 +5,8 @@ instruction set: PRECALL is dropped, KW_NAMES is folded into the CALL after it, 
 become LOAD_METHOD, conditional jumps lose their FORWARD/BACKWARD spelling, 3.12's FOR_ITER
 jumps past its END_FOR, 3.12's BINARY_SLICE/STORE_SLICE/CALL_INTRINSIC_1 become the 3.11
 instructions that do the same, and MAKE_CELL is kept only where 3.12 emits it outside the prologue
-(an inlined comprehension's cell variable). Jump targets are indices into the decoded list.
+(an inlined comprehension's cell variable). 3.12's LOAD_SUPER_ATTR keeps its name: its argval is
+the attribute and `push_null` marks the method form. Jump targets are indices into the decoded list.
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ INTRINSICS = {"INTRINSIC_UNARY_POSITIVE": "UNARY_POSITIVE", "INTRINSIC_LIST_TO_T
 OPNAMES = frozenset(
     (set(__import__("dis").opmap) | set(RENAMED.values()) | set(INTRINSICS.values())
      | {"LOAD_METHOD", "JUMP", "LIST_TO_TUPLE", "UNARY_POSITIVE", "JUMP_IF_FALSE_OR_POP",
-        "JUMP_IF_TRUE_OR_POP", "RETURN_CONST", "END_FOR", "LOAD_FAST_AND_CLEAR"})
+        "JUMP_IF_TRUE_OR_POP", "RETURN_CONST", "END_FOR", "LOAD_FAST_AND_CLEAR", "LOAD_SUPER_ATTR"})
     - set(RENAMED) - DROPPED
 )
 
@@ -101,6 +102,8 @@ def _decode_arg(opname: str, arg: Any) -> tuple[str, Any, bool, bool]:
         return opname, arg[1], bool(arg[0]), False
     if opname == "LOAD_ATTR" and isinstance(arg, tuple):
         return ("LOAD_METHOD" if arg[0] else "LOAD_ATTR"), arg[1], False, False
+    if opname == "LOAD_SUPER_ATTR":  # 3.12 `super().name`: (method form, two-argument form, name)
+        return opname, arg[2], bool(arg[0]), False
     if opname == "BINARY_OP":
         fn, inplace = BINARY_OPS[arg]
         return opname, fn, False, inplace

@@ -107,6 +107,17 @@ def load_method(tx: Tracer, inst: Instruction) -> None:
     tx.push(obj.getattr(tx, inst.argval))
 
 
+@handler("LOAD_SUPER_ATTR")
+def load_super_attr(tx: Tracer, inst: Instruction) -> None:
+    """`super().name` (3.12): the stack holds super, the class and the instance."""
+    obj = tx.pop()
+    cls = tx.pop()
+    proxy = tx.pop().call(tx, [cls, obj], {})
+    if inst.push_null:
+        tx.push(NULL)
+    tx.push(proxy.getattr(tx, inst.argval))
+
+
 @handler("STORE_ATTR")
 def store_attr(tx: Tracer, inst: Instruction) -> None:
     obj = tx.pop()

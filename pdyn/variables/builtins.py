@@ -236,6 +236,22 @@ def _partial(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, Variable
     return PartialVariable(inner, list(args[1:]), dict(kwargs))
 
 
+@rule(super)
+def _super(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    from pdyn.variables.functions import SuperVariable
+
+    if not args:  # zero-argument form: the frame's __class__ cell and its first argument
+        cell = tx.cells.get("__class__")
+        first = tx.code.co_varnames[0] if tx.code.co_argcount else None
+        if cell is None or cell.contents is None or first not in tx.locals:
+            raise Unsupported("super", "pdyn traces super() only in a method whose first argument is a plain local",
+                              loc=tx.loc())
+        args = [cell.contents, tx.locals[first]]
+    if len(args) != 2 or kwargs:
+        raise Unsupported("super", "pdyn traces super() and super(cls, obj) only", loc=tx.loc())
+    return SuperVariable(args[0].as_python_constant(), args[1])
+
+
 @rule(sorted)
 def _sorted(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
     items = tx.iterate(args[0])

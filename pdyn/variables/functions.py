@@ -148,6 +148,37 @@ class PartialVariable(VariableTracker):
         return super().getattr(tx, name)
 
 
+class SuperVariable(VariableTracker):
+    """`super(cls, obj)`: attribute reads look in type(obj)'s MRO after `cls` and bind to `obj`."""
+
+    def __init__(self, cls: type, obj: VariableTracker):
+        self.cls = cls
+        self.obj = obj
+
+    def python_type(self) -> type:
+        return super
+
+    def getattr(self, tx: Tracer, name: str) -> VariableTracker:
+        from pdyn.variables.builder import wrap_constant_result
+
+        mro = self.obj.python_type().__mro__
+        if self.cls not in mro:
+            raise UserException(TypeError("super(type, obj): obj must be an instance or subtype of type"))
+        for klass in mro[mro.index(self.cls) + 1:]:
+            if name not in klass.__dict__:
+                continue
+            attr = klass.__dict__[name]
+            if isinstance(attr, types.FunctionType):
+                return UserMethodVariable(wrap_constant_result(attr), self.obj)
+            if isinstance(attr, staticmethod):
+                return wrap_constant_result(attr.__func__)
+            if isinstance(attr, classmethod):
+                return UserMethodVariable(wrap_constant_result(attr.__func__), ClassVariable(self.obj.python_type()))
+            raise Unsupported("super_attr", f"pdyn cannot read {klass.__qualname__}.{name} through super()",
+                              loc=tx.loc())
+        raise UserException(AttributeError(f"'super' object has no attribute '{name}'"), tx.loc())
+
+
 def bind_arguments(fn: UserFunctionVariable, args: list[VariableTracker], kwargs: dict[str, VariableTracker],
                    tx: Tracer) -> dict[str, VariableTracker]:
     """Python's argument binding over trackers; a mismatch is the TypeError eager would raise."""

@@ -36,7 +36,7 @@ class Affine:
         self.b = b
 
     def __eq__(self, other):
-        return type(other) is Affine and all(
+        return type(other) is type(self) and all(
             torch.equal(torch.as_tensor(a), torch.as_tensor(b)) for a, b in ((self.w, other.w), (self.b, other.b)))
 
     def __call__(self, x):
@@ -236,3 +236,23 @@ def test_functools_partial_made_in_trace():
         return part(x, 3.0), again(scale=0.5)
 
     check(f, torch.randn(2))
+
+
+class Scaled(Affine):
+    def apply(self, x):
+        return super().apply(x) * 2 + super(Scaled, self).twice(x)
+
+
+def test_super_method_call_in_subclass():
+    def f(x, obj):
+        return obj.apply(x), obj(x)
+
+    check(f, torch.randn(2), Scaled(torch.randn(2), 1.0))
+
+
+def test_super_forward_of_module_subclass():
+    class DoubleLinear(torch.nn.Linear):
+        def forward(self, x):
+            return super().forward(x) * 2
+
+    check(DoubleLinear(3, 2), torch.randn(4, 3))
