@@ -37,6 +37,8 @@ UNTRACEABLE_METHODS = frozenset({
     "backward", "register_hook", "retain_grad", "storage", "untyped_storage", "share_memory_",
     "pin_memory", "record_stream", "resize_", "resize_as_", "set_", "unsqueeze_", "squeeze_",
     "transpose_", "t_", "as_strided_", "swapdims_", "swapaxes_", "__setstate__", "apply_", "map_",
+    # facts about storage that guards do not pin
+    "storage_offset", "is_pinned", "is_shared", "is_inference", "is_set_to", "_is_view",
 })
 
 
@@ -58,6 +60,9 @@ class TensorVariable(VariableTracker):
         if name in ("shape",):
             return SizeVariable([ConstantVariable(s) for s in self.example.shape])
         if name in METADATA_ATTRS:
+            if name == "is_leaf" and self.node.op == "placeholder" and self.example.requires_grad:
+                raise Unsupported("tensor_attr", "pdyn does not guard whether an input requiring grad is a leaf",
+                                  loc=tx.loc())
             return ConstantVariable(getattr(self.example, name))
         if name in GRAPH_ATTRS:
             return tx.output.call("call_function", getattr, [self, ConstantVariable(name)], {})

@@ -134,3 +134,33 @@ def test_same_tensor_passed_twice_is_guarded():
     assert f(x, x).tolist() == [2.0, 2.0]
     assert f(torch.zeros(2), torch.zeros(2)).tolist() == [1.0, 1.0]
     assert pdyn.stats(f)["compiles"] == 2
+
+
+def test_is_leaf_of_input_is_not_baked_in():
+    f = pdyn.optimize(lambda x: (x * 2, x.is_leaf), backend="eager")
+    w = torch.randn(3, requires_grad=True)
+    assert f(w)[1] is True
+    assert f(w * 2)[1] is False
+    check(lambda x: (x * 2).is_leaf, torch.randn(2), graphs=1)
+
+
+def test_storage_offset_is_not_baked_in():
+    f = pdyn.optimize(lambda x: (x + 1, x.storage_offset()), backend="eager")
+    base = torch.randn(5)
+    assert f(base[:4])[1] == 0
+    assert f(base[1:])[1] == 1
+
+
+def test_reading_grad_falls_back():
+    x = torch.randn(2, requires_grad=True)
+    x.grad = torch.ones(2)
+    check(lambda x: x.grad * 2, x, graphs=0, fallbacks=1)
+
+
+def test_no_grad_block_falls_back():
+    def f(x):
+        with torch.no_grad():
+            y = x * 2
+        return y + x
+
+    check(f, torch.randn(2, requires_grad=True), graphs=0, fallbacks=1)
