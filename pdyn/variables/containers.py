@@ -303,13 +303,8 @@ class DictVariable(VariableTracker):
         self._mutate(tx)
 
     def call_method(self, tx: Tracer, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
-        keys = [ConstantVariable(k) for k in self.items]
-        if name == "keys":
-            return ListVariable(keys)
-        if name == "values":
-            return ListVariable(list(self.items.values()))
-        if name == "items":
-            return ListVariable([TupleVariable([k, v]) for k, v in zip(keys, self.items.values())])
+        if name in ("keys", "values", "items"):
+            return DictViewVariable(self, name)
         if name == "get":
             k = _const(args[0], "dict key")
             return self.items.get(k, args[1] if len(args) > 1 else ConstantVariable(None))
@@ -363,6 +358,39 @@ class DictVariable(VariableTracker):
 
     def __repr__(self) -> str:
         return f"DictVariable({self.items})"
+
+
+class DictViewVariable(VariableTracker):
+    """`d.keys()`, `d.values()` or `d.items()`: a live view, so it reads the dict tracker each time."""
+
+    def __init__(self, mapping: DictVariable, kind: str):
+        self.mapping = mapping
+        self.kind = kind
+
+    def python_type(self) -> type:
+        return type(getattr({}, self.kind)())
+
+    def iterate(self, tx: Tracer) -> list[VariableTracker]:
+        items = self.mapping.items
+        if self.kind == "keys":
+            return [ConstantVariable(k) for k in items]
+        if self.kind == "values":
+            return list(items.values())
+        return [TupleVariable([ConstantVariable(k), v]) for k, v in items.items()]
+
+    def length(self, tx: Tracer) -> int:
+        return len(self.mapping.items)
+
+    def truth(self, tx: Tracer) -> bool:
+        return bool(self.mapping.items)
+
+    def contains(self, tx: Tracer, item: VariableTracker) -> bool:
+        if self.kind == "keys":
+            return self.mapping.contains(tx, item)
+        return ListVariable(self.iterate(tx)).contains(tx, item)
+
+    def reconstruct(self, codegen: FrameCodegen) -> str:
+        return f"{codegen.reconstruct(self.mapping)}.{self.kind}()"
 
 
 class SetVariable(VariableTracker):

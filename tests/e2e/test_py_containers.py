@@ -252,3 +252,15 @@ def test_tuple_methods_index_and_count():
         return x * t.index(3) + t.count(2)
 
     check(f, torch.randn(2))
+
+
+def test_dict_views_are_live_and_keep_their_types():
+    def f(x, d):
+        keys = d.keys()
+        vals = d.values()
+        d["new"] = x * 2
+        r = (len(keys), "new" in keys, isinstance(keys, list), type(vals).__name__, bool(d.items()))
+        sizes = {"n": 1}
+        return keys, list(vals), sizes.items(), r
+
+    check(f, torch.randn(2), {"a": torch.randn(2)})
