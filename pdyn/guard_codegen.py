@@ -37,7 +37,7 @@ class _Namer:
         self.consts: dict[Any, tuple[str, Any]] = {}
 
     def fresh(self, hint: str) -> str:
-        base = re.sub(r"\W+", "_", hint).rstrip("_") or "v"
+        base = re.sub(r"[\W_]+", "_", hint).rstrip("_") or "v"  # no `__x` names in generated code
         if base[0].isdigit() or keyword.iskeyword(base):
             base = "v_" + base
         name, n = base, 1

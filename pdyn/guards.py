@@ -66,7 +66,8 @@ class IdGuard(Guard):
 
     def sentence(self) -> str:
         name = getattr(self.obj, "__qualname__", None) or type(self.obj).__qualname__
-        return f"{self.source} is the same {type(self.obj).__name__} object ({name})"
+        kind = "class" if isinstance(self.obj, type) else f"{type(self.obj).__name__} object"
+        return f"{self.source} is the same {kind} ({name})"
 
 
 @dataclass(frozen=True, eq=False)
