@@ -185,3 +185,15 @@ def test_backward_hook_added_after_compile_is_honoured():
     opt(x).sum().backward()
     assert calls == [1]
     assert pdyn.stats(opt)["compiles"] == 2
+
+
+def test_subclass_calls_super_forward():
+    class Base(nn.Linear):
+        def forward(self, x):
+            return super().forward(x) + 1
+
+    class Derived(Base):
+        def forward(self, x):
+            return super().forward(x) * 2
+
+    check(Derived(2, 3), torch.randn(4, 2))
