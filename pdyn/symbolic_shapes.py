@@ -9,9 +9,11 @@ policy, is refused with `Unsupported`).
 
 from __future__ import annotations
 
+import fractions
 import math
+import operator
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
 import sympy
 from sympy.printing.pycode import PythonCodePrinter
@@ -92,18 +94,14 @@ class ShapeEnv:
         return sym
 
     def simplify(self, expr: sympy.Basic) -> sympy.Basic:
-        if not self.replacements or not getattr(expr, "free_symbols", None):
+        """`expr` with unified and pinned symbols replaced (comparisons of numbers decided)."""
+        if not self.replacements or not isinstance(expr, sympy.Basic) or not expr.free_symbols:
             return expr
-        return expr.xreplace(self.replacements)
+        return substitute(expr, self.replacements)
 
     def hint(self, expr: sympy.Basic) -> int | float | bool:
         """The value of `expr` in this call."""
-        value = self.simplify(expr).xreplace(self.hints)
-        if value.is_Boolean or isinstance(value, (sympy.logic.boolalg.BooleanAtom,)):
-            return bool(value)
-        if isinstance(value, sympy.Rel):
-            return bool(value.simplify())
-        return int(value) if value.is_integer else float(value)
+        return evaluate(sympy.sympify(expr), self.hints)
 
     def free(self, expr: sympy.Basic) -> list[sympy.Symbol]:
         return sorted(self.simplify(expr).free_symbols, key=lambda s: s.name)
@@ -134,6 +132,8 @@ class ShapeEnv:
         expr = self.simplify(expr)
         if isinstance(expr, sympy.logic.boolalg.BooleanAtom):
             return bool(expr)
+        if isinstance(expr, sympy.Rel) and expr.lhs == expr.rhs:
+            return isinstance(expr, (sympy.Eq, sympy.Ge, sympy.Le))
         decided = self._decide_from_ranges(expr)
         if decided is not None:
             return decided
@@ -236,6 +236,63 @@ class ShapeEnv:
                 continue  # unified: its origins were moved to the symbol it equals
             for origin in origins:
                 yield origin, self.simplify(sym)
+
+
+_RELATIONS = {sympy.Gt: operator.gt, sympy.Lt: operator.lt, sympy.Ge: operator.ge, sympy.Le: operator.le,
+              sympy.Eq: operator.eq, sympy.Ne: operator.ne}
+_NUMERIC = {
+    sympy.Mod: lambda a, b: a % b, sympy.floor: math.floor, sympy.ceiling: math.ceil, sympy.Min: min,
+    sympy.Max: max, sympy.Abs: abs, sympy.Not: operator.not_,
+    sympy.And: lambda *xs: all(xs), sympy.Or: lambda *xs: any(xs),
+}
+
+
+def evaluate(expr: sympy.Basic, values: dict[sympy.Symbol, int]) -> Any:
+    """`expr`'s Python value with `values` for its symbols; exact on integers, fast (no sympy calls)."""
+    if expr.is_Symbol:
+        return values[expr]
+    if expr.is_Integer:
+        return int(expr)
+    if expr.is_Rational:
+        return fractions.Fraction(int(expr.p), int(expr.q))
+    if expr.is_Float:
+        return float(expr)
+    if isinstance(expr, sympy.logic.boolalg.BooleanAtom):
+        return bool(expr)
+    func = expr.func
+    args = [evaluate(a, values) for a in expr.args]
+    if func is sympy.Add:
+        result = sum(args)
+    elif func is sympy.Mul:
+        result = math.prod(args)
+    elif func is sympy.Pow:
+        result = args[0] ** args[1]
+    elif func in _RELATIONS:
+        return _RELATIONS[func](args[0], args[1])
+    elif func in _NUMERIC:
+        result = _NUMERIC[func](*args)
+    else:
+        raise NotImplementedError(f"pdyn cannot evaluate {func.__name__} in {expr}")
+    if isinstance(result, fractions.Fraction):
+        return int(result) if result.denominator == 1 else float(result)
+    return result
+
+
+def substitute(expr: sympy.Basic, mapping: dict[sympy.Symbol, sympy.Basic]) -> sympy.Basic:
+    """`expr.xreplace(mapping)`, but comparisons and Mod are rebuilt unevaluated (sympy's own
+    evaluation of them is slow), and a comparison of two numbers is decided."""
+    if expr in mapping:
+        return mapping[expr]
+    if not expr.args or not (expr.free_symbols & mapping.keys()):
+        return expr
+    args = [substitute(a, mapping) for a in expr.args]
+    if expr.func in _RELATIONS:
+        if args[0].is_Number and args[1].is_Number:
+            return sympy.true if _RELATIONS[expr.func](args[0], args[1]) else sympy.false
+        return expr.func(*args, evaluate=False)
+    if expr.func is sympy.Mod:
+        return sympy.Mod(*args) if all(a.is_Number for a in args) else sympy.Mod(*args, evaluate=False)
+    return expr.func(*args)
 
 
 class _PythonPrinter(PythonCodePrinter):
