@@ -132,11 +132,8 @@ def decode(code: types.CodeType) -> list[Instruction]:
         if isinstance(item, Label):
             label_at[item] = len(out)
             continue
-        if isinstance(item, TryBegin):
-            current_try = item.target
-            continue
-        if isinstance(item, TryEnd):
-            current_try = None
+        if isinstance(item, (TryBegin, TryEnd)):
+            current_try = item.target if isinstance(item, TryBegin) else None
             continue
         if not isinstance(item, Instr) or item.name in DROPPED or (in_prologue and item.name in PROLOGUE_ONLY):
             in_prologue = in_prologue and getattr(item, "name", None) != "RESUME"
