@@ -20,6 +20,7 @@ from pdyn import logs
 from pdyn.compile_frame import CacheEntry, compile_frame, title_of
 from pdyn.config import Config
 from pdyn.errors import InternalError, Unsupported, UserException
+from pdyn.guard_codegen import origin
 
 recompile_log = logs.topic("recompiles")
 log = logging.getLogger(__name__)
@@ -146,7 +147,8 @@ class Frame:
         for entry in self.cache.entries:
             sentence = entry.guard.check(L, G)
             guard = entry.guard.by_sentence.get(sentence or "")
-            where = f", set at {guard.loc} `{guard.loc.source_line().strip()}`" if guard and guard.loc else ""
+            where = origin(guard) if guard is not None else ""
+            where = f", {where}" if where.startswith("argument") else f", set at {where}" if where else ""
             actual = _actual(guard.source, L, G) if guard is not None and guard.source is not None else ""
             reasons.append(f"entry {entry.number}: {sentence} failed{actual}{where}")
         recompile_log.info("recompiling %s, compile %d/%d: %s", title_of(self.code), number,

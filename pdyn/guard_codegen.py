@@ -88,16 +88,22 @@ def _literal(value: Any, namer: _Namer) -> str:
     return namer.hoist(value, "key")
 
 
-def _comment(guard: Guard) -> str:
-    """The user line that made `guard`; an argument read at the frame's entry says so."""
+def origin(guard: Guard) -> str:
+    """Where `guard` came from: `file:line  the user line`, or, for a value read at the frame's entry
+    (no instruction yet, so no column), `argument of f() at file:line`; "" when unknown."""
     loc = guard.loc
     if loc is None:
         return ""
     root = guard.source.root() if guard.source is not None else None
-    if loc.col is None and isinstance(root, LocalSource):  # no instruction yet: read on entry
-        return _printable(f"  # argument of {loc.function or 'the frame'}() at {loc}")
+    if loc.col is None and isinstance(root, LocalSource):
+        return _printable(f"argument of {loc.function or 'the frame'}() at {loc}")
     line = loc.source_line().strip()
-    return _printable(f"  # {loc}  {line}" if line else f"  # {loc}")
+    return _printable(f"{loc}  {line}" if line else str(loc))
+
+
+def _comment(guard: Guard) -> str:
+    text = origin(guard)
+    return f"  # {text}" if text else ""
 
 
 def _printable(text: str) -> str:
