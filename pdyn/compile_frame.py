@@ -23,6 +23,7 @@ from pdyn.errors import Unsupported
 from pdyn.frame_codegen import FrameCodegen, build_frame_function
 from pdyn.guard_codegen import GuardCode, build
 from pdyn.output_graph import OutputGraph
+from pdyn.shape_guards import shape_guards
 from pdyn.sources import LocalSource
 from pdyn.variables.base import VariableTracker
 from pdyn.variables.builder import wrap
@@ -32,6 +33,7 @@ graph_log = logs.topic("graph")
 guards_log = logs.topic("guards")
 code_log = logs.topic("output_code")
 breaks_log = logs.topic("graph_breaks")
+dynamic_log = logs.topic("dynamic")
 
 Backend = Callable[[torch.fx.GraphModule, list], Callable[..., Any]]
 
@@ -74,7 +76,7 @@ def compile_frame(code: types.CodeType, f_locals: dict[str, Any], f_globals: dic
         if fullgraph:
             raise
         breaks_log.info("running %s eagerly: %s", title_of(code), e)
-        guard = build(output.guards, title)
+        guard = _build_guards(output, title)
         return CacheEntry(guard, lambda L, G: call_original(L), None, "# runs the original function eagerly\n",
                           number, eager_reason=e, compile_seconds=time.perf_counter() - start)
 
@@ -85,19 +87,35 @@ def _finish(output: OutputGraph, result: VariableTracker, backend: Backend, titl
     effects = _side_effects(output, codegen)
     result_expr = codegen.reconstruct(result)
     graph = output.graph
+    graph_inputs = output.ordered_inputs()
     has_ops = any(n.op not in ("placeholder", "output") for n in graph.nodes)
     compiled = gm = None
     if has_ops:
         graph.output(tuple(codegen.outputs))
         gm = torch.fx.GraphModule(torch.nn.Module(), graph, class_name="PdynGraph")
         graph_log.info("graph of %s:\n%s", title, gm.print_readable(print_output=False))
-        compiled = backend(gm, list(output.example_inputs))
-    inputs = [vt.source.expr() for vt in output.inputs]  # type: ignore[union-attr]
+        compiled = backend(gm, [value for _, value in graph_inputs])
+    inputs = [source.expr() for source, _ in graph_inputs]
     run, frame_source = build_frame_function(codegen, result_expr, effects, inputs, compiled, title)
-    guard = build(output.guards, title)
+    guard = _build_guards(output, title)
     guards_log.info("%s", guard.source)
     code_log.info("%s", frame_source)
     return CacheEntry(guard, run, gm, frame_source, number, compile_seconds=time.perf_counter() - start)
+
+
+def _build_guards(output: OutputGraph, title: str) -> GuardCode:
+    """The trace's guards, then the size guards its ShapeEnv implies (symbols bound once)."""
+    for guard in shape_guards(output.shape_env):
+        output.add_guard(guard)
+    for event in output.shape_env.events:
+        dynamic_log.info("%s: %s", title, event)
+    return build(output.guards, title)
+
+
+def pinned_origins(output: OutputGraph) -> dict[str, int]:
+    """Each read dim (or int input) the trace specialized, with its value: the policy's history."""
+    env = output.shape_env
+    return {origin.expr(): spec.value for sym, spec in env.specialized.items() for origin in env.origins[sym]}
 
 
 def _side_effects(output: OutputGraph, codegen: FrameCodegen) -> list[str]:

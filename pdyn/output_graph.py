@@ -12,6 +12,7 @@ import logging
 import re
 from typing import TYPE_CHECKING, Any, Iterator
 
+import sympy
 import torch
 import torch.fx
 from torch._subclasses.fake_tensor import (
@@ -21,14 +22,19 @@ from torch._subclasses.fake_tensor import (
     UnsupportedOperatorException,
 )
 
+from pdyn import logs
 from pdyn.errors import SourceLoc, Unsupported, UserException
 from pdyn.guards import AliasGuard, GradModeGuard, Guard, GuardSet
+from pdyn.recompile_policy import TracePlan
+from pdyn.shape_rules import infer_sizes
 from pdyn.sources import Source
+from pdyn.symbolic_shapes import ShapeEnv, SymbolOrigin
 from pdyn.variables.base import VariableTracker
 
 if TYPE_CHECKING:
     from pdyn.variables.tensor import TensorVariable
 
+dynamic_log = logs.topic("dynamic")
 DATA_DEPENDENT = (DataDependentOutputException, DynamicOutputShapeException)
 
 
@@ -74,13 +80,16 @@ def _quiet_fake_tensor() -> Iterator[None]:
 class OutputGraph:
     """One trace's fx graph, guards, graph inputs and side effects."""
 
-    def __init__(self, frame_name: str) -> None:
+    def __init__(self, frame_name: str, plan: TracePlan | None = None) -> None:
         self.frame_name = frame_name
+        self.plan = plan if plan is not None else TracePlan(None, "value", frozenset())
+        self.shape_env = ShapeEnv(self.plan.read_policy(self._marked_dynamic))
+        self._dynamic_marks: set[SymbolOrigin] = set()
         self.graph = torch.fx.Graph()
         self.fake_mode = FakeTensorMode(allow_non_fake_inputs=False)
         self.guards = GuardSet()
         self.inputs: list[TensorVariable] = []          # placeholders, in order
-        self.example_inputs: list[torch.Tensor] = []    # this call's real values of them
+        self.placeholders: list[tuple[torch.fx.Node, Source, Any]] = []   # node, source, this call's value
         self._input_by_id: dict[int, TensorVariable] = {}
         self.side_effects = SideEffects()
         self.loc: SourceLoc | None = None               # the instruction being traced
@@ -107,11 +116,60 @@ class OutputGraph:
             fake = self.fake_mode.from_tensor(value, static_shapes=True)
         node.meta["example_value"] = fake
         node.meta["source"] = source
-        vt = TensorVariable(node, fake, source=source, input_sources=frozenset({source}))
+        vt = TensorVariable(node, fake, source=source, input_sources=frozenset({source}),
+                            sizes=self._input_sizes(value, source))
         self.inputs.append(vt)
-        self.example_inputs.append(value)
+        self.placeholders.append((node, source, value))
         self._input_by_id[id(value)] = vt
         return vt
+
+    def _input_sizes(self, value: torch.Tensor, source: Source) -> tuple[sympy.Expr, ...]:
+        """One symbol per dim, except sizes 0/1, dims marked static, and everything under dynamic=False."""
+        static = getattr(value, "_pdyn_static_dims", ())
+        dynamic = getattr(value, "_pdyn_dynamic_dims", ())
+        sizes = []
+        for dim, size in enumerate(value.shape):
+            origin = SymbolOrigin(source, dim)
+            if (self.plan.static_inputs and dim not in dynamic) or dim in static:
+                sizes.append(sympy.Integer(size))
+                continue
+            if dim in dynamic:
+                self._dynamic_marks.add(origin)
+            sizes.append(self.shape_env.create_symbol(size, origin))
+        return tuple(sizes)
+
+    def _marked_dynamic(self, origin: SymbolOrigin) -> bool:
+        return origin in self._dynamic_marks
+
+    def add_int_input(self, value: int, source: Source) -> VariableTracker:
+        """An int argument or int attribute, treated as a size: symbolic until Python reads it."""
+        from pdyn.variables.symint import SymIntVariable
+
+        expr = self.shape_env.create_symbol(value, SymbolOrigin(source, None))
+        vt = SymIntVariable(self, expr, None, source=source, input_sources=frozenset({source}))
+
+        def placeholder() -> torch.fx.Node:
+            node = self.graph.placeholder(self._fresh_name(_hint(source)))
+            node.meta["example_value"] = value
+            node.meta["source"] = source
+            self.placeholders.append((node, source, value))
+            return node
+
+        vt._make_node = placeholder
+        return vt
+
+    def ordered_inputs(self) -> list[tuple[Source, Any]]:
+        """(source, example) of each placeholder, after moving all placeholders to the top of the
+        graph (one made late, for a parameter or an int read mid-trace, keeps its relative order)."""
+        anchor: torch.fx.Node | None = None
+        for node in [n for n in self.graph.nodes if n.op == "placeholder"]:
+            if anchor is not None:
+                anchor.append(node)
+            elif next(iter(self.graph.nodes)) is not node:
+                next(iter(self.graph.nodes)).prepend(node)
+            anchor = node
+        by_node = {id(node): (source, value) for node, source, value in self.placeholders}
+        return [by_node[id(n)] for n in self.graph.nodes if n.op == "placeholder"]
 
     def _fresh_name(self, hint: str) -> str:
         base = re.sub(r"\W+", "_", hint).strip("_").lower() or "t"
@@ -161,7 +219,36 @@ class OutputGraph:
         if same is not None:  # `x.add_(1)`, `x += 1`, `x.to(x.dtype)`: eager returns x itself
             return same       # (the node stays: it may have mutated x)
         sources = frozenset().union(*(getattr(a, "input_sources", frozenset()) for a in _flat(args, kwargs)))
-        return wrap_fx_result(self, node, example, sources)
+        sizes = self._output_sizes(target, args, kwargs, example)
+        return wrap_fx_result(self, node, example, sources, sizes)
+
+    def _output_sizes(self, target: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker],
+                      example: Any) -> list[tuple[sympy.Expr, ...]]:
+        """Symbolic sizes of the op's tensor outputs, from its shape rule; an op with no rule (or
+        a rule that disagrees with the fake run) specializes the sizes of its inputs instead."""
+        from pdyn.variables.fx_args import as_symbolic
+
+        outputs = [t for t in _flat_values(example) if isinstance(t, torch.Tensor)]
+        static = [tuple(sympy.Integer(s) for s in t.shape) for t in outputs]
+        sym_args = [as_symbolic(a) for a in args]
+        sym_kwargs = {k: as_symbolic(v) for k, v in kwargs.items()}
+        symbolic = [e for e in _flat_values((sym_args, sym_kwargs)) if _is_symbolic(e)]
+        if not symbolic:
+            return static
+        env = self.shape_env
+        try:
+            result = infer_sizes(env, target, tuple(sym_args), sym_kwargs, self.loc)
+        except Exception as e:  # a rule that cannot handle these arguments: specialize below
+            dynamic_log.debug("shape rule of %s failed: %s", _target_name(target), e)
+            result = None
+        if result is not None and len(result) == len(outputs) and all(
+                [env.hint(s) for s in sizes] == list(t.shape) for sizes, t in zip(result, outputs)):
+            return result
+        why = f"{_target_name(target)}(), which has no symbolic shape rule"
+        for expr in symbolic:
+            env.specialize(expr, self.loc, why)
+        dynamic_log.info("%s at %s specialized its inputs' sizes", why, self.loc)
+        return static
 
     def _record(self, kind: str, target: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker],
                 example: Any) -> torch.fx.Node:
@@ -191,6 +278,25 @@ def _flat(args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> It
         a = stack.pop()
         yield a
         stack.extend(getattr(a, "items", ()) if not isinstance(getattr(a, "items", None), dict) else a.items.values())
+
+
+def _flat_values(value: Any) -> Iterator[Any]:
+    if isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _flat_values(v)
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _flat_values(v)
+    elif isinstance(value, slice):
+        yield from _flat_values((value.start, value.stop, value.step))
+    elif type(value).__name__ == "SymTensor":
+        yield from value.sizes
+    else:
+        yield value
+
+
+def _is_symbolic(value: Any) -> bool:
+    return isinstance(value, sympy.Basic) and bool(value.free_symbols)
 
 
 def _returned_argument(example: Any, args: list[VariableTracker],

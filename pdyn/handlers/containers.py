@@ -7,7 +7,8 @@ from pdyn.errors import Unsupported, UserException
 from pdyn.handlers.dispatch import fold
 from pdyn.instructions import Instruction
 from pdyn.variables.constant import ConstantVariable
-from pdyn.variables.containers import DictVariable, ListVariable, SetVariable, TupleVariable
+from pdyn.variables.containers import DictVariable, ListVariable, SetVariable, SliceVariable, TupleVariable
+from pdyn.variables.symint import SymIntVariable, is_known, python_value
 
 
 @handler("BUILD_TUPLE")
@@ -26,9 +27,9 @@ def build_set(tx: Tracer, inst: Instruction) -> None:
 
 
 def _key(tx: Tracer, vt):  # type: ignore[no-untyped-def]
-    if not vt.is_python_constant():
+    if not is_known(vt):
         raise Unsupported("dict_key", f"pdyn needs constant dict keys, got {vt}", loc=tx.loc())
-    return vt.as_python_constant()
+    return python_value(vt, "a dict key")
 
 
 @handler("BUILD_MAP")
@@ -47,6 +48,9 @@ def build_const_key_map(tx: Tracer, inst: Instruction) -> None:
 @handler("BUILD_SLICE")
 def build_slice(tx: Tracer, inst: Instruction) -> None:
     parts = tx.popn(inst.argval)
+    if any(isinstance(p, SymIntVariable) for p in parts):
+        tx.push(SliceVariable(parts))  # symbolic in a tensor index, a value read elsewhere
+        return
     if not all(p.is_python_constant() for p in parts):
         raise Unsupported("slice", f"pdyn needs constant slice bounds, got {parts}", loc=tx.loc())
     tx.push(ConstantVariable(slice(*(p.as_python_constant() for p in parts))))
@@ -63,10 +67,10 @@ def format_value(tx: Tracer, inst: Instruction) -> None:
     flags = inst.argval
     spec = tx.pop().as_python_constant() if flags & 0x04 else ""
     value = tx.pop()
-    if not value.is_python_constant():
+    if not is_known(value):
         raise Unsupported("format", f"pdyn can format only constants at trace time, not {value}", loc=tx.loc())
     convert = {0: lambda v: v, 1: str, 2: repr, 3: ascii}[flags & 0x03]
-    tx.push(fold(lambda v: format(convert(v), spec), value.as_python_constant()))
+    tx.push(fold(lambda v: format(convert(v), spec), python_value(value, "str() or formatting")))
 
 
 @handler("LIST_APPEND")

@@ -5,10 +5,13 @@ from __future__ import annotations
 import operator
 from typing import TYPE_CHECKING, Any, Callable
 
+import torch
+
 from pdyn.errors import Unsupported, UserException
 from pdyn.variables.base import VariableTracker
 from pdyn.variables.constant import ConstantVariable
 from pdyn.variables.containers import DictVariable, ListVariable, SequenceVariable, SetVariable
+from pdyn.variables.symint import SymIntVariable, sym_binary
 from pdyn.variables.tensor import TensorVariable
 
 if TYPE_CHECKING:
@@ -33,6 +36,11 @@ def fold(fn: Callable[..., Any], *values: Any) -> VariableTracker:
 def binary(tx: Tracer, fn: Callable[[Any, Any], Any], lhs: VariableTracker, rhs: VariableTracker) -> VariableTracker:
     if isinstance(lhs, TensorVariable) or isinstance(rhs, TensorVariable):
         return tx.output.call("call_function", fn, [lhs, rhs], {})
+    if isinstance(lhs, SymIntVariable) or isinstance(rhs, SymIntVariable):
+        return sym_binary(tx.output, fn, lhs, rhs)
+    if fn in (operator.eq, operator.ne) and isinstance(lhs, SequenceVariable) and isinstance(rhs, SequenceVariable) \
+            and any(isinstance(i, SymIntVariable) for i in [*lhs.items, *rhs.items]):
+        return _sequence_equal(tx, fn, lhs, rhs)
     if fn in INPLACE and isinstance(lhs, MUTABLE):
         return lhs.binary_op(tx, fn, rhs)
     if lhs.is_python_constant() and rhs.is_python_constant():
@@ -40,6 +48,18 @@ def binary(tx: Tracer, fn: Callable[[Any, Any], Any], lhs: VariableTracker, rhs:
     if fn in (operator.mul, operator.imul) and isinstance(lhs, ConstantVariable) and isinstance(rhs, SequenceVariable):
         return rhs.binary_op(tx, operator.mul, lhs)  # `n * [x]` repeats the list, as `[x] * n` does
     return lhs.binary_op(tx, fn, rhs)
+
+
+def _sequence_equal(tx: Tracer, fn: Callable[[Any, Any], Any], lhs: SequenceVariable,
+                    rhs: SequenceVariable) -> VariableTracker:
+    """`x.shape == (1, 2, 3)`: element by element, each a bool read (an equality pins its dim)."""
+    equal = len(lhs.items) == len(rhs.items) and (
+        lhs.python_type() is rhs.python_type() or {lhs.python_type(), rhs.python_type()} <= {tuple, torch.Size})
+    for a, b in zip(lhs.items, rhs.items):
+        if not equal:
+            break
+        equal = binary(tx, operator.eq, a, b).truth(tx)
+    return ConstantVariable(equal if fn is operator.eq else not equal)
 
 
 def identity(vt: VariableTracker) -> Any:
@@ -69,6 +89,8 @@ def is_same(tx: Tracer, lhs: VariableTracker, rhs: VariableTracker) -> bool:
 
 
 def contains(tx: Tracer, item: VariableTracker, container: VariableTracker) -> bool:
+    if isinstance(item, SymIntVariable):
+        item = ConstantVariable(item.value_read("an `in` test"))
     if isinstance(container, TensorVariable):
         raise Unsupported("data_dependent", "`in` on a tensor depends on its values", loc=tx.loc())
     method = getattr(container, "contains", None)

@@ -17,6 +17,7 @@ import torch
 from pdyn.errors import Unsupported, UserException
 from pdyn.handlers.dispatch import contains, fold
 from pdyn.variables.base import VariableTracker
+from pdyn.variables.symint import UNARY_SYMPY_OPS, SymIntVariable, is_known, python_value, sym_binary
 from pdyn.variables.constant import CONSTANT_TYPES, ConstantVariable
 from pdyn.variables.containers import (DictVariable, IteratorVariable, ListVariable, SetVariable,
                                        SizeVariable, TupleVariable)
@@ -62,10 +63,13 @@ def call_builtin(tx: Tracer, fn: Any, args: list[VariableTracker], kwargs: dict[
     r = RULES.get(fn)
     if r is not None:
         return r(tx, args, kwargs)
-    all_constant = all(a.is_python_constant() for a in [*args, *kwargs.values()])
-    if _is_pure(fn) and all_constant:
-        return fold(lambda: fn(*[a.as_python_constant() for a in args],
-                               **{k: v.as_python_constant() for k, v in kwargs.items()}))
+    if fn in UNARY_SYMPY_OPS and len(args) == 1 and not kwargs and isinstance(args[0], SymIntVariable):
+        return args[0].unary_op(tx, fn)  # math.sqrt(x.shape[-1]) stays symbolic, in the graph
+    all_known = all(is_known(a) for a in [*args, *kwargs.values()])
+    if _is_pure(fn) and all_known:  # a symbolic int passed to range(), str(), ... is a value read
+        why = f"{getattr(fn, '__name__', fn)}()"
+        return fold(lambda: fn(*[python_value(a, why) for a in args],
+                               **{k: python_value(v, why) for k, v in kwargs.items()}))
     if fn in SIDE_EFFECT_HINTS:
         key, message, hint = SIDE_EFFECT_HINTS[fn]
         raise Unsupported(key, message, hint=hint, loc=tx.loc())
@@ -85,7 +89,8 @@ def _len(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTrac
     (obj,) = args
     method = getattr(obj, "length", None)
     if method is not None:
-        return ConstantVariable(method(tx))
+        length = method(tx)
+        return length if isinstance(length, VariableTracker) else ConstantVariable(length)
     if isinstance(obj, (TupleVariable, ListVariable, DictVariable, SetVariable)):
         return ConstantVariable(len(obj.items))
     from pdyn.variables.tensor import TensorVariable
@@ -280,6 +285,12 @@ def _minmax(pick_left: Callable[[Any, Any], Any]) -> Rule:
         items = tx.iterate(args[0]) if len(args) == 1 else list(args)
         if not items:
             raise UserException(ValueError("min()/max() arg is an empty sequence"))
+        if any(isinstance(i, SymIntVariable) for i in items) and all(
+                isinstance(i, SymIntVariable) or isinstance(i.as_python_constant(), (int, float)) for i in items):
+            best = items[0]  # sizes: min(n, 4) stays symbolic (sympy Min), no guard
+            for item in items[1:]:
+                best = sym_binary(tx.output, min if pick_left is operator.lt else max, best, item)
+            return best
         best = items[0]
         for item in items[1:]:
             if tx.binary(pick_left, item, best).truth(tx):
@@ -358,7 +369,7 @@ def construct(tx: Tracer, cls: type, args: list[VariableTracker], kwargs: dict[s
         return call_builtin(tx, cls, args, kwargs)
     if cls is torch.Size:
         return SizeVariable(tx.iterate(args[0]) if args else [])
-    if _constants([*args, *kwargs.values()]) and (
+    if all(is_known(a) for a in [*args, *kwargs.values()]) and (
             cls in (torch.device, torch.finfo, torch.iinfo) or issubclass(cls, BaseException)):
         return _fold_object(cls, args, kwargs)
     if issubclass(cls, torch.nn.Module):
@@ -371,7 +382,8 @@ def _fold_object(cls: type, args: list[VariableTracker], kwargs: dict[str, Varia
     from pdyn.variables.builder import wrap_constant_result
 
     try:
-        value = cls(*[a.as_python_constant() for a in args], **{k: v.as_python_constant() for k, v in kwargs.items()})
+        why = f"constructing a {cls.__name__}"
+        value = cls(*[python_value(a, why) for a in args], **{k: python_value(v, why) for k, v in kwargs.items()})
     except Exception as e:
         raise UserException(e) from None
     return wrap_constant_result(value)

@@ -24,9 +24,23 @@ if TYPE_CHECKING:
 
 
 def _const(vt: VariableTracker, what: str) -> Any:
-    if not vt.is_python_constant():
+    from pdyn.variables.symint import is_known, python_value
+
+    if isinstance(vt, SliceVariable):
+        return slice(*(python_value(p, f"a slice bound of a Python {what}") for p in vt.parts))
+    if not is_known(vt):
         raise Unsupported("non_constant_index", f"pdyn needs a constant {what}, got {vt}")
-    return vt.as_python_constant()
+    return python_value(vt, f"a Python {what}")
+
+
+class SliceVariable(VariableTracker):
+    """A slice with a symbolic bound (`x[:n]`): symbolic in a tensor index, a value read elsewhere."""
+
+    def __init__(self, parts: list[VariableTracker]):
+        self.parts = parts
+
+    def python_type(self) -> type:
+        return slice
 
 
 class ContainerMethodVariable(VariableTracker):

@@ -1,6 +1,7 @@
-"""Converting trackers into the two forms an op is called with: fx node arguments (for the graph)
-and fake values (to run the op at trace time). Only tensors, constants and containers of them can
-be op arguments; anything else is a graph break.
+"""Converting trackers into the three forms an op is called with: fx node arguments (for the
+graph), fake values (to run the op at trace time) and symbolic values (for its shape rule). Only
+tensors, symbolic ints, constants and containers of them can be op arguments; anything else is a
+graph break.
 """
 
 from __future__ import annotations
@@ -10,16 +11,33 @@ from typing import Any
 from pdyn.errors import Unsupported
 from pdyn.variables.base import VariableTracker
 from pdyn.variables.constant import ConstantVariable
-from pdyn.variables.containers import DictVariable, ListVariable, SizeVariable, TupleVariable
+from pdyn.variables.containers import DictVariable, ListVariable, SizeVariable, SliceVariable, TupleVariable
 
 
-def _convert(vt: VariableTracker, tensor_attr: str) -> Any:
+def _leaf(vt: VariableTracker, form: str) -> Any:
+    """A tensor or symbolic int in `form`: "node" (graph), "example" (fake run), "symbolic" (shape rule)."""
+    from pdyn.shape_rules import SymTensor
+    from pdyn.variables.symint import SymIntVariable
     from pdyn.variables.tensor import TensorVariable
 
     if isinstance(vt, TensorVariable):
-        return getattr(vt, tensor_attr)
+        return SymTensor(vt.sizes, vt.example.dtype) if form == "symbolic" else getattr(vt, form)
+    assert isinstance(vt, SymIntVariable)
+    if form == "node":
+        return vt.node
+    return vt.hint() if form == "example" else vt.output.shape_env.simplify(vt.expr)
+
+
+def _convert(vt: VariableTracker, tensor_attr: str) -> Any:
+    from pdyn.variables.symint import SymIntVariable
+    from pdyn.variables.tensor import TensorVariable
+
+    if isinstance(vt, (TensorVariable, SymIntVariable)):
+        return _leaf(vt, tensor_attr)
     if isinstance(vt, ConstantVariable):
         return vt.value
+    if isinstance(vt, SliceVariable):
+        return slice(*(_convert(p, tensor_attr) for p in vt.parts))
     if isinstance(vt, SizeVariable):
         return tuple(_convert(i, tensor_attr) for i in vt.items)
     if isinstance(vt, TupleVariable):
@@ -36,6 +54,11 @@ def _convert(vt: VariableTracker, tensor_attr: str) -> Any:
 def as_node(vt: VariableTracker) -> Any:
     """The fx argument for `vt`: a Node for a tensor, the value for a constant."""
     return _convert(vt, "node")
+
+
+def as_symbolic(vt: VariableTracker) -> Any:
+    """What a shape rule sees for `vt`: a SymTensor for a tensor, a sympy expression for a symbolic int."""
+    return _convert(vt, "symbolic")
 
 
 def as_fake(vt: VariableTracker) -> Any:

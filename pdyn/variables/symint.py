@@ -39,10 +39,10 @@ SYMPY_OPS: dict[Callable[..., Any], Callable[..., Any]] = {
     operator.eq: lambda a, b: sympy.Eq(a, b, evaluate=False), operator.ne: lambda a, b: sympy.Ne(a, b, evaluate=False),
     min: lambda a, b: sympy.Min(a, b), max: lambda a, b: sympy.Max(a, b),
 }
-for _plain, _inplace in ((operator.add, operator.iadd), (operator.sub, operator.isub), (operator.mul, operator.imul),
-                         (operator.floordiv, operator.ifloordiv), (operator.mod, operator.imod),
-                         (operator.truediv, operator.itruediv)):
-    SYMPY_OPS[_inplace] = SYMPY_OPS[_plain]
+# ints are immutable: `n *= 2` is `n = n * 2` (and fx cannot print an in-place op on an int)
+PLAIN_OF = {operator.iadd: operator.add, operator.isub: operator.sub, operator.imul: operator.mul,
+            operator.ifloordiv: operator.floordiv, operator.imod: operator.mod, operator.itruediv: operator.truediv,
+            operator.ipow: operator.pow}
 UNARY_SYMPY_OPS: dict[Callable[..., Any], Callable[..., Any]] = {
     operator.neg: operator.neg, operator.pos: lambda a: a, abs: sympy.Abs,
     math.floor: sympy.floor, math.ceil: sympy.ceiling, math.sqrt: sympy.sqrt, int: sympy.floor,
@@ -128,6 +128,7 @@ def _operand(vt: VariableTracker) -> tuple[Any, Any]:
 def sym_binary(output: OutputGraph, fn: Callable[[Any, Any], Any], lhs: VariableTracker,
                rhs: VariableTracker) -> VariableTracker:
     """`fn(lhs, rhs)` where one side is symbolic and the other symbolic or a number."""
+    fn = PLAIN_OF.get(fn, fn)
     for side in (lhs, rhs):
         if not isinstance(side, SymIntVariable) and not isinstance(side.as_python_constant(), (int, float, bool)):
             return ConstantVariable(fn(*[_value(v, fn) for v in (lhs, rhs)]))
@@ -135,8 +136,7 @@ def sym_binary(output: OutputGraph, fn: Callable[[Any, Any], Any], lhs: Variable
     b, _ = _operand(rhs)
     if fn not in SYMPY_OPS:
         return ConstantVariable(fn(_value(lhs, fn), _value(rhs, fn)))
-    if fn in (operator.floordiv, operator.mod, operator.ifloordiv, operator.imod, operator.truediv,
-              operator.itruediv) and output.shape_env.hint(b) == 0:
+    if fn in (operator.floordiv, operator.mod, operator.truediv) and output.shape_env.hint(b) == 0:
         raise UserException(ZeroDivisionError("division by zero"), output.loc)
     expr = SYMPY_OPS[fn](a, b)
     sources = frozenset().union(*(getattr(v, "input_sources", frozenset()) for v in (lhs, rhs)))
@@ -147,4 +147,20 @@ def sym_binary(output: OutputGraph, fn: Callable[[Any, Any], Any], lhs: Variable
 def _value(vt: VariableTracker, fn: Any) -> Any:
     if isinstance(vt, SymIntVariable):
         return vt.value_read(f"{getattr(fn, '__name__', fn)}() on a non-number")
+    return vt.as_python_constant()
+
+
+def is_known(vt: VariableTracker) -> bool:
+    """A value Python can have at trace time: a constant, or a symbolic int (by specializing it)."""
+    return isinstance(vt, SymIntVariable) or vt.is_python_constant()
+
+
+def python_value(vt: VariableTracker, why: str) -> Any:
+    """`vt`'s Python value; a symbolic int is a value read (specialized, TENSOR_MATCH_STATIC)."""
+    if isinstance(vt, SymIntVariable):
+        return vt.value_read(why)
+    from pdyn.variables.containers import SequenceVariable
+
+    if isinstance(vt, SequenceVariable) and any(isinstance(i, SymIntVariable) for i in vt.items):
+        return vt.python_type()(python_value(i, why) for i in vt.items)
     return vt.as_python_constant()

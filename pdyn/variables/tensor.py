@@ -10,6 +10,7 @@ from __future__ import annotations
 import operator
 from typing import TYPE_CHECKING, Any, Callable
 
+import sympy
 import torch
 import torch.fx
 
@@ -18,6 +19,7 @@ from pdyn.sources import Source
 from pdyn.variables.base import VariableTracker
 from pdyn.variables.constant import ConstantVariable
 from pdyn.variables.containers import ListVariable, SizeVariable, TupleVariable
+from pdyn.variables.symint import SymIntVariable
 
 if TYPE_CHECKING:
     from pdyn.bytecode_tracer import InstructionTranslator as Tracer
@@ -46,19 +48,55 @@ class TensorVariable(VariableTracker):
     """A torch.Tensor in the graph. `input_sources` is the set of graph-input Sources it depends on."""
 
     def __init__(self, node: torch.fx.Node, example: torch.Tensor, source: Source | None = None,
-                 input_sources: frozenset[Source] = frozenset(), python_type: type = torch.Tensor):
+                 input_sources: frozenset[Source] = frozenset(), python_type: type = torch.Tensor,
+                 sizes: tuple[sympy.Expr, ...] | None = None):
         self.node = node
         self.example = example
         self.source = source
         self.input_sources = input_sources
         self._python_type = python_type
+        # symbolic sizes (sympy Integers where static); the fake example holds this call's values
+        self.sizes = sizes if sizes is not None else tuple(sympy.Integer(s) for s in example.shape)
+
+    def size_item(self, tx: Tracer, dim: int) -> VariableTracker:
+        """`x.size(dim)`: a constant for a static dim, else a SymIntVariable computed in the graph."""
+        ndim = len(self.sizes)
+        if not -ndim <= dim < max(ndim, 1) or ndim == 0:
+            raise UserException(IndexError(f"Dimension out of range (expected to be in range of "
+                                           f"[{-ndim}, {ndim - 1}], but got {dim})"))
+        dim %= ndim
+        expr = tx.output.shape_env.simplify(self.sizes[dim])
+        if expr.is_Integer:
+            return ConstantVariable(int(expr))
+        output = tx.output
+        return SymIntVariable(output, expr, lambda: output.graph.call_method("size", (self.node, dim)),
+                              input_sources=self.input_sources)
+
+    def shape_vt(self, tx: Tracer) -> SizeVariable:
+        return SizeVariable([self.size_item(tx, d) for d in range(len(self.sizes))])
+
+    def numel_vt(self, tx: Tracer) -> VariableTracker:
+        total: VariableTracker = ConstantVariable(1)
+        for d in range(len(self.sizes)):
+            total = tx.binary(operator.mul, total, self.size_item(tx, d))
+        return total
+
+    def length(self, tx: Tracer) -> VariableTracker:
+        if not self.sizes:
+            raise UserException(TypeError("len() of a 0-d tensor"))
+        return self.size_item(tx, 0)
+
+    def value_read_all(self, tx: Tracer, why: str) -> None:
+        """Python needs facts that depend on every size (strides, a loop over rows): specialize them."""
+        for size in self.sizes:
+            tx.output.shape_env.specialize(size, tx.loc(), why)
 
     def python_type(self) -> type:
         return self._python_type
 
     def getattr(self, tx: Tracer, name: str) -> VariableTracker:
-        if name in ("shape",):
-            return SizeVariable([ConstantVariable(s) for s in self.example.shape])
+        if name == "shape":
+            return self.shape_vt(tx)
         if name in METADATA_ATTRS:
             if name == "is_leaf" and self.node.op == "placeholder" and self.example.requires_grad:
                 raise Unsupported("tensor_attr", "pdyn does not guard whether an input requiring grad is a leaf",
@@ -93,7 +131,8 @@ class TensorVariable(VariableTracker):
     def iterate(self, tx: Tracer) -> list[VariableTracker]:
         if self.example.dim() == 0:
             raise UserException(TypeError("iteration over a 0-d tensor"))
-        return [self.getitem(tx, ConstantVariable(i)) for i in range(self.example.shape[0])]
+        rows = tx.output.shape_env.specialize(self.sizes[0], tx.loc(), "iterating over a tensor's rows")
+        return [self.getitem(tx, ConstantVariable(i)) for i in range(int(rows))]
 
     def truth(self, tx: Tracer) -> bool:
         raise Unsupported(
@@ -125,8 +164,43 @@ class TensorMethodVariable(VariableTracker):
                 hint="keep the value as a tensor, or move this out of the compiled function", loc=tx.loc())
         if self.name in UNTRACEABLE_METHODS:
             raise Unsupported("tensor_method", f"pdyn cannot trace Tensor.{self.name}()", loc=tx.loc())
+        shape_query = SHAPE_METHODS.get(self.name)
+        if shape_query is not None:
+            return shape_query(tx, self.tensor, args, kwargs)
         mutates = self.name in ("__setitem__",) or self.name.endswith("_")
         return tx.output.call("call_method", self.name, [self.tensor, *args], kwargs, mutates=mutates)
+
+
+def _size(tx: Tracer, x: TensorVariable, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    dim = args[0] if args else kwargs.get("dim")
+    if dim is None:
+        return x.shape_vt(tx)
+    return x.size_item(tx, int(_static_int(dim, "the dim of Tensor.size()")))
+
+
+def _static_int(vt: VariableTracker, why: str) -> Any:
+    if isinstance(vt, SymIntVariable):
+        return vt.value_read(why)
+    return vt.as_python_constant()
+
+
+def _strides(tx: Tracer, x: TensorVariable, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    from pdyn.variables.builder import wrap_constant_result
+
+    x.value_read_all(tx, "Tensor.stride(), which depends on every size")
+    dim = args[0] if args else kwargs.get("dim")
+    return wrap_constant_result(x.example.stride() if dim is None else x.example.stride(_static_int(dim, "a dim")))
+
+
+SHAPE_METHODS: dict[str, Callable[..., VariableTracker]] = {
+    "size": _size,
+    "numel": lambda tx, x, args, kwargs: x.numel_vt(tx),
+    "nelement": lambda tx, x, args, kwargs: x.numel_vt(tx),
+    "dim": lambda tx, x, args, kwargs: ConstantVariable(len(x.sizes)),
+    "ndimension": lambda tx, x, args, kwargs: ConstantVariable(len(x.sizes)),
+    "__len__": lambda tx, x, args, kwargs: x.length(tx),
+    "stride": _strides,
+}
 
 
 class TensorUnboundMethodVariable(VariableTracker):
@@ -163,15 +237,23 @@ def is_tensor_method(value: Any) -> bool:
         return False
 
 
-def wrap_fx_result(output: OutputGraph, node: torch.fx.Node, example: Any, sources: frozenset[Source]) -> VariableTracker:
-    """The tracker for an op's result: tensors keep `node`; tuples get one getitem node per item."""
+def wrap_fx_result(output: OutputGraph, node: torch.fx.Node, example: Any, sources: frozenset[Source],
+                   sizes: list[tuple[sympy.Expr, ...]] | None = None) -> VariableTracker:
+    """The tracker for an op's result: tensors keep `node`; tuples get one getitem node per item.
+    `sizes` holds the symbolic sizes of the tensor outputs, in order."""
+    pending = list(sizes) if sizes else []
+
+    def next_sizes() -> tuple[sympy.Expr, ...] | None:
+        return pending.pop(0) if pending else None
+
     if isinstance(example, torch.Tensor):
-        return TensorVariable(node, example, input_sources=sources)
+        return TensorVariable(node, example, input_sources=sources, sizes=next_sizes())
     if isinstance(example, (tuple, list)):
         items: list[VariableTracker] = []
         for i, value in enumerate(example):
             if isinstance(value, torch.Tensor):
-                items.append(TensorVariable(output.getitem_node(node, i), value, input_sources=sources))
+                items.append(TensorVariable(output.getitem_node(node, i), value, input_sources=sources,
+                                            sizes=next_sizes()))
             else:
                 from pdyn.variables.builder import wrap_constant_result
 
