@@ -105,7 +105,7 @@ def test_hits_and_misses_are_counted_per_function():
     g = pdyn.optimize(lambda x: x - 1)
     for _ in range(3):
         f(torch.ones(2))
-    f(torch.ones(3))
+    f(torch.ones(2, dtype=torch.float64))
     g(torch.ones(2))
     assert pdyn.stats(f) == {"frames": 4, "compiles": 2, "recompiles": 1, "cache_hits": 2, "graph_breaks": 0,
                              "eager_fallbacks": 0}
@@ -141,15 +141,16 @@ def test_recompile_limit_warns_once_then_runs_eagerly():
         return x * 2
 
     w = optimized(f, Config(recompile_limit=2))
+    dtypes = [torch.float32, torch.float64, torch.float16, torch.int32, torch.int64]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        for n in range(1, 6):
-            torch.testing.assert_close(w(torch.ones(n)), torch.full((n,), 2.0))
+        for dtype in dtypes:
+            torch.testing.assert_close(w(torch.ones(3, dtype=dtype)), torch.full((3,), 2, dtype=dtype))
     limit = [str(c.message) for c in caught if "recompile limit" in str(c.message)]
     assert len(limit) == 1, limit
     assert "f() at " in limit[0] and "(2)" in limit[0]
     assert pdyn.stats(w)["compiles"] == 2 and pdyn.stats(w)["frames"] == 5
-    w(torch.ones(1))
+    w(torch.ones(3))
     assert pdyn.stats(w)["cache_hits"] == 1  # earlier entries still serve
 
 
@@ -165,7 +166,7 @@ def test_internal_error_falls_back_to_eager_with_one_warning():
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         for n in (2, 3, 2):
-            torch.testing.assert_close(w(torch.ones(n)), torch.full((n,), 2.0))
+            torch.testing.assert_close(w(torch.ones(n, n)), torch.full((n, n), 2.0))
     messages = [str(c.message) for c in caught]
     assert len(messages) == 1, messages
     assert "internal error while compiling f()" in messages[0] and "backend exploded" in messages[0]

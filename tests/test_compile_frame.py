@@ -1,0 +1,81 @@
+"""One cache miss end to end: trace, guards, graph, frame code -> CacheEntry (pdyn/compile_frame.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+
+from pdyn.compile_frame import CacheEntry, compile_frame, title_of
+from pdyn.config import Config
+from pdyn.errors import Unsupported
+from tests.helpers import CountingBackend
+
+
+def compile_for(fn: Any, *args: Any, backend: Any = None, fullgraph: bool = False,
+                number: int = 1) -> tuple[CacheEntry, dict[str, Any]]:
+    L = dict(zip(fn.__code__.co_varnames, args))
+    entry = compile_frame(fn.__code__, L, fn.__globals__, backend or CountingBackend(), Config(), number,
+                          lambda L: fn(**L), fullgraph)
+    return entry, L
+
+
+def scale_and_shift(x, w):
+    return x * w + 1
+
+
+def with_try(x):
+    try:
+        return x + 1
+    except ValueError:
+        return x
+
+
+def test_title_names_function_file_and_first_line():
+    assert title_of(scale_and_shift.__code__) == (
+        f"scale_and_shift() at {__file__}:{scale_and_shift.__code__.co_firstlineno}")
+
+
+def test_entry_runs_the_graph_and_its_guard_holds_for_the_same_inputs():
+    backend = CountingBackend()
+    x, w = torch.randn(3), torch.randn(3)
+    entry, L = compile_for(scale_and_shift, x, w, backend=backend, number=4)
+    assert entry.number == 4 and entry.eager_reason is None
+    assert entry.guard.check(L, scale_and_shift.__globals__) is None
+    torch.testing.assert_close(entry.run(L, scale_and_shift.__globals__), x * w + 1)
+    assert len(backend.graphs) == 1 and entry.graph_module is backend.graphs[0]
+    assert entry.guard.source.startswith("# pdyn guards for scale_and_shift() at ")
+    assert ", cache entry 4" in entry.guard.source.splitlines()[0]
+    assert "compiled_graph(L['x'], L['w'])" in entry.frame_source
+
+
+def test_guard_fails_for_other_inputs():
+    entry, L = compile_for(scale_and_shift, torch.randn(3), torch.randn(3))
+    other = {"x": torch.randn(3, dtype=torch.float64), "w": L["w"]}
+    assert entry.guard.check(other, scale_and_shift.__globals__) == "L['x'] is a float32 cpu tensor not requiring grad"
+
+
+def test_function_without_tensor_ops_compiles_no_graph():
+    def f(n):
+        return n + 1
+
+    backend = CountingBackend()
+    entry, L = compile_for(f, 3, backend=backend)
+    assert entry.graph_module is None and backend.graphs == []
+    assert entry.run(L, f.__globals__) == 4
+
+
+def test_unsupported_gives_an_eager_entry_with_the_reason():
+    entry, L = compile_for(with_try, torch.ones(2))
+    assert entry.graph_module is None
+    assert entry.eager_reason is not None and entry.eager_reason.key == "try_block"
+    assert entry.eager_reason.loc.lineno == with_try.__code__.co_firstlineno + 2
+    torch.testing.assert_close(entry.run(L, with_try.__globals__), torch.full((2,), 2.0))
+    assert entry.frame_source == "# runs the original function eagerly\n"
+
+
+def test_unsupported_with_fullgraph_raises():
+    with pytest.raises(Unsupported) as error:
+        compile_for(with_try, torch.ones(2), fullgraph=True)
+    assert error.value.loc.filename == __file__
