@@ -99,6 +99,8 @@ def group_norm(c: OpCall) -> list[Sizes] | None:
     if sympy.Mod(channels, groups) != 0:
         cond = sympy.Eq(sympy.Mod(channels, groups, evaluate=False), 0, evaluate=False)
         c.require(cond, f"channels divisible by {groups} groups")
+    per_group = prod((x.sizes[0], channels / groups, *x.sizes[2:]))
+    c.require(sympy.Ne(per_group, 1, evaluate=False), "more than 1 value per group")  # F's own check
     _param(c, a["weight"], (channels,), "weight")
     _param(c, a["bias"], (channels,), "bias")
     return [x.sizes]
@@ -213,7 +215,7 @@ def _pool(c: OpCall, n: int, kind: str) -> list[Sizes] | None:
     for k, s, p, d in zip(kernel, stride, padding, dilation):
         for value, low in ((k, 1), (s, 1), (d, 1), (p, 0)):
             c.require(sympy.Ge(value, low, evaluate=False), "a positive window and padding")
-        c.require(sympy.Le(2 * p, d * (k - 1) + 1, evaluate=False), "pad at most half the kernel")
+        c.require(sympy.Le(2 * p, k, evaluate=False), "pad at most half the kernel")
     for size in spatial:
         c.require(sympy.Gt(size, 0, evaluate=False), "non-empty spatial dims")
     out = lead + tuple(window_size(c, *v, bool(a["ceil_mode"])) for v in zip(spatial, kernel, stride, padding, dilation))
@@ -256,8 +258,10 @@ def pad(c: OpCall) -> list[Sizes] | None:
     sizes = list(x.sizes)
     for i in range(len(pads) // 2):
         d = x.ndim - 1 - i
-        sizes[d] = sizes[d] + pads[2 * i] + pads[2 * i + 1]
-        c.require(sympy.Ge(sizes[d], 0, evaluate=False), "padded sizes must be non-negative")
+        pair = [sympy.sympify(p) for p in pads[2 * i : 2 * i + 2]]
+        cut = sum((p for p in pair if c.check(sympy.Lt(p, 0, evaluate=False), "a pad's sign")), sympy.Integer(0))
+        c.require(sympy.Ge(sizes[d] + cut, 0, evaluate=False), "negative pads cut at most the whole dim")
+        sizes[d] = sizes[d] + pair[0] + pair[1]
     return [tuple(sizes)]
 
 

@@ -141,7 +141,9 @@ def unflatten(c: OpCall) -> list[Sizes] | None:
 @register(*targets("permute"))
 def permute(c: OpCall) -> list[Sizes] | None:
     x = as_tensor(c.args[0] if c.args else c.kwargs.get("input"), "input")
-    order = sizes_arg(c.args[1:]) if len(c.args) > 1 else list(c.kwargs.get("dims", ()))
+    if len(c.args) < 2 and "dims" not in c.kwargs:
+        raise ShapeError("permute needs dims")
+    order = sizes_arg(c.args[1:]) if len(c.args) > 1 else list(c.kwargs["dims"])
     dims = [c.dim(d, x.ndim) for d in order]
     if sorted(dims) != list(range(x.ndim)):
         raise ShapeError(f"permute: {order} is not a permutation of {x.ndim} dims")
@@ -212,7 +214,9 @@ def expand_sizes(c: OpCall, sizes: Sizes, shape: list[Any]) -> Sizes:
 @register(*targets("expand", namespaces=(torch.Tensor,)))
 def expand(c: OpCall) -> list[Sizes] | None:
     x = as_tensor(c.args[0], "self")
-    shape = sizes_arg(c.args[1:]) if len(c.args) > 1 else list(c.kwargs.get("size", ()))
+    if len(c.args) < 2 and "size" not in c.kwargs:
+        raise ShapeError("expand needs sizes")
+    shape = sizes_arg(c.args[1:]) if len(c.args) > 1 else list(c.kwargs["size"])
     return [expand_sizes(c, x.sizes, shape)]
 
 
@@ -231,7 +235,9 @@ def broadcast_to(c: OpCall) -> list[Sizes] | None:
 @register(*targets("repeat", namespaces=(torch.Tensor,)))
 def repeat(c: OpCall) -> list[Sizes] | None:
     x = as_tensor(c.args[0], "self")
-    times = sizes_arg(c.args[1:]) if len(c.args) > 1 else list(c.kwargs.get("repeats", ()))
+    if len(c.args) < 2 and "repeats" not in c.kwargs:
+        raise ShapeError("repeat needs counts")
+    times = sizes_arg(c.args[1:]) if len(c.args) > 1 else list(c.kwargs["repeats"])
     if len(times) < x.ndim or not all(is_size(r) for r in times):
         raise ShapeError("repeat: needs at least one count per dim")
     for r in times:
@@ -249,7 +255,10 @@ def squeeze(c: OpCall) -> list[Sizes] | None:
     if dim is None:
         dims = set(range(x.ndim))
     else:
-        dims = {c.dim(d, x.ndim) for d in (dim if isinstance(dim, (list, tuple)) else [dim])}
+        listed = [c.dim(d, x.ndim) for d in (dim if isinstance(dim, (list, tuple)) else [dim])]
+        dims = set(listed)
+        if len(dims) != len(listed):
+            raise ShapeError("squeeze: a dim appears more than once")
     return [tuple(s for i, s in enumerate(x.sizes) if not (i in dims and c.is_one(s)))]
 
 
@@ -294,7 +303,9 @@ def index_sizes(c: OpCall, x: SymTensor, index: Any) -> Sizes | None:
     if not all(it is None or it is Ellipsis or isinstance(it, slice) or is_size(it) for it in items):
         return None
     consumed = sum(1 for it in items if it is not None and it is not Ellipsis)
-    if items.count(Ellipsis) > 1 or consumed > x.ndim:
+    if items.count(Ellipsis) > 1:
+        return None
+    if consumed > x.ndim:
         raise ShapeError(f"too many indices ({consumed}) for a tensor of {x.ndim} dims")
     fill = [slice(None)] * (x.ndim - consumed)
     items = items[: items.index(Ellipsis)] + fill + items[items.index(Ellipsis) + 1 :] if Ellipsis in items else items + fill
