@@ -73,6 +73,9 @@ def _wrap(tx: Tracer, value: Any, source: Source) -> VariableTracker:
     if kind is torch.Size:
         _guard(tx, EqualsGuard, source, value)
         return SizeVariable([ConstantVariable(v) for v in value], source)
+    if kind is int and value not in (0, 1) and not tx.output.plan.static_inputs:
+        _guard(tx, TypeGuard, source, int)  # an int is a size: symbolic until Python reads it
+        return tx.output.add_int_input(value, source)
     if is_constant_value(value) and kind not in (tuple, frozenset):
         _guard(tx, EqualsGuard, source, value)
         return ConstantVariable(value, source)

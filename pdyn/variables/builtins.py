@@ -260,11 +260,12 @@ def _super(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTr
 @rule(sorted)
 def _sorted(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
     items = tx.iterate(args[0])
-    if set(kwargs) - {"reverse"} or not _constants(items):
+    if set(kwargs) - {"reverse"} or not all(is_known(i) for i in items):
         raise Unsupported("sorted", "pdyn sorts only constants, without key=", loc=tx.loc())
     reverse = bool(kwargs["reverse"].as_python_constant()) if "reverse" in kwargs else False
+    values = [python_value(i, "sorted()") for i in items]  # the order is a value read
     try:
-        order = sorted(range(len(items)), key=lambda i: items[i].as_python_constant(), reverse=reverse)
+        order = sorted(range(len(items)), key=lambda i: values[i], reverse=reverse)
     except TypeError as e:
         raise UserException(e) from None
     return ListVariable([items[i] for i in order])

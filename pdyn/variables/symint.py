@@ -49,6 +49,11 @@ UNARY_SYMPY_OPS: dict[Callable[..., Any], Callable[..., Any]] = {
 }
 
 
+def is_boolean(expr: sympy.Basic) -> bool:
+    """A comparison or logic over sizes (a sympy Symbol is a Boolean too, so test the kinds)."""
+    return isinstance(expr, (sympy.Rel, sympy.logic.boolalg.BooleanFunction, sympy.logic.boolalg.BooleanAtom))
+
+
 class SymIntVariable(VariableTracker):
     """An int/float/bool whose value is a sympy expression over sizes; `node` computes it in the graph."""
 
@@ -78,7 +83,7 @@ class SymIntVariable(VariableTracker):
         return self.output.shape_env.hint(self.expr)
 
     def python_type(self) -> type:
-        if isinstance(self.expr, (sympy.logic.boolalg.Boolean, sympy.Rel)):
+        if is_boolean(self.expr):
             return bool
         return int if self.expr.is_integer else float
 
@@ -106,7 +111,7 @@ class SymIntVariable(VariableTracker):
 
     def truth(self, tx: Tracer) -> bool:
         expr = self.expr
-        if not isinstance(expr, (sympy.logic.boolalg.Boolean, sympy.Rel)):
+        if not is_boolean(expr):
             expr = sympy.Ne(expr, 0, evaluate=False)
         return self.output.shape_env.evaluate_bool(expr, tx.loc(), "a Python condition")
 
