@@ -17,6 +17,7 @@ from typing import Any, Callable
 from pdyn.guards import AliasGuard, Guard, GuardSet
 from pdyn.sources import AttrSource, DefaultSource, ItemSource, LocalSource, Source
 
+SYMBOL = re.compile(r"[su]\d+")
 CheckFn = Callable[[dict[str, Any], dict[str, Any]], "str | None"]
 
 
@@ -33,13 +34,14 @@ class _Namer:
     """Local names for sources and constants, unique and always valid identifiers."""
 
     def __init__(self) -> None:
-        self.taken: set[str] = {"L", "G", "check"}
+        # `_modules` is in every guard's scope; `e` names the exception caught
+        self.taken: set[str] = {"L", "G", "check", "e", "_modules"}
         self.consts: dict[Any, tuple[str, Any]] = {}
 
     def fresh(self, hint: str) -> str:
         base = re.sub(r"[\W_]+", "_", hint).rstrip("_") or "v"  # no `__x` names in generated code
-        if base[0].isdigit() or keyword.iskeyword(base):
-            base = "v_" + base
+        if base[0].isdigit() or keyword.iskeyword(base) or SYMBOL.fullmatch(base):
+            base = "v_" + base  # `s0`, `u1`, ... are size symbols, bound by shape guards with `:=`
         name, n = base, 1
         while name in self.taken:
             n += 1

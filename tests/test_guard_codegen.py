@@ -190,3 +190,14 @@ def test_optimized_function_keeps_guard_text_with_argument_comments():
     line = f.__code__.co_firstlineno
     assert f"# argument of f() at {__file__}:{line}" in text
     assert re.search(r"^# pdyn guards for f\(\) at .*test_guard_codegen.py:\d+, cache entry 1$", text, re.M)
+
+
+def test_names_of_size_symbols_and_scope_names_are_never_taken_by_sources():
+    guards = GuardSet()
+    for name in ("s0", "u1", "e", "_modules", "check"):
+        guards.add(EqualsGuard(LocalSource(name), 1))
+    guards.add(IdGuard(LocalSource("m"), type("_modules", (), {})))
+    source = build(guards, "f").source
+    for taken in ("s0 =", "u1 =", "e =", "_modules =", "check ="):
+        assert f" {taken} " not in source.replace("# constants:", ""), source
+    assert "v_s0 = L['s0']" in source and "v_u1 = L['u1']" in source
