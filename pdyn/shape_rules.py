@@ -223,7 +223,10 @@ def register(*targets: Any) -> Callable[[Rule], Rule]:
 
 
 def targets(*names: str, namespaces: Sequence[Any] = (torch, torch.Tensor, F)) -> list[Any]:
-    """Each name as a method string plus every function of that name in `namespaces`, once each."""
+    """Each name as a method string plus every function of that name in `namespaces`, once each.
+
+    A target another rule already holds is left to it: lists of names may overlap on purpose.
+    """
     found: list[Any] = []
     for name in names:
         candidates = [name] + [getattr(ns, name, None) for ns in namespaces]

@@ -218,7 +218,8 @@ def _pool(c: OpCall, n: int, kind: str) -> list[Sizes] | None:
         c.require(sympy.Le(2 * p, k, evaluate=False), "pad at most half the kernel")
     for size in spatial:
         c.require(sympy.Gt(size, 0, evaluate=False), "non-empty spatial dims")
-    out = lead + tuple(window_size(c, *v, bool(a["ceil_mode"])) for v in zip(spatial, kernel, stride, padding, dilation))
+    windows = zip(spatial, kernel, stride, padding, dilation)
+    out = lead + tuple(window_size(c, *w, bool(a["ceil_mode"])) for w in windows)
     return [out, out] if a["return_indices"] else [out]
 
 

@@ -96,6 +96,8 @@ def logsumexp(c: OpCall) -> list[Sizes] | None:
     a = c.bind("input", "dim", "keepdim", keepdim=False)
     if a["dim"] is None:
         raise ShapeError("logsumexp needs a dim")
+    if isinstance(a["dim"], (list, tuple)) and not a["dim"]:
+        return None  # dim=() keeps every dim as 1 on meta; not worth a rule
     return [reduce_sizes(c, as_tensor(a["input"], "input"), a["dim"], _keepdim(a["keepdim"]))]
 
 
@@ -158,6 +160,10 @@ def var_mean(c: OpCall) -> list[Sizes] | None:
 def norm(c: OpCall) -> list[Sizes] | None:
     a = c.bind("input", "p", "dim", "keepdim", "dtype", p="fro", dim=None, keepdim=False)
     x = as_tensor(a["input"], "input")
+    if a["p"] == "nuc":
+        return None
+    if isinstance(a["p"], str) and isinstance(a["dim"], (list, tuple)) and len(a["dim"]) > 2:
+        raise ShapeError("norm: a matrix norm takes at most 2 dims")
     return [reduce_sizes(c, x, a["dim"], _keepdim(a["keepdim"]))]
 
 

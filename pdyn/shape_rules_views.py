@@ -308,7 +308,11 @@ def index_sizes(c: OpCall, x: SymTensor, index: Any) -> Sizes | None:
     if consumed > x.ndim:
         raise ShapeError(f"too many indices ({consumed}) for a tensor of {x.ndim} dims")
     fill = [slice(None)] * (x.ndim - consumed)
-    items = items[: items.index(Ellipsis)] + fill + items[items.index(Ellipsis) + 1 :] if Ellipsis in items else items + fill
+    if Ellipsis in items:
+        at = items.index(Ellipsis)
+        items = items[:at] + fill + items[at + 1 :]
+    else:
+        items = items + fill
     out: list[sympy.Expr] = []
     d = 0
     for it in items:

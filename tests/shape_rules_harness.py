@@ -7,7 +7,6 @@ a rule that assumed something without a guard fails there.
 
 from __future__ import annotations
 
-import operator
 import random
 from typing import Any
 
@@ -21,7 +20,8 @@ from pdyn.symbolic_shapes import ShapeEnv, SymbolOrigin
 
 def sym_tensor(env: ShapeEnv, shape: tuple[int, ...], name: str, dtype: torch.dtype = torch.float32) -> SymTensor:
     """One symbol per dim (0 and 1 stay constants), read from `L[name].size(d)`."""
-    return SymTensor(tuple(env.create_symbol(n, SymbolOrigin(LocalSource(name), d)) for d, n in enumerate(shape)), dtype)
+    sizes = tuple(env.create_symbol(n, SymbolOrigin(LocalSource(name), d)) for d, n in enumerate(shape))
+    return SymTensor(sizes, dtype)
 
 
 def sym_int(env: ShapeEnv, value: int, name: str) -> sympy.Expr:
@@ -118,6 +118,3 @@ def check_rule(env: ShapeEnv, target: Any, args: tuple, kwargs: dict | None = No
         assert _evaluate(got, values) == again, f"at {values}; guards {env.guards}"
     return got
 
-
-def is_inplace(target: Any) -> bool:
-    return target in (operator.iadd, operator.imul) or (isinstance(target, str) and target.endswith("_"))

@@ -230,10 +230,10 @@ def test_conv_matches_meta(n, data):
 def test_pooling_matches_meta(shape, data):
     env = ShapeEnv()
     x = sym_tensor(env, shape, "x")
-    kernel, stride, pad = data.draw(st.integers(1, 4)), data.draw(st.sampled_from([None, 1, 2, 3])), data.draw(st.integers(0, 2))
-    ceil = data.draw(st.booleans())
+    kernel, stride = data.draw(st.integers(1, 4)), data.draw(st.sampled_from([None, 1, 2, 3]))
+    pad, ceil, dilation = data.draw(st.integers(0, 2)), data.draw(st.booleans()), data.draw(st.integers(1, 2))
     seed = data.draw(seeds)
-    check_rule(env, F.max_pool2d, (x, kernel, stride, pad), {"ceil_mode": ceil, "dilation": data.draw(st.integers(1, 2))}, seed=seed)
+    check_rule(env, F.max_pool2d, (x, kernel, stride, pad), {"ceil_mode": ceil, "dilation": dilation}, seed=seed)
     check_rule(env, F.avg_pool2d, (x, kernel, stride, pad, ceil), seed=seed)
     check_rule(env, F.adaptive_avg_pool2d, (x, data.draw(st.sampled_from([1, 3, (2, None)]))), seed=seed)
 
