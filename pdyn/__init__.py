@@ -17,7 +17,8 @@ from pdyn.errors import Unsupported, UserError
 from pdyn.eval_frame import CACHES, RECORDERS, CodeCache, Frame, Recorder, make_wrapper
 from pdyn.explain import ExplainOutput
 
-__all__ = ["optimize", "explain", "stats", "reset", "Unsupported", "UserError", "config", "Config"]
+__all__ = ["optimize", "explain", "stats", "reset", "mark_dynamic", "mark_static", "Unsupported", "UserError",
+           "config", "Config"]
 
 logs.apply(config)
 
@@ -34,22 +35,44 @@ def optimize(fn: Any = None, *, backend: str | Callable[..., Any] = "auto", dyna
     compiled_backend = resolve(backend)
     if fn is None:
         return lambda f: optimize(f, backend=backend, dynamic=dynamic, fullgraph=fullgraph)
-    return _optimize(fn, compiled_backend, fullgraph, None)
+    return _optimize(fn, compiled_backend, fullgraph, None, dynamic)
 
 
-def _optimize(fn: Any, backend: Callable[..., Any], fullgraph: bool, cache: CodeCache | None) -> Any:
+def _optimize(fn: Any, backend: Callable[..., Any], fullgraph: bool, cache: CodeCache | None,
+              dynamic: bool | None = None) -> Any:
     if isinstance(fn, torch.nn.Module):
         forward = type(fn).forward
         if not isinstance(forward, types.FunctionType):
             raise UserError(f"{type(fn).__name__}.forward is not a Python function; pdyn cannot trace it")
-        fn.forward = types.MethodType(_optimize(forward, backend, fullgraph, cache), fn)  # type: ignore[method-assign]
+        optimized = _optimize(forward, backend, fullgraph, cache, dynamic)
+        fn.forward = types.MethodType(optimized, fn)  # type: ignore[method-assign]
         return fn
     if isinstance(fn, types.MethodType):
-        return types.MethodType(_optimize(fn.__func__, backend, fullgraph, cache), fn.__self__)
+        return types.MethodType(_optimize(fn.__func__, backend, fullgraph, cache, dynamic), fn.__self__)
     if not isinstance(fn, types.FunctionType):
         raise UserError(f"pdyn.optimize takes a function, a bound method or an nn.Module, not {type(fn).__name__}")
     fn = getattr(fn, "_pdyn_original", fn)
-    return make_wrapper(Frame(fn, backend, config, fullgraph, cache))
+    return make_wrapper(Frame(fn, backend, config, fullgraph, cache, dynamic))
+
+
+def mark_dynamic(t: torch.Tensor, dim: int) -> None:
+    """Keep `t`'s `dim` symbolic: a Python read of its value breaks the graph instead of specializing."""
+    _mark(t, dim, "_pdyn_dynamic_dims")
+
+
+def mark_static(t: torch.Tensor, dim: int) -> None:
+    """Compile for `t`'s current size in `dim` (TENSOR_MATCH_STATIC), as torch.compile's mark_static."""
+    _mark(t, dim, "_pdyn_static_dims")
+
+
+def _mark(t: torch.Tensor, dim: int, attr: str) -> None:
+    if not isinstance(t, torch.Tensor):
+        raise UserError(f"pdyn.{attr.strip('_').split('_')[1]}_... takes a tensor, not {type(t).__name__}")
+    if not -t.dim() <= dim < max(t.dim(), 1):
+        raise UserError(f"dim {dim} is out of range for a tensor with {t.dim()} dims")
+    marks = set(getattr(t, attr, ()))
+    marks.add(dim % max(t.dim(), 1))
+    setattr(t, attr, frozenset(marks))
 
 
 def reset() -> None:

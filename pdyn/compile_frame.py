@@ -23,6 +23,7 @@ from pdyn.errors import Unsupported
 from pdyn.frame_codegen import FrameCodegen, build_frame_function
 from pdyn.guard_codegen import GuardCode, build
 from pdyn.output_graph import OutputGraph
+from pdyn.recompile_policy import TracePlan
 from pdyn.shape_guards import shape_guards
 from pdyn.sources import LocalSource
 from pdyn.variables.base import VariableTracker
@@ -49,6 +50,7 @@ class CacheEntry:
     number: int
     eager_reason: Unsupported | None = None
     compile_seconds: float = 0.0
+    pinned: dict[str, int] = field(default_factory=dict)   # read dims/ints specialized, for the policy
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -58,10 +60,10 @@ def title_of(code: types.CodeType) -> str:
 
 def compile_frame(code: types.CodeType, f_locals: dict[str, Any], f_globals: dict[str, Any], backend: Backend,
                   config: Config, number: int, call_original: Callable[[dict[str, Any]], Any],
-                  fullgraph: bool) -> CacheEntry:
+                  fullgraph: bool, plan: TracePlan | None = None) -> CacheEntry:
     start = time.perf_counter()
     title = f"{title_of(code)}, cache entry {number}"
-    output = OutputGraph(code.co_name)
+    output = OutputGraph(code.co_name, plan)
     tx = InstructionTranslator(code, {}, f_globals, output, config)
     try:
         tx.locals = {name: wrap(tx, value, LocalSource(name)) for name, value in f_locals.items()
@@ -78,7 +80,8 @@ def compile_frame(code: types.CodeType, f_locals: dict[str, Any], f_globals: dic
         breaks_log.info("running %s eagerly: %s", title_of(code), e)
         guard = _build_guards(output, title)
         return CacheEntry(guard, lambda L, G: call_original(L), None, "# runs the original function eagerly\n",
-                          number, eager_reason=e, compile_seconds=time.perf_counter() - start)
+                          number, eager_reason=e, compile_seconds=time.perf_counter() - start,
+                          pinned=pinned_origins(output))
 
 
 def _finish(output: OutputGraph, result: VariableTracker, backend: Backend, title: str, number: int,
@@ -100,7 +103,8 @@ def _finish(output: OutputGraph, result: VariableTracker, backend: Backend, titl
     guard = _build_guards(output, title)
     guards_log.info("%s", guard.source)
     code_log.info("%s", frame_source)
-    return CacheEntry(guard, run, gm, frame_source, number, compile_seconds=time.perf_counter() - start)
+    return CacheEntry(guard, run, gm, frame_source, number, compile_seconds=time.perf_counter() - start,
+                      pinned=pinned_origins(output))
 
 
 def _build_guards(output: OutputGraph, title: str) -> GuardCode:

@@ -21,6 +21,7 @@ from pdyn.compile_frame import CacheEntry, compile_frame, title_of
 from pdyn.config import Config
 from pdyn.errors import InternalError, Unsupported, UserException
 from pdyn.guard_codegen import origin
+from pdyn.recompile_policy import CodeHistory, RunEager, TracePlan, decide
 
 recompile_log = logs.topic("recompiles")
 log = logging.getLogger(__name__)
@@ -38,6 +39,7 @@ class CodeCache:
     counters: dict[str, int] = field(default_factory=logs.empty_counters)
     run_eagerly: bool = False          # an internal error or the recompile limit
     warned_limit: bool = False
+    history: CodeHistory = field(default_factory=CodeHistory)
 
     def add(self, entry: CacheEntry) -> None:
         self.entries.append(entry)
@@ -49,6 +51,7 @@ class CodeCache:
         self.counters.update(logs.empty_counters())
         self.run_eagerly = False
         self.warned_limit = False
+        self.history = CodeHistory()
 
     def stats(self) -> dict[str, int]:
         """The counters; a hit counts only `cache_hits` on the hot path, so frames adds them here."""
@@ -80,8 +83,9 @@ class Frame:
     """The optimized view of one function: its cache and how to call it eagerly."""
 
     def __init__(self, fn: types.FunctionType, backend: Callable[..., Any], config: Config, fullgraph: bool,
-                 cache: CodeCache | None = None):
+                 cache: CodeCache | None = None, dynamic: bool | None = None):
         self.fn = fn
+        self.dynamic = dynamic
         self.code = fn.__code__
         self.backend = backend
         self.config = config
@@ -107,19 +111,19 @@ class Frame:
         if cache.run_eagerly:
             return self.call_original(L)
         compiles = cache.counters["compiles"]
-        if compiles >= self.config.recompile_limit:
+        plan = decide(self.config, cache.history, self.dynamic, lambda expr: _evaluate(expr, L, G))
+        if isinstance(plan, RunEager):
             if not cache.warned_limit:
                 cache.warned_limit = True
-                warnings.warn(f"pdyn: {title_of(self.code)} reached the recompile limit "
-                              f"({self.config.recompile_limit}); calls that match no compiled entry now run "
-                              "eagerly. Raise pdyn.config.recompile_limit or see PDYN_LOGS=recompiles.",
+                warnings.warn(f"pdyn: {title_of(self.code)} {plan.reason}; calls that match no compiled entry now "
+                              "run eagerly. Raise pdyn.config.recompile_limit or see PDYN_LOGS=recompiles.",
                               stacklevel=3)
             return self.call_original(L)
         if cache.entries:
-            self._log_recompile(L, G, compiles + 1)
+            self._log_recompile(L, G, compiles + 1, plan)
         try:
             entry = compile_frame(self.code, L, G, self.backend, self.config, compiles + 1,
-                                  self.call_original, self.fullgraph)
+                                  self.call_original, self.fullgraph, plan)
         except UserException:
             return self.call_original(L)  # eager raises the user's exception for real
         except Unsupported:
@@ -132,6 +136,7 @@ class Frame:
                           f"from now on. {type(e).__name__}: {e}. {InternalError.__doc__}", stacklevel=3)
             log.debug("internal error", exc_info=True)
             return self.call_original(L)
+        cache.history.record(entry.pinned)
         cache.add(entry)
         cache.counters["compiles"] += 1
         cache.counters["recompiles"] += int(compiles > 0)
@@ -140,7 +145,7 @@ class Frame:
             recorder.entries.append(entry)
         return entry.run(L, G)
 
-    def _log_recompile(self, L: dict[str, Any], G: dict[str, Any], number: int) -> None:
+    def _log_recompile(self, L: dict[str, Any], G: dict[str, Any], number: int, plan: TracePlan) -> None:
         if not recompile_log.isEnabledFor(logging.INFO):
             return
         reasons = []
@@ -151,8 +156,19 @@ class Frame:
             where = f", {where}" if where.startswith("argument") else f", set at {where}" if where else ""
             actual = _actual(guard.source, L, G) if guard is not None and guard.source is not None else ""
             reasons.append(f"entry {entry.number}: {sentence} failed{actual}{where}")
-        recompile_log.info("recompiling %s, compile %d/%d: %s", title_of(self.code), number,
-                           self.config.recompile_limit, "; ".join(reasons))
+        decided = "".join(f"; {d}" for d in plan.decisions)
+        recompile_log.info("recompiling %s, compile %d/%d: %s%s", title_of(self.code), number,
+                           self.config.recompile_limit, "; ".join(reasons), decided)
+
+
+def _evaluate(expr: str, L: dict[str, Any], G: dict[str, Any]) -> Any:
+    """A source expression (`L['x'].size(1)`) in this call; None where it cannot be read."""
+    import sys
+
+    try:
+        return eval(expr, {"L": L, "G": G, "_modules": sys.modules})
+    except Exception:
+        return None
 
 
 def _actual(source: Any, L: dict[str, Any], G: dict[str, Any]) -> str:

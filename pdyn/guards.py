@@ -135,6 +135,7 @@ class TensorGuard(Guard):
     requires_grad: bool
     sizes: tuple[int | None, ...]
     strides: tuple[int | None, ...] | None
+    contiguous: bool | None = None   # with dynamic dims, strides are checked as far as this
 
     def checks(self, v: str, hoist: Hoist) -> list[tuple[str, str]]:
         src = self.source
@@ -157,6 +158,9 @@ class TensorGuard(Guard):
             fixed = [(i, s) for i, s in enumerate(self.strides) if s is not None]
             out.append((" or ".join(f"{v}.stride({i}) != {s}" for i, s in fixed),
                         " and ".join(f"{src}.stride({i}) == {s}" for i, s in fixed)))
+        if self.contiguous is not None:
+            out.append((f"{'not ' if self.contiguous else ''}{v}.is_contiguous()",
+                        f"{src} is {'' if self.contiguous else 'not '}contiguous"))
         return out
 
     def fail_expr(self, v: str, hoist: Hoist) -> str:

@@ -28,9 +28,12 @@ def fold(fn: Callable[..., Any], *values: Any) -> VariableTracker:
     from pdyn.variables.builder import wrap_constant_result
 
     try:
-        return wrap_constant_result(fn(*values))
+        result = fn(*values)
+    except (Unsupported, UserException):
+        raise
     except Exception as e:
         raise UserException(e) from None
+    return wrap_constant_result(result)
 
 
 def binary(tx: Tracer, fn: Callable[[Any, Any], Any], lhs: VariableTracker, rhs: VariableTracker) -> VariableTracker:

@@ -65,9 +65,13 @@ def _wrap(tx: Tracer, value: Any, source: Source) -> VariableTracker:
         if kind not in TENSOR_TYPES:
             raise Unsupported("tensor_subclass", f"pdyn cannot trace tensor subclass {kind.__name__} ({source})",
                               loc=tx.loc())
-        _guard(tx, TensorGuard, source, kind, value.dtype, value.device, value.requires_grad,
-               tuple(value.shape), tuple(value.stride()))
         vt = tx.output.add_input(value, source)
+        # TENSOR_MATCH_DYNAMIC: static dims here; symbolic dims are bound and checked by the size guards
+        sizes = tuple(int(e) if e.is_Integer else None for e in vt.sizes)
+        static = all(s is not None for s in sizes)
+        tx.output.add_guard(TensorGuard(source, kind, value.dtype, value.device, value.requires_grad, sizes,
+                                        tuple(value.stride()) if static else None,
+                                        None if static else value.is_contiguous(), loc=tx.loc()))
         vt._python_type = kind
         return vt
     if kind is torch.Size:

@@ -68,8 +68,9 @@ def call_builtin(tx: Tracer, fn: Any, args: list[VariableTracker], kwargs: dict[
     all_known = all(is_known(a) for a in [*args, *kwargs.values()])
     if _is_pure(fn) and all_known:  # a symbolic int passed to range(), str(), ... is a value read
         why = f"{getattr(fn, '__name__', fn)}()"
-        return fold(lambda: fn(*[python_value(a, why) for a in args],
-                               **{k: python_value(v, why) for k, v in kwargs.items()}))
+        values = [python_value(a, why) for a in args]
+        keywords = {k: python_value(v, why) for k, v in kwargs.items()}
+        return fold(lambda: fn(*values, **keywords))
     if fn in SIDE_EFFECT_HINTS:
         key, message, hint = SIDE_EFFECT_HINTS[fn]
         raise Unsupported(key, message, hint=hint, loc=tx.loc())
