@@ -51,6 +51,7 @@ class CacheEntry:
     eager_reason: Unsupported | None = None
     compile_seconds: float = 0.0
     pinned: dict[str, int] = field(default_factory=dict)   # read dims/ints specialized, for the policy
+    shape_decisions: list[str] = field(default_factory=list)   # specializations and assumed equalities
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -81,7 +82,7 @@ def compile_frame(code: types.CodeType, f_locals: dict[str, Any], f_globals: dic
         guard = _build_guards(output, title)
         return CacheEntry(guard, lambda L, G: call_original(L), None, "# runs the original function eagerly\n",
                           number, eager_reason=e, compile_seconds=time.perf_counter() - start,
-                          pinned=pinned_origins(output))
+                          pinned=pinned_origins(output), shape_decisions=list(output.shape_env.events))
 
 
 def _finish(output: OutputGraph, result: VariableTracker, backend: Backend, title: str, number: int,
@@ -104,7 +105,7 @@ def _finish(output: OutputGraph, result: VariableTracker, backend: Backend, titl
     guards_log.info("%s", guard.source)
     code_log.info("%s", frame_source)
     return CacheEntry(guard, run, gm, frame_source, number, compile_seconds=time.perf_counter() - start,
-                      pinned=pinned_origins(output))
+                      pinned=pinned_origins(output), shape_decisions=list(output.shape_env.events))
 
 
 def _build_guards(output: OutputGraph, title: str) -> GuardCode:

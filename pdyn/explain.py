@@ -30,6 +30,9 @@ class ExplainOutput:
     guards: list[str]
     compiles: int
     frame_code: list[str] = field(default_factory=list)
+    # which sizes are static and why: "L['x'].size(0) specialized to 5 by range() at f.py:3", and
+    # the equalities ops assumed between dims
+    shape_decisions: list[str] = field(default_factory=list)
 
     @classmethod
     def from_entries(cls, entries: list[Any]) -> ExplainOutput:
@@ -41,13 +44,15 @@ class ExplainOutput:
                 reasons.append(BreakReason(e.eager_reason.message, e.eager_reason.key,
                                            loc.filename if loc else "?", loc.lineno if loc else 0))
         return cls(len(graphs), graphs, len(reasons), reasons, [e.guard.source for e in entries], len(entries),
-                   [e.frame_source for e in entries])
+                   [e.frame_source for e in entries], [d for e in entries for d in e.shape_decisions])
 
     def __str__(self) -> str:
         lines = [f"compiles: {self.compiles}", f"graphs: {self.graph_count}",
                  f"graph breaks: {self.graph_break_count}"]
         for reason in self.break_reasons:
             lines.append(f"  break at {reason}")
+        lines.append("sizes: " + ("every dim dynamic" if not self.shape_decisions else ""))
+        lines += [f"  {d}" for d in self.shape_decisions]
         for i, gm in enumerate(self.graphs):
             lines.append(f"graph {i + 1}:")
             lines.append(gm.print_readable(print_output=False).rstrip())
