@@ -50,7 +50,7 @@ class CacheEntry:
     number: int
     eager_reason: Unsupported | None = None
     compile_seconds: float = 0.0
-    pinned: dict[str, int] = field(default_factory=dict)   # read dims/ints specialized, for the policy
+    pinned: dict[str, tuple[int, bool]] = field(default_factory=dict)   # read dims/ints specialized, for the policy
     shape_decisions: list[str] = field(default_factory=list)   # specializations and assumed equalities
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -117,10 +117,12 @@ def _build_guards(output: OutputGraph, title: str) -> GuardCode:
     return build(output.guards, title)
 
 
-def pinned_origins(output: OutputGraph) -> dict[str, int]:
-    """Each read dim (or int input) the trace specialized, with its value: the policy's history."""
+def pinned_origins(output: OutputGraph) -> dict[str, tuple[int, bool]]:
+    """Each read dim (or int input) the trace specialized, with its value and whether a value read
+    (not an equality that held) pinned it: the recompile policy's history."""
     env = output.shape_env
-    return {origin.expr(): spec.value for sym, spec in env.specialized.items() for origin in env.origins[sym]}
+    return {origin.expr(): (spec.value, spec.by_value_read)
+            for sym, spec in env.specialized.items() for origin in env.origins[sym]}
 
 
 def _side_effects(output: OutputGraph, codegen: FrameCodegen) -> list[str]:

@@ -153,8 +153,10 @@ class Frame:
             sentence = entry.guard.check(L, G)
             guard = entry.guard.by_sentence.get(sentence or "")
             where = origin(guard) if guard is not None else ""
+            if where and not where.startswith("argument") and "  " in where:
+                where = "{}  `{}`".format(*where.split("  ", 1))
             where = f", {where}" if where.startswith("argument") else f", set at {where}" if where else ""
-            actual = _actual(guard.source, L, G) if guard is not None and guard.source is not None else ""
+            actual = _actual(guard, L, G) if guard is not None and guard.source is not None else ""
             reasons.append(f"entry {entry.number}: {sentence} failed{actual}{where}")
         decided = "".join(f"; {d}" for d in plan.decisions)
         recompile_log.info("recompiling %s, compile %d/%d: %s%s", title_of(self.code), number,
@@ -171,13 +173,17 @@ def _evaluate(expr: str, L: dict[str, Any], G: dict[str, Any]) -> Any:
         return None
 
 
-def _actual(source: Any, L: dict[str, Any], G: dict[str, Any]) -> str:
+def _actual(guard: Any, L: dict[str, Any], G: dict[str, Any]) -> str:
+    """This call's value of what `guard` checks: a dim's size for size guards, else the object."""
     import sys
 
     import torch
 
+    expr = guard.source.expr()
+    if getattr(guard, "dim", None) is not None:
+        expr = f"{expr}.size({guard.dim})"
     try:
-        value = eval(source.expr(), {"L": L, "G": G, "_modules": sys.modules})
+        value = eval(expr, {"L": L, "G": G, "_modules": sys.modules})
     except Exception as e:
         return f" ({type(e).__name__})"
     if isinstance(value, torch.Tensor):

@@ -21,12 +21,15 @@ class CodeHistory:
     """What earlier compiles of one code object specialized, and to which values."""
 
     compiles: int = 0
-    specialized: dict[str, set[int]] = field(default_factory=dict)   # origin expr -> values pinned
+    specialized: dict[str, set[int]] = field(default_factory=dict)   # origin -> values a value read pinned
+    compared: dict[str, set[int]] = field(default_factory=dict)      # origin -> values an equality pinned
 
-    def record(self, pinned: dict[str, int]) -> None:
+    def record(self, pinned: dict[str, tuple[int, bool]]) -> None:
+        """`pinned`: origin -> (value, whether a value read pinned it rather than an equality)."""
         self.compiles += 1
-        for origin, value in pinned.items():
-            self.specialized.setdefault(origin, set()).add(value)
+        for origin, (value, by_value_read) in pinned.items():
+            table = self.specialized if by_value_read else self.compared
+            table.setdefault(origin, set()).add(value)
 
 
 @dataclass(frozen=True)
@@ -68,13 +71,14 @@ def decide(config: Config, history: CodeHistory, dynamic: bool | None,
     """The plan for the next trace; `current_value(origin)` reads an origin in this call."""
     if history.compiles >= config.recompile_limit:
         return RunEager(f"reached the recompile limit ({config.recompile_limit})")
-    changing = []
-    decisions = []
-    for origin, values in history.specialized.items():
-        now = current_value(origin)
-        if len(values | {now}) >= config.backoff_after and now not in values:
-            changing.append(origin)
-            after = "graph break" if config.specialize_on_read == "value" else "guarded expression"
-            decisions.append(f"{origin}: specialized -> {after} on value reads"
-                             if after == "graph break" else f"{origin}: specialized -> guarded expression")
+    changing = [o for o, values in history.specialized.items() if _seen_changing(config, values, current_value(o))]
+    mode = "graph break" if config.specialize_on_read == "value" else "guarded expression"
+    decisions = [f"{o}: specialized -> {mode}" for o in changing]
+    decisions += [f"{o}: specialized -> guarded expression" for o, values in history.compared.items()
+                  if _seen_changing(config, values, current_value(o))]
     return TracePlan(dynamic, config.specialize_on_read, frozenset(changing), tuple(decisions))
+
+
+def _seen_changing(config: Config, values: set[int], now: object) -> bool:
+    """A dim pinned before now has another value, the `backoff_after`-th distinct one (or more)."""
+    return now not in values and len(values) + 1 >= config.backoff_after

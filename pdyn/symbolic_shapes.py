@@ -46,6 +46,7 @@ class Specialization:
     value: int
     loc: SourceLoc | None
     why: str
+    by_value_read: bool = True   # False: an equality that held (`x.size(1) == 10`) pinned it
 
 
 @dataclass
@@ -120,8 +121,8 @@ class ShapeEnv:
             self._pin(sym, self.hints[sym], loc, why)
         return value
 
-    def _pin(self, sym: sympy.Symbol, value: int, loc: SourceLoc | None, why: str) -> None:
-        self.specialized[sym] = Specialization(value, loc, why)
+    def _pin(self, sym: sympy.Symbol, value: int, loc: SourceLoc | None, why: str, by_value_read: bool = True) -> None:
+        self.specialized[sym] = Specialization(value, loc, why, by_value_read)
         self.replacements[sym] = sympy.Integer(value)
         self._normalize()
         self.events.append(f"{', '.join(map(str, self.origins[sym]))} specialized to {value} by {why}"
@@ -156,7 +157,7 @@ class ShapeEnv:
             if isinstance(rhs, sympy.Symbol) and not isinstance(lhs, sympy.Symbol):
                 lhs, rhs = rhs, lhs
             if isinstance(lhs, sympy.Symbol) and rhs.is_Integer:
-                self._pin(lhs, int(rhs), loc, why)
+                self._pin(lhs, int(rhs), loc, why, by_value_read=False)
                 return
             if isinstance(lhs, sympy.Symbol) and isinstance(rhs, sympy.Symbol):
                 self._unify(lhs, rhs, loc)

@@ -205,3 +205,33 @@ def test_recompile_limit_runs_eagerly_with_one_warning():
         assert pdyn.stats(fn)["compiles"] == 3
     finally:
         pdyn.config.recompile_limit = 8
+
+
+def _read_dim_1(x):
+    if x.size(1) == 10:
+        return x * 2
+    return x - 1
+
+
+def test_recompile_log_line_names_the_guard_its_line_and_the_decision(caplog):
+    fn = pdyn.optimize(_read_dim_1)
+    with caplog.at_level("INFO", logger="pdyn.recompiles"):
+        fn(torch.randn(2, 10))
+        fn(torch.randn(2, 12))
+    line = _read_dim_1.__code__.co_firstlineno
+    expected = (f"recompiling _read_dim_1() at {__file__}:{line}, compile 2/8: entry 1: "
+                f"L['x'].size(1) == 10 failed (now 12), set at {__file__}:{line + 1}  `if x.size(1) == 10:`; "
+                f"L['x'].size(1): specialized -> guarded expression")
+    assert [r.getMessage() for r in caplog.records if r.name == "pdyn.recompiles"] == [expected]
+
+
+def test_explain_says_which_dims_are_static_and_why():
+    def f(a, b):
+        c = a + b
+        for _ in range(c.size(0)):
+            c = c * 2
+        return c
+
+    report = pdyn.explain(f)(torch.randn(3, 4), torch.randn(3, 4))
+    assert any("L['a'].size(0), L['b'].size(0) specialized to 3 by range()" in d for d in report.shape_decisions)
+    assert "specialized to 3 by range()" in str(report)
