@@ -124,9 +124,11 @@ class OutputGraph:
         return vt
 
     def _input_sizes(self, value: torch.Tensor, source: Source) -> tuple[sympy.Expr, ...]:
-        """One symbol per dim, except sizes 0/1, dims marked static, and everything under dynamic=False."""
-        static = getattr(value, "_pdyn_static_dims", ())
+        """One symbol per dim, except sizes 0/1, dims marked static, parameters (their sizes are the
+        model's, as in torch.compile), and everything under dynamic=False."""
         dynamic = getattr(value, "_pdyn_dynamic_dims", ())
+        static = range(value.dim()) if isinstance(value, torch.nn.Parameter) and not dynamic else \
+            getattr(value, "_pdyn_static_dims", ())
         sizes = []
         for dim, size in enumerate(value.shape):
             origin = SymbolOrigin(source, dim)
@@ -259,12 +261,16 @@ class OutputGraph:
             kind, target, tuple(as_node(a) for a in args), {k: as_node(v) for k, v in kwargs.items()},
             name=self._fresh_name(_target_name(target).rsplit(".", 1)[-1]),
         )
+        self.annotate(node)
+        node.meta["example_value"] = example
+        return node
+
+    def annotate(self, node: torch.fx.Node) -> None:
+        """Give `node` the user's file:line (`meta["loc"]`, and fx's stack trace for printing)."""
         node.meta["loc"] = self.loc
         if self.loc is not None:
             node.meta["stack_trace"] = (f'  File "{self.loc.filename}", line {self.loc.lineno}, in '
                                         f'{self.loc.function}\n    {self.loc.source_line().strip()}\n')
-        node.meta["example_value"] = example
-        return node
 
     def getitem_node(self, node: torch.fx.Node, index: int) -> torch.fx.Node:
         item = self.graph.call_function(__import__("operator").getitem, (node, index))

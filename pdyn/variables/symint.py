@@ -76,7 +76,7 @@ class SymIntVariable(VariableTracker):
             assert self._make_node is not None, f"no way to compute {self.expr} in the graph"
             self._node = self._make_node()
             self._node.meta["pdyn_sym"] = True
-            self._node.meta["loc"] = self.output.loc
+            self.output.annotate(self._node)
         return self._node
 
     def hint(self) -> Any:
@@ -122,12 +122,14 @@ class SymIntVariable(VariableTracker):
         return f"SymIntVariable({self.expr})"
 
 
-def _operand(vt: VariableTracker) -> tuple[Any, Any]:
-    """(sympy value, graph value) of an operand of symbolic arithmetic."""
-    if isinstance(vt, SymIntVariable):
-        return vt.expr, vt.node
-    value = vt.as_python_constant()
-    return sympy.sympify(value), value
+def _expr(vt: VariableTracker) -> Any:
+    """The sympy value of an operand of symbolic arithmetic."""
+    return vt.expr if isinstance(vt, SymIntVariable) else sympy.sympify(vt.as_python_constant())
+
+
+def _graph_value(vt: VariableTracker) -> Any:
+    """The graph value of an operand: a node (made now, on first use) or a number."""
+    return vt.node if isinstance(vt, SymIntVariable) else vt.as_python_constant()
 
 
 def sym_binary(output: OutputGraph, fn: Callable[[Any, Any], Any], lhs: VariableTracker,
@@ -137,8 +139,7 @@ def sym_binary(output: OutputGraph, fn: Callable[[Any, Any], Any], lhs: Variable
     for side in (lhs, rhs):
         if not isinstance(side, SymIntVariable) and not isinstance(side.as_python_constant(), (int, float, bool)):
             return ConstantVariable(fn(*[_value(v, fn) for v in (lhs, rhs)]))
-    a, _ = _operand(lhs)
-    b, _ = _operand(rhs)
+    a, b = _expr(lhs), _expr(rhs)
     if fn not in SYMPY_OPS:
         return ConstantVariable(fn(_value(lhs, fn), _value(rhs, fn)))
     if fn in (operator.floordiv, operator.mod, operator.truediv) and output.shape_env.hint(b) == 0:
@@ -146,7 +147,7 @@ def sym_binary(output: OutputGraph, fn: Callable[[Any, Any], Any], lhs: Variable
     expr = SYMPY_OPS[fn](a, b)
     sources = frozenset().union(*(getattr(v, "input_sources", frozenset()) for v in (lhs, rhs)))
     return SymIntVariable(output, expr, lambda: output.graph.call_function(
-        fn, (_operand(lhs)[1], _operand(rhs)[1])), input_sources=sources)
+        fn, (_graph_value(lhs), _graph_value(rhs))), input_sources=sources)
 
 
 def _value(vt: VariableTracker, fn: Any) -> Any:
