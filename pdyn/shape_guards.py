@@ -21,7 +21,7 @@ INF = math.inf
 
 
 def _read(v: str, dim: int | None) -> str:
-    return f"{v}.size({dim})" if dim is not None else v
+    return f"{v}.shape[{dim}]" if dim is not None else v  # .shape[i] reads faster than .size(i)
 
 
 @dataclass(frozen=True, eq=False)

@@ -28,7 +28,7 @@ def guard_text(optimized):
 
 def pinned_dims(guard_source):
     """The dims a guard source pins to a number (TENSOR_MATCH_STATIC), e.g. {"a.size(0)"}."""
-    return set(re.findall(r"(\w+\.size\(\d\)) != \d+", guard_source))
+    return {f"{v}.size({d})" for v, d in re.findall(r"(\w+)\.(?:size\(|shape\[)(\d)[)\]] != \d+", guard_source)}
 
 
 def test_batch_dim_never_read_compiles_once():
@@ -47,7 +47,7 @@ def test_value_read_through_sum_specializes_both_inputs_dim0_only():
     fn, _ = run_sizes(f, lambda n: (torch.randn(3, n), torch.randn(3, n)), [4, 5, 6])
     assert pdyn.stats(fn)["compiles"] == 1
     text = guard_text(fn)
-    assert "a.size(0) != 3" in text and "b.size(0) != 3" in text
+    assert "a.shape[0] != 3" in text and "b.shape[0] != 3" in text
     assert pinned_dims(text) == {"a.size(0)", "b.size(0)"}
 
 
@@ -82,7 +82,7 @@ def test_assert_shape_equals_tuple_pins_each_dim():
 
     fn, _ = run_sizes(f, lambda n: (torch.randn(1, 2, 3),), [0, 1])
     text = guard_text(fn)
-    assert "size(1) != 2" in text and "size(2) != 3" in text
+    assert "shape[1] != 2" in text and "shape[2] != 3" in text
 
 
 def test_equality_comparison_pins_the_dim_per_outcome():
@@ -93,7 +93,7 @@ def test_equality_comparison_pins_the_dim_per_outcome():
 
     fn, _ = run_sizes(f, lambda n: (torch.randn(2, n),), [10, 10, 11, 12, 13])
     assert pdyn.stats(fn)["compiles"] == 2
-    assert "size(1) != 10" in guard_text(fn)
+    assert "shape[1] != 10" in guard_text(fn)
 
 
 def test_math_sqrt_of_last_dim_stays_dynamic():

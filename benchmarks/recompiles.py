@@ -1,0 +1,168 @@
+"""Compile counts and first-call times on shape-varying workloads: pdyn next to torch.compile with
+dynamic=None, False and True, all measured in this one run.
+
+Both frontends use an eager backend (pdyn's "eager", torch.compile's backend="eager"), so the table
+compares what the frontends decide (how often they trace and compile), not kernel speed. Each
+workload is called once per size in its list; "compiles" counts graphs handed to the backend (for
+pdyn, also frames that ran eagerly).
+
+    python benchmarks/recompiles.py
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any, Callable
+
+import torch
+import torch.nn.functional as F
+
+import pdyn
+
+
+def mlp(x, w1, w2):
+    return F.gelu(x @ w1) @ w2
+
+
+def flatten_rows(x):
+    return x.view(x.size(0), -1) * 2
+
+
+def branch_on_width(x):
+    return x.sum(1) if x.size(1) > 8 else x.mean(1)
+
+
+def loop_over_rows(x):
+    out = x[0]
+    for i in range(1, x.size(0)):
+        out = out + x[i]
+    return out
+
+
+def int_in_tensor_math(x, n):
+    return x * n + torch.arange(n).sum()
+
+
+def int_in_range(x, n):
+    for _ in range(n):
+        x = x * 0.5
+    return x
+
+
+def like_size(x):
+    return torch.ones(x.size()) + x
+
+
+def concat(a, b):
+    return torch.cat([a, b], dim=0).relu()
+
+
+def conv(img, w):
+    return F.max_pool2d(F.conv2d(img, w, padding=1).relu(), 2)
+
+
+def attention(q, k, v):
+    scores = q @ k.transpose(-1, -2) / math.sqrt(q.size(-1))
+    return F.softmax(scores, dim=-1) @ v
+
+
+def masked_mean(x, lengths_mask):
+    return x.masked_fill(lengths_mask.unsqueeze(-1), 0.0).sum(1) / x.size(1)
+
+
+def norm_linear(x, w):
+    return F.linear(F.layer_norm(x, (x.size(-1),)), w)
+
+
+W1, W2, WC, WL = torch.randn(16, 32), torch.randn(32, 8), torch.randn(4, 3, 3, 3), torch.randn(16, 16)
+SIZES = [3, 5, 8, 13, 21, 34]
+WORKLOADS: list[tuple[str, Callable[..., Any], Callable[[int], tuple]]] = [
+    ("mlp over batch sizes", mlp, lambda n: (torch.randn(n, 16), W1, W2)),
+    ("view(x.size(0), -1)", flatten_rows, lambda n: (torch.randn(n, 4, 3),)),
+    ("if x.size(1) > 8", branch_on_width, lambda n: (torch.randn(2, n),)),
+    ("range(x.size(0))", loop_over_rows, lambda n: (torch.randn(n, 4),)),
+    ("int arg in tensor math", int_in_tensor_math, lambda n: (torch.randn(4), n)),
+    ("int arg in range()", int_in_range, lambda n: (torch.randn(4), n)),
+    ("torch.ones(x.size())", like_size, lambda n: (torch.randn(n, 3),)),
+    ("cat of two lengths", concat, lambda n: (torch.randn(n, 4), torch.randn(n + 1, 4))),
+    ("conv2d over image sizes", conv, lambda n: (torch.randn(1, 3, n + 4, n + 4), WC)),
+    ("attention over seq lens", attention, lambda n: tuple(torch.randn(2, n, 8) for _ in range(3))),
+    ("masked mean over seq lens", masked_mean, lambda n: (torch.randn(2, n, 8), torch.rand(2, n) > 0.5)),
+    ("layer_norm + linear", norm_linear, lambda n: (torch.randn(n, 16), WL)),
+]
+
+
+class Counting:
+    def __init__(self) -> None:
+        self.graphs = 0
+
+    def __call__(self, gm: torch.fx.GraphModule, example_inputs: list) -> Callable[..., Any]:
+        self.graphs += 1
+        return gm.forward
+
+
+def run(make_compiled: Callable[[Callable[..., Any], Counting], Callable[..., Any]], fn: Callable[..., Any],
+        make_args: Callable[[int], tuple]) -> tuple[int, float, float]:
+    """(compiles, first-call ms, ms for all calls) of one frontend on one workload."""
+    counter = Counting()
+    compiled = make_compiled(fn, counter)
+    start = time.perf_counter()
+    first = 0.0
+    for i, n in enumerate(SIZES):
+        compiled(*make_args(n))
+        if i == 0:
+            first = time.perf_counter() - start
+    total = time.perf_counter() - start
+    return counter.graphs, first * 1e3, total * 1e3
+
+
+def torch_frontend(dynamic: bool | None) -> Callable[[Callable[..., Any], Counting], Callable[..., Any]]:
+    def make(fn: Callable[..., Any], counter: Counting) -> Callable[..., Any]:
+        torch._dynamo.reset()
+        return torch.compile(fn, backend=counter, dynamic=dynamic)
+
+    return make
+
+
+def warm_up() -> None:
+    """One-time start-up costs (imports, fake-tensor mode, dynamo's first trace) out of the table."""
+    pdyn.optimize(lambda x: x + 1)(torch.ones(2))
+    torch.compile(lambda x: x + 1, backend="eager")(torch.ones(2))
+    pdyn.reset()
+    torch._dynamo.reset()
+
+
+def main() -> None:
+    torch.manual_seed(0)
+    warm_up()
+    print(f"torch {torch.__version__}; each workload called with sizes {SIZES}")
+    print("compiles (first-call ms) for each frontend; pdyn also lists frames that ran eagerly\n")
+    header = "| workload | pdyn | torch.compile dynamic=None | dynamic=False | dynamic=True |"
+    print(header)
+    print("|" + " --- |" * 5)
+    totals = [0, 0, 0, 0]
+    for name, fn, make_args in WORKLOADS:
+        pdyn.reset()
+        counter = Counting()
+        optimized = pdyn.optimize(fn, backend=counter)
+        start = time.perf_counter()
+        first = 0.0
+        for i, n in enumerate(SIZES):
+            optimized(*make_args(n))
+            if i == 0:
+                first = (time.perf_counter() - start) * 1e3
+        stats = pdyn.stats(optimized)
+        eager = f", {stats['eager_fallbacks']} eager" if stats["eager_fallbacks"] else ""
+        cells = [f"{stats['compiles']}{eager} ({first:.1f} ms)"]
+        totals[0] += stats["compiles"]
+        for j, dynamic in enumerate((None, False, True)):
+            compiles, first_ms, _ = run(torch_frontend(dynamic), fn, make_args)
+            cells.append(f"{compiles} ({first_ms:.1f} ms)")
+            totals[j + 1] += compiles
+        print(f"| {name} | " + " | ".join(cells) + " |")
+    print(f"| **total compiles** | **{totals[0]}** | **{totals[1]}** | **{totals[2]}** | **{totals[3]}** |")
+
+
+if __name__ == "__main__":
+    main()
