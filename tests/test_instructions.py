@@ -82,7 +82,8 @@ def test_jump_targets_are_indices_into_the_list():
     assert jump.argval is None
     assert isinstance(jump.target, int)
     target = insts[jump.target]
-    assert (target.opname, target.argval) == ("LOAD_CONST", 2)
+    # 3.11 loads the constant then returns it; 3.12 has RETURN_CONST
+    assert target.opname in ("LOAD_CONST", "RETURN_CONST") and target.argval == 2
     assert all(i.index == n for n, i in enumerate(insts))
 
 
