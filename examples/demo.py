@@ -41,8 +41,9 @@ def main() -> None:
         out = model(*args)
         ok = torch.allclose(out, reference(*args), atol=1e-6)
         print(f"model({label}): matches eager: {ok}; counters: {pdyn.stats(model)}")
-    print("\nEach new input type or shape is one more compile; a call that matches a compiled entry's "
-          "guards is a cache hit.\nSet PDYN_LOGS=recompiles,guards,graph to watch it happen.")
+    print("\nA call that matches a compiled entry's guards is a cache hit. A new batch size is one too:\n"
+          "the batch dim is symbolic, since forward() never reads its value. A new input type (the mask)\n"
+          "is one more compile. Set PDYN_LOGS=recompiles,guards,graph to watch it happen.")
 
 
 if __name__ == "__main__":
