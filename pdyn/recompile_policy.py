@@ -23,10 +23,13 @@ class CodeHistory:
     compiles: int = 0
     specialized: dict[str, set[int]] = field(default_factory=dict)   # origin -> values a value read pinned
     compared: dict[str, set[int]] = field(default_factory=dict)      # origin -> values an equality pinned
+    changed: set[str] = field(default_factory=set)   # origins seen changing: they stay dynamic from then on
 
-    def record(self, pinned: dict[str, tuple[int, bool]]) -> None:
-        """`pinned`: origin -> (value, whether a value read pinned it rather than an equality)."""
+    def record(self, pinned: dict[str, tuple[int, bool]], changing: frozenset[str] = frozenset()) -> None:
+        """`pinned`: origin -> (value, whether a value read pinned it rather than an equality);
+        `changing`: the origins the plan of this compile treated as changing."""
         self.compiles += 1
+        self.changed |= changing
         for origin, (value, by_value_read) in pinned.items():
             table = self.specialized if by_value_read else self.compared
             table.setdefault(origin, set()).add(value)
@@ -71,9 +74,11 @@ def decide(config: Config, history: CodeHistory, dynamic: bool | None,
     """The plan for the next trace; `current_value(origin)` reads an origin in this call."""
     if history.compiles >= config.recompile_limit:
         return RunEager(f"reached the recompile limit ({config.recompile_limit})")
-    changing = [o for o, values in history.specialized.items() if _seen_changing(config, values, current_value(o))]
+    changing = [o for o, values in history.specialized.items()
+                if o not in history.changed and _seen_changing(config, values, current_value(o))]
     mode = "graph break" if config.specialize_on_read == "value" else "guarded expression"
     decisions = [f"{o}: specialized -> {mode}" for o in changing]
+    changing += history.changed
     decisions += [f"{o}: specialized -> guarded expression" for o, values in history.compared.items()
                   if _seen_changing(config, values, current_value(o))]
     return TracePlan(dynamic, config.specialize_on_read, frozenset(changing), tuple(decisions))
