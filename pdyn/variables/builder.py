@@ -15,13 +15,13 @@ from pdyn.errors import Unsupported
 from pdyn.guards import AliasGuard, DictKeysGuard, EqualsGuard, IdGuard, LenGuard, TensorGuard, TypeGuard
 from pdyn.sources import AttrSource, ItemSource, LocalSource, Source
 from pdyn.variables.base import VariableTracker
-from pdyn.variables.constant import ConstantVariable, is_constant_value
+from pdyn.variables.constant import ConstantVariable, ObjectConstantVariable, is_constant_value
 from pdyn.variables.containers import DictVariable, ListVariable, SetVariable, SizeVariable, TupleVariable
 from pdyn.variables.functions import (BuiltinVariable, ClassVariable, PartialVariable, UserFunctionVariable,
                                      UserMethodVariable)
 from pdyn.variables.nn_module import NNModuleVariable, UserObjectVariable
 from pdyn.variables.tensor import TensorUnboundMethodVariable, is_tensor_method
-from pdyn.variables.torch import ObjectConstantVariable, PythonModuleVariable, TorchFunctionVariable, is_torch_function
+from pdyn.variables.torch import PythonModuleVariable, TorchFunctionVariable, is_torch_function
 
 if TYPE_CHECKING:
     from pdyn.bytecode_tracer import InstructionTranslator as Tracer

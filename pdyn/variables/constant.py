@@ -69,3 +69,30 @@ class ConstantVariable(VariableTracker):
 
     def __repr__(self) -> str:
         return f"ConstantVariable({self.value!r})"
+
+
+class ObjectConstantVariable(VariableTracker):
+    """A Python object fixed at trace time that is not a plain constant: a builtin, a class, a torch
+    function, a module, torch.finfo. Subclasses say what calling it or reading attributes means;
+    here attributes of it are folded at trace time."""
+
+    def __init__(self, value: Any, source: Source | None = None):
+        self.value = value
+        self.source = source
+
+    def python_type(self) -> type:
+        return type(self.value)
+
+    def is_python_constant(self) -> bool:
+        return True
+
+    def as_python_constant(self) -> Any:
+        return self.value
+
+    def getattr(self, tx: Tracer, name: str) -> VariableTracker:
+        from pdyn.variables.builder import wrap_constant_result
+
+        try:
+            return wrap_constant_result(getattr(self.value, name))
+        except AttributeError as e:
+            raise UserException(e) from None

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from pdyn.errors import Unsupported, UserException
 from pdyn.sources import AttrSource, DefaultSource, ItemSource, Source
 from pdyn.variables.base import VariableTracker
-from pdyn.variables.constant import ConstantVariable
+from pdyn.variables.constant import ConstantVariable, ObjectConstantVariable
 from pdyn.variables.containers import DictVariable, TupleVariable
 
 if TYPE_CHECKING:
@@ -226,55 +226,22 @@ def bind_arguments(fn: UserFunctionVariable, args: list[VariableTracker], kwargs
     return bound
 
 
-class BuiltinVariable(VariableTracker):
+class BuiltinVariable(ObjectConstantVariable):
     """A builtin function or type (`len`, `range`, `math.sqrt`, `operator.add`, `str.upper` of a
     constant): a rule in `pdyn.variables.builtins`, or folded when pure and given constants."""
-
-    def __init__(self, value: Any):
-        self.value = value
-
-    def python_type(self) -> type:
-        return type(self.value)
-
-    def is_python_constant(self) -> bool:
-        return True
-
-    def as_python_constant(self) -> Any:
-        return self.value
 
     def call(self, tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         from pdyn.variables.builtins import call_builtin
 
         return call_builtin(tx, self.value, args, kwargs)
 
-    def getattr(self, tx: Tracer, name: str) -> VariableTracker:
-        from pdyn.variables.builder import wrap_constant_result
-
-        try:
-            return wrap_constant_result(getattr(self.value, name))
-        except AttributeError as e:
-            raise UserException(e) from None
-
     def __repr__(self) -> str:
         return f"BuiltinVariable({getattr(self.value, '__qualname__', self.value)})"
 
 
-class ClassVariable(VariableTracker):
+class ClassVariable(ObjectConstantVariable):
     """A class: for isinstance checks, class attributes, and constructing the few classes pdyn
     knows how to build (torch.Size, torch.device, exceptions)."""
-
-    def __init__(self, value: type, source: Source | None = None):
-        self.value = value
-        self.source = source
-
-    def python_type(self) -> type:
-        return type(self.value)
-
-    def is_python_constant(self) -> bool:
-        return True
-
-    def as_python_constant(self) -> Any:
-        return self.value
 
     def call(self, tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         from pdyn.variables.builtins import construct

@@ -17,7 +17,7 @@ import torch.fx
 from pdyn.errors import Unsupported, UserException
 from pdyn.sources import Source
 from pdyn.variables.base import VariableTracker
-from pdyn.variables.constant import ConstantVariable
+from pdyn.variables.constant import ConstantVariable, ObjectConstantVariable
 from pdyn.variables.containers import ListVariable, SizeVariable, TupleVariable
 from pdyn.variables.symint import SymIntVariable
 
@@ -203,21 +203,12 @@ SHAPE_METHODS: dict[str, Callable[..., VariableTracker]] = {
 }
 
 
-class TensorUnboundMethodVariable(VariableTracker):
+class TensorUnboundMethodVariable(ObjectConstantVariable):
     """A method taken from the class (`torch.Tensor.add`), called with the tensor first."""
 
     def __init__(self, value: Any):
-        self.value = value
+        super().__init__(value)
         self.name: str = value.__name__
-
-    def python_type(self) -> type:
-        return type(self.value)
-
-    def is_python_constant(self) -> bool:
-        return True
-
-    def as_python_constant(self) -> Any:
-        return self.value
 
     def call(self, tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         if not args or not isinstance(args[0], TensorVariable):

@@ -13,7 +13,7 @@ import torch
 from pdyn.errors import Unsupported, UserException
 from pdyn.sources import AttrSource, Source
 from pdyn.variables.base import VariableTracker
-from pdyn.variables.constant import ConstantVariable
+from pdyn.variables.constant import ConstantVariable, ObjectConstantVariable
 
 if TYPE_CHECKING:
     from pdyn.bytecode_tracer import InstructionTranslator as Tracer
@@ -57,21 +57,8 @@ def is_torch_function(value: Any) -> bool:
     return "." not in getattr(value, "__qualname__", "") and not module.startswith("torch.nn.modules")
 
 
-class TorchFunctionVariable(VariableTracker):
+class TorchFunctionVariable(ObjectConstantVariable):
     """A function from torch (`torch.relu`, `F.linear`, `torch.cat`): calling it records a node."""
-
-    def __init__(self, value: Any, source: Source | None = None):
-        self.value = value
-        self.source = source
-
-    def python_type(self) -> type:
-        return type(self.value)
-
-    def is_python_constant(self) -> bool:
-        return True
-
-    def as_python_constant(self) -> Any:
-        return self.value
 
     def call(self, tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         name = getattr(self.value, "__name__", repr(self.value))
@@ -90,22 +77,12 @@ class TorchFunctionVariable(VariableTracker):
         return f"TorchFunctionVariable({getattr(self.value, '__name__', self.value)})"
 
 
-class PythonModuleVariable(VariableTracker):
+class PythonModuleVariable(ObjectConstantVariable):
     """A Python module used as a namespace (`torch`, `math`, `F`). Its members are not guarded:
     pdyn, like torch.compile, assumes nobody rebinds `torch.relu` between calls."""
 
-    def __init__(self, value: types.ModuleType, source: Source | None = None):
-        self.value = value
-        self.source = source
-
     def python_type(self) -> type:
         return types.ModuleType
-
-    def is_python_constant(self) -> bool:
-        return True
-
-    def as_python_constant(self) -> Any:
-        return self.value
 
     def getattr(self, tx: Tracer, name: str) -> VariableTracker:
         from pdyn.variables.builder import wrap, wrap_constant_result
@@ -122,27 +99,3 @@ class PythonModuleVariable(VariableTracker):
 
     def __repr__(self) -> str:
         return f"PythonModuleVariable({self.value.__name__})"
-
-
-class ObjectConstantVariable(VariableTracker):
-    """An immutable object pdyn reads attributes of at trace time (torch.finfo, an exception)."""
-
-    def __init__(self, value: Any):
-        self.value = value
-
-    def python_type(self) -> type:
-        return type(self.value)
-
-    def is_python_constant(self) -> bool:
-        return True
-
-    def as_python_constant(self) -> Any:
-        return self.value
-
-    def getattr(self, tx: Tracer, name: str) -> VariableTracker:
-        from pdyn.variables.builder import wrap_constant_result
-
-        try:
-            return wrap_constant_result(getattr(self.value, name))
-        except AttributeError as e:
-            raise UserException(e) from None
