@@ -17,8 +17,8 @@ from pdyn.errors import Unsupported, UserError
 from pdyn.eval_frame import CACHES, RECORDERS, CodeCache, Frame, Recorder, make_wrapper
 from pdyn.explain import ExplainOutput
 
-__all__ = ["optimize", "explain", "stats", "reset", "mark_dynamic", "mark_static", "Unsupported", "UserError",
-           "config", "Config"]
+__all__ = ["optimize", "explain", "stats", "reset", "mark_dynamic", "mark_static", "graph_break", "Unsupported",
+           "UserError", "config", "Config"]
 
 logs.apply(config)
 
@@ -53,6 +53,13 @@ def _optimize(fn: Any, backend: Callable[..., Any], fullgraph: bool, cache: Code
         raise UserError(f"pdyn.optimize takes a function, a bound method or an nn.Module, not {type(fn).__name__}")
     fn = getattr(fn, "_pdyn_original", fn)
     return make_wrapper(Frame(fn, backend, config, fullgraph, cache, dynamic))
+
+
+def graph_break() -> None:
+    """End the graph here: pdyn compiles the graph so far, runs this call, and traces on afresh.
+
+    Does nothing when called eagerly. (The tracer knows it by name and module.)
+    """
 
 
 def mark_dynamic(t: torch.Tensor, dim: int) -> None:

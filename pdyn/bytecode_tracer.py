@@ -81,12 +81,16 @@ class InstructionTranslator:
         self.inst: Instruction | None = None
         self.return_value: VariableTracker | None = None
         self.steps = 0
+        self.stop_at: int | None = None   # root only: stop before this step (a graph break's retrace)
         self.executed_opnames: set[str] = set() if parent is None else parent.executed_opnames
 
     # -- the loop --------------------------------------------------------------------------------
 
-    def run(self) -> VariableTracker:
+    def run(self) -> VariableTracker | None:
+        """Step until the frame returns; None where the root stopped at `stop_at` instead."""
         while self.return_value is None:
+            if self.stop_at is not None and self.steps + 1 == self.stop_at:
+                return None
             self.step()
         return self.return_value
 
@@ -108,7 +112,12 @@ class InstructionTranslator:
         fn = HANDLERS.get(inst.opname)
         if fn is None:
             raise Unsupported("opcode", f"pdyn cannot trace `{inst.opname}` yet", loc=self.loc())
-        fn(self, inst)
+        try:
+            fn(self, inst)
+        except Unsupported as e:
+            if self.parent is None and not hasattr(e, "break_at"):
+                e.break_at = (self.steps, inst)  # type: ignore[attr-defined]  # where the root can break
+            raise
         self.executed_opnames.add(inst.opname)
 
     # -- stack -----------------------------------------------------------------------------------
@@ -165,6 +174,8 @@ class InstructionTranslator:
         from pdyn.variables.functions import bind_arguments
 
         code = fn.code
+        if code.co_name == "graph_break" and fn.f_globals.get("__name__") == "pdyn":
+            raise Unsupported("graph_break", "pdyn.graph_break() was called", loc=self.loc())
         if code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR):
             raise Unsupported("generator", f"pdyn cannot trace generator function {code.co_name}() yet",
                               hint="build a list instead of yielding", loc=self.loc())
@@ -176,7 +187,13 @@ class InstructionTranslator:
         for name, cell in zip(code.co_freevars, fn.closure_cells(self)):
             cells[name] = cell
         child = InstructionTranslator(code, f_locals, fn.f_globals, self.output, self.config, cells, parent=self)
-        result = child.run()
+        try:
+            result = child.run()
+        except Unsupported as e:
+            if not hasattr(e, "in_call"):
+                e.in_call = code  # type: ignore[attr-defined]  # the caller breaks at this call instead
+            raise
+        assert result is not None, f"an inlined call of {code.co_name} stopped early"
         self.output.loc = self.loc()
         return result
 

@@ -1,7 +1,9 @@
 """One cache miss, end to end: trace the frame, build its guards, compile its graph with the
 backend, generate the frame code, and return the CacheEntry that eval_frame appends.
 
-An `Unsupported` construct gives an entry that runs the frame eagerly under the guards gathered up
+An `Unsupported` construct is a graph break: the trace runs again up to the instruction that broke,
+and the entry runs the graph so far, that instruction for real, then a resume function for the rest.
+Where no resume function can be built, the entry runs the frame eagerly under the guards gathered up
 to that point (so the same inputs do not trace again); user exceptions propagate to the caller.
 """
 
@@ -17,18 +19,22 @@ import torch
 import torch.fx
 
 from pdyn import logs
-from pdyn.bytecode_tracer import CellVariable, InstructionTranslator
+from pdyn.bytecode_tracer import CellVariable, InstructionTranslator, decoded
+from pdyn.bytecode_transform import (JUMPED, NEXT, ResumePoint, break_effect, is_jump, live_locals, original_of,
+                                     resume_code, resume_index, step_code, why_not_resumable)
 from pdyn.config import Config
 from pdyn.errors import Unsupported
-from pdyn.frame_codegen import FrameCodegen, build_frame_function
+from pdyn.frame_codegen import FrameCodegen, ResumeCodegen, build_frame_function
+from pdyn.instructions import Instruction
 from pdyn.guard_codegen import GuardCode, build
 from pdyn.output_graph import OutputGraph
 from pdyn.recompile_policy import TracePlan
 from pdyn.shape_guards import shape_guards
 from pdyn.sources import LocalSource
-from pdyn.variables.base import VariableTracker
+from pdyn.variables.base import NULL, VariableTracker
 from pdyn.variables.builder import wrap
-from pdyn.variables.containers import DictVariable, ListVariable
+from pdyn.variables.containers import DictVariable, IteratorVariable, ListVariable
+from pdyn.variables.functions import UserFunctionVariable, UserMethodVariable
 
 graph_log = logs.topic("graph")
 guards_log = logs.topic("guards")
@@ -49,6 +55,7 @@ class CacheEntry:
     frame_source: str
     number: int
     eager_reason: Unsupported | None = None
+    break_reason: Unsupported | None = None     # the graph break this entry's code resumes after
     compile_seconds: float = 0.0
     pinned: dict[str, tuple[int, bool]] = field(default_factory=dict)   # read dims/ints specialized, for the policy
     shape_decisions: list[str] = field(default_factory=list)   # specializations and assumed equalities
@@ -61,35 +68,64 @@ def title_of(code: types.CodeType) -> str:
 
 def compile_frame(code: types.CodeType, f_locals: dict[str, Any], f_globals: dict[str, Any], backend: Backend,
                   config: Config, number: int, call_original: Callable[[dict[str, Any]], Any],
-                  fullgraph: bool, plan: TracePlan | None = None) -> CacheEntry:
+                  fullgraph: bool, plan: TracePlan | None = None,
+                  optimize: Callable[[types.FunctionType], Any] | None = None) -> CacheEntry:
+    """`optimize(fn)` wraps a resume function (or a function a break calls) with pdyn's hook;
+    without it a graph break runs the frame eagerly."""
     start = time.perf_counter()
     title = f"{title_of(code)}, cache entry {number}"
     output = OutputGraph(code.co_name, plan)
     tx = InstructionTranslator(code, {}, f_globals, output, config)
     try:
-        tx.locals = {name: wrap(tx, value, LocalSource(name)) for name, value in f_locals.items()
-                     if name not in code.co_freevars}
-        tx.cells = {name: CellVariable(tx.locals.pop(name, None)) for name in code.co_cellvars}
-        for name in code.co_freevars:
-            tx.cells[name] = CellVariable(wrap(tx, f_locals[name], LocalSource(name)))
-            tx.cells[name].source = LocalSource(name)
-        result = tx.run()
+        result = _trace(tx, f_locals)
+        assert result is not None
         return _finish(output, result, backend, title, number, start)
     except Unsupported as e:
         if fullgraph:
             raise
-        breaks_log.info("running %s eagerly: %s", title_of(code), e)
+        why = "no resume function without pdyn's hook"
+        if optimize is not None:
+            retrace = lambda stop_at: _retrace(code, f_locals, f_globals, config, plan, stop_at)  # noqa: E731
+            entry, why = _break_entry(e, code, retrace, backend, optimize, title, number)
+            if entry is not None:
+                entry.compile_seconds = time.perf_counter() - start
+                return entry
+        breaks_log.info("running %s eagerly: %s\n  (no resume function: %s)", title_of(code), e, why)
         guard = _build_guards(output, title)
         return CacheEntry(guard, lambda L, G: call_original(L), None, "# runs the original function eagerly\n",
                           number, eager_reason=e, compile_seconds=time.perf_counter() - start,
                           pinned=pinned_origins(output), shape_decisions=list(output.shape_env.events))
 
 
-def _finish(output: OutputGraph, result: VariableTracker, backend: Backend, title: str, number: int,
-            start: float) -> CacheEntry:
-    codegen = FrameCodegen()
+def _trace(tx: InstructionTranslator, f_locals: dict[str, Any]) -> VariableTracker | None:
+    """Wrap the frame's locals and run the root translator (None where it stopped at `stop_at`)."""
+    code = tx.code
+    tx.locals = {name: wrap(tx, value, LocalSource(name)) for name, value in f_locals.items()
+                 if name not in code.co_freevars}
+    tx.cells = {name: CellVariable(tx.locals.pop(name, None)) for name in code.co_cellvars}
+    for name in code.co_freevars:
+        tx.cells[name] = CellVariable(wrap(tx, f_locals[name], LocalSource(name)))
+        tx.cells[name].source = LocalSource(name)
+    return tx.run()
+
+
+def _retrace(code: types.CodeType, f_locals: dict[str, Any], f_globals: dict[str, Any], config: Config,
+             plan: TracePlan | None, stop_at: int) -> InstructionTranslator:
+    """The same trace again, stopped before root step `stop_at` (the one that broke)."""
+    tx = InstructionTranslator(code, {}, f_globals, OutputGraph(code.co_name, plan), config)
+    tx.stop_at = stop_at
+    if _trace(tx, f_locals) is not None:
+        raise Unsupported("retrace", "the trace did not reach its graph break again")
+    return tx
+
+
+def _finish(output: OutputGraph, result: VariableTracker | None, backend: Backend, title: str, number: int,
+            start: float, codegen: FrameCodegen | None = None, tail: list[str] | None = None) -> CacheEntry:
+    """The entry for a finished trace (`result` is the frame's return value), or with `tail` for a
+    trace that stopped at a graph break (`codegen` then already holds the stack and locals)."""
+    codegen = codegen or FrameCodegen()
     effects = _side_effects(output, codegen)
-    result_expr = codegen.reconstruct(result)
+    result_expr = codegen.reconstruct(result) if result is not None else ""
     graph = output.graph
     graph_inputs = output.ordered_inputs()
     has_ops = any(n.op not in ("placeholder", "output") for n in graph.nodes)
@@ -100,12 +136,104 @@ def _finish(output: OutputGraph, result: VariableTracker, backend: Backend, titl
         graph_log.info("graph of %s:\n%s", title, gm.print_readable(print_output=False))
         compiled = backend(gm, [value for _, value in graph_inputs])
     inputs = [source.expr() for source, _ in graph_inputs]
-    run, frame_source = build_frame_function(codegen, result_expr, effects, inputs, compiled, title)
+    run, frame_source = build_frame_function(codegen, result_expr, effects, inputs, compiled, title, tail)
     guard = _build_guards(output, title)
     guards_log.info("%s", guard.source)
     code_log.info("%s", frame_source)
     return CacheEntry(guard, run, gm, frame_source, number, compile_seconds=time.perf_counter() - start,
                       pinned=pinned_origins(output), shape_decisions=list(output.shape_env.events))
+
+
+def _break_entry(e: Unsupported, code: types.CodeType, retrace: Callable[[int], InstructionTranslator],
+                 backend: Backend, optimize: Callable[[types.FunctionType], Any], title: str,
+                 number: int) -> tuple[CacheEntry | None, str]:
+    """The entry for a graph break at `e`, or (None, why no resume function can be built)."""
+    at = getattr(e, "break_at", None)
+    if at is None:
+        return None, "the trace stopped before it reached an instruction of this frame"
+    step, inst = at
+    original, index = original_of(code, inst.index)
+    why = why_not_resumable(code, inst) or why_not_resumable(original, decoded(original)[index])
+    if why is not None:
+        return None, why
+    try:
+        tx = retrace(step)
+        entry = _resume_entry(e, tx, inst, original, index, backend, optimize, title, number)
+    except Unsupported as failed:
+        return None, failed.message
+    breaks_log.info("graph break in %s: %s", title_of(code), e)
+    return entry, ""
+
+
+def _resume_entry(e: Unsupported, tx: InstructionTranslator, inst: Instruction, original: types.CodeType,
+                  index: int, backend: Backend, optimize: Callable[[types.FunctionType], Any], title: str,
+                  number: int) -> CacheEntry:
+    """Frame code that runs the graph so far, rebuilds stack and locals, replays side effects,
+    runs `inst` in a step function and returns what the resume function for its branch returns."""
+    taken, after_next, after_jump = break_effect(inst)
+    if taken > len(tx.stack):
+        raise Unsupported("resume", f"`{inst.opname}` takes more values than the stack holds")
+    codegen = ResumeCodegen()
+    kinds = tuple("null" if vt is NULL else "iter" if isinstance(vt, IteratorVariable) else "value"
+                  for vt in tx.stack)
+    values = [_stack_value(codegen, vt, kind) for vt, kind in zip(tx.stack, kinds)]
+    if getattr(e, "in_call", None) is not None and inst.opname == "CALL":
+        at = len(values) - taken + (kinds[len(values) - taken] == "null")
+        values[at] = _optimized_callee(codegen, tx.stack[at], optimize) or values[at]
+    split = len(values) - taken
+    below = [v for v in values[:split] if v is not None]
+    branches = [(NEXT, after_next), (JUMPED, after_jump)] if is_jump(inst) else [(NEXT, after_next)]
+    calls = []
+    for branch, produced in branches:
+        live = live_locals(original, resume_index(original, index, branch))
+        names = tuple(sorted(n for n in live if n in tx.locals and tx.locals[n] is not NULL))
+        point = ResumePoint(original, index, branch, kinds[:split] + ("value",) * produced, names)
+        resume_fn = optimize(types.FunctionType(resume_code(point), tx.f_globals))
+        args = below + ["*r[:-1]"] + [_local_value(codegen, tx, name) for name in names + original.co_freevars]
+        calls.append(f"return {codegen.constant(resume_fn, 'resume')}({', '.join(args)})")
+    step_fn = types.FunctionType(step_code(tx.code, inst, kinds[split:]), tx.f_globals)
+    tail = [f"r = {codegen.constant(step_fn, 'step')}({', '.join(v for v in values[split:] if v is not None)})"]
+    if len(calls) == 2:
+        tail += ["if r[-1]:", f"    {calls[1]}"]
+    tail.append(calls[0])
+    entry = _finish(tx.output, None, backend, title, number, time.perf_counter(), codegen, tail)
+    entry.break_reason = e
+    return entry
+
+
+def _stack_value(codegen: ResumeCodegen, vt: VariableTracker, kind: str) -> str | None:
+    """A name in the frame code bound to one stack value (None for a NULL)."""
+    if kind == "null":
+        return None
+    expr = codegen.remaining(vt) if kind == "iter" else codegen.reconstruct(vt)
+    name = f"v{len(codegen.lines)}"
+    codegen.lines.append(f"{name} = {expr}")
+    return name
+
+
+def _local_value(codegen: ResumeCodegen, tx: InstructionTranslator, name: str) -> str:
+    vt = tx.locals.get(name)
+    if vt is None and name in tx.cells:
+        vt = tx.cells[name].contents
+    if vt is None:
+        raise Unsupported("resume", f"free variable {name!r} is unbound at the break")
+    return _stack_value(codegen, vt, "value")  # type: ignore[return-value]
+
+
+def _optimized_callee(codegen: ResumeCodegen, vt: VariableTracker,
+                      optimize: Callable[[types.FunctionType], Any]) -> str | None:
+    """The function a break inside an inlined call calls, optimized on its own; None to call it as is."""
+    method_of = None
+    if isinstance(vt, UserMethodVariable):
+        method_of, vt = vt.obj, vt.fn
+    if not isinstance(vt, UserFunctionVariable) or not isinstance(vt.value, types.FunctionType):
+        return None
+    expr = codegen.constant(optimize(vt.value), "callee")
+    if method_of is not None:
+        expr = f"{codegen.constant(types.MethodType, 'MethodType')}({expr}, {codegen.reconstruct(method_of)})"
+    name = f"v{len(codegen.lines)}"
+    codegen.lines.append(f"{name} = {expr}")
+    return name
 
 
 def _build_guards(output: OutputGraph, title: str) -> GuardCode:

@@ -40,6 +40,8 @@ class CodeCache:
     run_eagerly: bool = False          # an internal error or the recompile limit
     warned_limit: bool = False
     history: CodeHistory = field(default_factory=CodeHistory)
+    # under `explain`: the caches of the resume functions and callees of its breaks, kept apart
+    private: dict[types.CodeType, CodeCache] = field(default_factory=dict)
 
     def add(self, entry: CacheEntry) -> None:
         self.entries.append(entry)
@@ -123,7 +125,7 @@ class Frame:
             self._log_recompile(L, G, compiles + 1, plan)
         try:
             entry = compile_frame(self.code, L, G, self.backend, self.config, compiles + 1,
-                                  self.call_original, self.fullgraph, plan)
+                                  self.call_original, self.fullgraph, plan, optimize=self.optimize_callee)
         except UserException:
             return self.call_original(L)  # eager raises the user's exception for real
         except Unsupported:
@@ -136,14 +138,24 @@ class Frame:
                           f"from now on. {type(e).__name__}: {e}. {InternalError.__doc__}", stacklevel=3)
             log.debug("internal error", exc_info=True)
             return self.call_original(L)
-        cache.history.record(entry.pinned)
+        cache.history.record(entry.pinned, plan.changing)
         cache.add(entry)
         cache.counters["compiles"] += 1
         cache.counters["recompiles"] += int(compiles > 0)
         cache.counters["eager_fallbacks"] += int(entry.eager_reason is not None)
+        cache.counters["graph_breaks"] += int(entry.break_reason is not None)
         for recorder in RECORDERS:
             recorder.entries.append(entry)
         return entry.run(L, G)
+
+    def optimize_callee(self, fn: types.FunctionType) -> types.FunctionType:
+        """`fn` (a resume function, or a function a graph break calls) optimized as this frame is:
+        in the shared caches, or under `explain` in caches private to that call."""
+        cache = None
+        if CACHES.get(self.code) is not self.cache:
+            private = self.cache.private
+            cache = private.setdefault(fn.__code__, CodeCache(fn.__code__, private=private))
+        return make_wrapper(Frame(fn, self.backend, self.config, self.fullgraph, cache, self.dynamic))
 
     def _log_recompile(self, L: dict[str, Any], G: dict[str, Any], number: int, plan: TracePlan) -> None:
         if not recompile_log.isEnabledFor(logging.INFO):

@@ -89,6 +89,9 @@ class Instruction:
     inplace: bool = False
     exc_kind: str | None = None
     raw: Any = field(default=None, repr=False)
+    raw_pos: int = -1               # position of `raw` in `bytecode.Bytecode.from_code(code)`
+    expanded: bool = False          # one of two instructions decoded from one 3.12 instruction
+    handler: int | None = None      # index of the exception handler covering it, if any
 
     def __repr__(self) -> str:
         arg = "" if self.argval is None else f" {self.argval!r}"
@@ -128,7 +131,7 @@ def decode(code: types.CodeType) -> list[Instruction]:
     pending_kw: tuple[str, ...] = ()
     current_try: Label | None = None
     in_prologue = True
-    for item in bytecode.Bytecode.from_code(code):
+    for pos, item in enumerate(bytecode.Bytecode.from_code(code)):
         if isinstance(item, Label):
             label_at[item] = len(out)
             continue
@@ -142,12 +145,13 @@ def decode(code: types.CodeType) -> list[Instruction]:
             pending_kw = tuple(item.arg)
             continue
         loc = item.location
-        for opname, arg in _expand(item.name, item.arg):
+        parts = _expand(item.name, item.arg)
+        for opname, arg in parts:
             name, argval, push_null, inplace = _decode_arg(opname, arg)
             inst = Instruction(
                 index=len(out), opname=name, argval=argval, lineno=item.lineno,
                 col=getattr(loc, "col_offset", None), end_col=getattr(loc, "end_col_offset", None),
-                push_null=push_null, inplace=inplace, raw=item,
+                push_null=push_null, inplace=inplace, raw=item, raw_pos=pos, expanded=len(parts) > 1,
             )
             if name == "CALL":
                 inst.kw_names, pending_kw = pending_kw, ()
@@ -164,6 +168,7 @@ def decode(code: types.CodeType) -> list[Instruction]:
     for index, label in handler_of.items():
         first = out[label_at[label]] if label_at[label] < len(out) else None
         out[index].exc_kind = "try" if first is not None and first.opname == "PUSH_EXC_INFO" else "cleanup"
+        out[index].handler = label_at[label]
     return out
 
 
@@ -174,3 +179,77 @@ def _expand(opname: str, arg: Any) -> list[tuple[str, Any]]:
     if opname == "STORE_SLICE":
         return [("BUILD_SLICE", 2), ("STORE_SUBSCR", bytecode.UNSET)]
     return [(opname, arg)]
+
+
+# -- encoding: the instructions pdyn writes into resume and step functions -------------------------
+
+# (values taken from the stack, values left on it after falling through, after jumping) of each
+# instruction a step function can run on its own at a graph break; `arg` is the decoded argval.
+BREAK_EFFECTS: dict[str, Callable[[Any], tuple[int, int, int]]] = {
+    "CALL": lambda arg: (arg + 2, 1, 1),
+    "CALL_FUNCTION_EX": lambda arg: (3 + (arg & 1), 1, 1),
+    "POP_JUMP_IF_FALSE": lambda arg: (1, 0, 0), "POP_JUMP_IF_TRUE": lambda arg: (1, 0, 0),
+    "POP_JUMP_IF_NONE": lambda arg: (1, 0, 0), "POP_JUMP_IF_NOT_NONE": lambda arg: (1, 0, 0),
+    **{name: (lambda arg: (2, 1, 1)) for name in ("BINARY_OP", "COMPARE_OP", "BINARY_SUBSCR", "CONTAINS_OP",
+                                                  "IS_OP", "IMPORT_NAME")},
+    **{name: (lambda arg: (1, 1, 1)) for name in ("UNARY_NEGATIVE", "UNARY_NOT", "UNARY_INVERT", "GET_ITER",
+                                                  "LOAD_ATTR")},
+    "STORE_SUBSCR": lambda arg: (3, 0, 0), "STORE_ATTR": lambda arg: (2, 0, 0),
+    "DELETE_SUBSCR": lambda arg: (2, 0, 0), "BUILD_STRING": lambda arg: (arg, 1, 1),
+    "UNPACK_SEQUENCE": lambda arg: (1, arg, arg),
+}
+_FORWARD_JUMPS = {name: f"POP_JUMP_FORWARD_{name.removeprefix('POP_JUMP_')}"
+                  for name in ("POP_JUMP_IF_FALSE", "POP_JUMP_IF_TRUE", "POP_JUMP_IF_NONE", "POP_JUMP_IF_NOT_NONE")}
+FRAME_PROLOGUE = {"RESUME", "MAKE_CELL", "COPY_FREE_VARS"}
+
+
+def _opcode_exists(name: str) -> bool:
+    return name in __import__("dis").opmap
+
+
+def encode_call(argc: int, kw_names: tuple[str, ...], location: Any = None) -> list[Instr]:
+    """A call of the callable under `argc` arguments (NULL below it): 3.11 needs PRECALL first."""
+    out = [Instr("KW_NAMES", kw_names, location=location)] if kw_names else []
+    if _opcode_exists("PRECALL"):
+        out.append(Instr("PRECALL", argc, location=location))
+    return out + [Instr("CALL", argc, location=location)]
+
+
+def encode_break(inst: Instruction, jump_to: Label) -> list[Instr] | None:
+    """`inst` as instructions that run it on its own (a jump goes to `jump_to`); None where it
+    cannot run outside its frame."""
+    raw = inst.raw
+    if inst.opname not in BREAK_EFFECTS or inst.expanded or not isinstance(raw, Instr):
+        return None
+    if inst.opname == "CALL":
+        return encode_call(inst.argval, inst.kw_names, raw.location)
+    if inst.opname in _FORWARD_JUMPS:
+        forward = _FORWARD_JUMPS[inst.opname]
+        return [Instr(forward if _opcode_exists(forward) else inst.opname, jump_to, location=raw.location)]
+    if inst.opname == "LOAD_ATTR" and isinstance(raw.arg, tuple) and raw.arg[0]:
+        return None  # 3.12's method form leaves two values
+    return [Instr(raw.name, raw.arg, location=raw.location)] if raw.require_arg() else \
+        [Instr(raw.name, location=raw.location)]
+
+
+def encode_jump(label: Label, lineno: int) -> Instr:
+    """An unconditional jump forward to `label` (a resume function's prologue)."""
+    return Instr("JUMP_FORWARD", label, lineno=lineno)
+
+
+def encode_load_fast(name: str, lineno: int) -> Instr:
+    return Instr("LOAD_FAST", name, lineno=lineno)
+
+
+def free_var_loads(item: Any) -> str | None:
+    """The name a LOAD_DEREF of a free variable reads, else None."""
+    if isinstance(item, Instr) and item.name in ("LOAD_DEREF", "LOAD_CLASSDEREF") \
+            and isinstance(item.arg, bytecode.FreeVar):
+        return item.arg.name  # type: ignore[no-any-return]
+    return None
+
+
+def free_var_writes(item: Any) -> bool:
+    """Stores, deletes or closures of a free variable: a resume function cannot take it as a value."""
+    return isinstance(item, Instr) and item.name in ("STORE_DEREF", "DELETE_DEREF", "LOAD_CLOSURE") \
+        and isinstance(item.arg, bytecode.FreeVar)

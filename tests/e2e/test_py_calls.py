@@ -198,7 +198,7 @@ def test_generator_function_call_falls_back():
     def f(x):
         return list(gen(x))
 
-    check(f, torch.randn(2), graphs=0, fallbacks=1)
+    check(f, torch.randn(2), graphs=0)
 
 
 def test_call_through_dict_of_functions():

@@ -153,7 +153,7 @@ def test_print_falls_back():
         print("value", end="")
         return y
 
-    check(f, torch.randn(2), graphs=0, fallbacks=1)
+    check(f, torch.randn(2), graphs=1)
 
 
 def test_try_block_falls_back():
@@ -173,7 +173,7 @@ def test_with_block_falls_back():
             y = x * 2
         return y
 
-    check(f, torch.randn(2), graphs=0, fallbacks=1)
+    check(f, torch.randn(2), graphs=0)
 
 
 def test_data_dependent_branch_falls_back():
@@ -182,7 +182,7 @@ def test_data_dependent_branch_falls_back():
             return x + 1
         return x - 1
 
-    check(f, torch.randn(3), graphs=0, fallbacks=1)
+    check(f, torch.randn(3), graphs=2)
 
 
 def test_item_in_python_falls_back():
@@ -206,4 +206,4 @@ def test_unknown_callable_object_falls_back():
     def f(x):
         return x * random.random() * 0
 
-    check(f, torch.randn(2), graphs=0, fallbacks=1)
+    check(f, torch.randn(2), graphs=2)

@@ -246,7 +246,7 @@ def test_replaced_submodule_recompiles():
 def test_forward_hook_falls_back():
     m = nn.Sequential(nn.Linear(3, 3), nn.ReLU())
     m[0].register_forward_hook(lambda mod, inp, out: out * 10)
-    check(m, torch.randn(2, 3), graphs=0, fallbacks=1)
+    check(m, torch.randn(2, 3), graphs=1)
 
 
 def test_module_attribute_mutation_in_forward():

@@ -176,4 +176,4 @@ def test_new_input_shape_recompiles_module():
 
 def test_multihead_attention_falls_back():
     m = nn.MultiheadAttention(4, 1, batch_first=True)
-    check(lambda x: m(x, x, x, need_weights=False)[0], torch.randn(1, 2, 4), graphs=0, fallbacks=1)
+    check(lambda x: m(x, x, x, need_weights=False)[0], torch.randn(1, 2, 4), graphs=0)
