@@ -1,0 +1,115 @@
+"""The Triton backend: `triton_backend(gm, example_inputs)` lowers a captured fx graph to fused
+Triton kernels whose sizes are run-time arguments, behind a generated Python wrapper.
+
+Pipeline: symbolic.propagate (sympy sizes per node) -> GraphLowering (IR) -> scheduler (fusion) ->
+codegen (kernel text) -> wrapper (Python `call`). Without a GPU the kernels run under Triton's
+interpreter. Whatever this backend cannot handle runs with torch: a node (fallback), a call whose
+inputs break an assumption (eager for that call), or the whole graph (eager, with one log line).
+"""
+
+from __future__ import annotations
+
+import logging
+import operator
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+import torch.fx
+
+from pdyn.backends.triton.runtime import prepare_interpreter, use_interpreter
+
+if use_interpreter():
+    prepare_interpreter()  # NOTE: before anything here imports triton
+
+log = logging.getLogger("pdyn.lowering")
+output_code = logging.getLogger("pdyn.output_code")
+
+
+@dataclass
+class CompiledGraph:
+    """What one compile produced; kept on the returned callable as `.pdyn_triton` for tests."""
+
+    wrapper_source: str
+    kernel_sources: list[str]
+    kernel_count: int
+    fallbacks: list[str]
+    call: Callable[..., Any]
+
+
+def triton_backend(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
+    eager = gm.forward
+    reason = _eager_reason(gm)
+    compiled = None
+    if reason is None:
+        try:
+            compiled = compile_graph(gm, example_inputs)
+        except Exception as e:  # noqa: BLE001  # NOTE: never wrong: a compile failure runs eagerly
+            reason = f"{type(e).__name__}: {e}"
+            log.warning("pdyn triton backend: running this graph with torch (%s)", reason)
+    if compiled is None:
+        log.info("pdyn triton backend: graph runs with torch: %s", reason)
+        eager.pdyn_triton = None  # type: ignore[attr-defined]  # marker for tests
+        return eager
+    return _entry(gm, compiled)
+
+
+def _entry(gm: torch.fx.GraphModule, compiled: CompiledGraph) -> Callable[..., Any]:
+    """Inference first: under grad mode with an input that requires grad, autograd needs torch."""
+    call, eager = compiled.call, gm.forward
+    params_need_grad = any(p.requires_grad for p in gm.parameters())
+    said = []
+
+    def run(*args: Any) -> Any:
+        if torch.is_grad_enabled() and (params_need_grad or any(
+                isinstance(a, torch.Tensor) and a.requires_grad for a in args)):
+            if not said:
+                said.append(True)
+                log.warning("pdyn triton backend: an input requires grad; running the graph "
+                            "with torch so autograd works (use torch.no_grad() for kernels)")
+            return eager(*args)
+        return call(*args)
+
+    run.pdyn_triton = compiled  # type: ignore[attr-defined]  # inspected by tests and benchmarks
+    return run
+
+
+MUTATING = {operator.setitem, operator.iadd, operator.isub, operator.imul, operator.itruediv,
+            operator.ifloordiv, operator.imod, operator.ipow, operator.iand, operator.ior}
+
+
+def _eager_reason(gm: torch.fx.GraphModule) -> str | None:
+    """Graphs this backend leaves to torch entirely: mutation (the IR reads lazily, so a write
+    could be observed too early or too late) and module calls."""
+    for node in gm.graph.nodes:
+        name = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
+        if node.op == "call_module":
+            return f"module call {node.target}"
+        if node.target in MUTATING or (node.op != "get_attr" and name.endswith("_")
+                                       and not name.startswith("_")):
+            return f"in-place op {name}"
+        if node.kwargs.get("out") is not None or node.kwargs.get("inplace"):
+            return f"in-place op {name}"
+    return None
+
+
+def compile_graph(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> CompiledGraph:
+    from pdyn.backends.triton import lowering  # noqa: F401  # registers the lowerings
+    from pdyn.backends.triton.graph_lowering import GraphLowering
+    from pdyn.backends.triton.scheduler import schedule
+    from pdyn.backends.triton.symbolic import propagate
+    from pdyn.backends.triton.wrapper import WrapperCode, kernel_count, output_structure
+
+    interpret = use_interpreter()
+    sym = propagate(gm, example_inputs)
+    lx = GraphLowering(gm, sym)
+    lx.run()
+    steps = schedule(lx, interpret)
+    code = WrapperCode(lx, sym, interpret)
+    source = code.build(steps, output_structure(gm))
+    code.globals["_eager"] = gm.forward
+    namespace = dict(code.globals)
+    exec(compile(source, "<pdyn triton wrapper>", "exec"), namespace)  # noqa: S102  # our own text
+    if output_code.isEnabledFor(logging.DEBUG):
+        output_code.debug("wrapper:\n%s\n%s", source, "\n\n".join(code.kernels))
+    return CompiledGraph(source, code.kernels, kernel_count(steps), lx.fallbacks, namespace["call"])

@@ -1,0 +1,256 @@
+"""Triton source for one fused kernel: a group of ComputedBuffers sharing an iteration space.
+
+A pointwise kernel runs x over the elements. A reduction kernel runs x over the kept elements and
+r over the reduced ones, in two variants from the same nodes: `persistent` (the whole reduced
+extent in one block, straight-line code) and `looped` (one `for` over r per phase; a phase ends
+where a node needs a reduction result of the current one). The wrapper picks by the actual r size.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sympy
+import torch
+
+from pdyn.backends.triton.ir import ComputedBuffer, Pointwise, Reduction, Val
+from pdyn.backends.triton.kernel_builder import CannotFuse, KernelArgs, KernelBuilder, Local, Scope
+from pdyn.backends.triton.symbolic import floordiv, index_var, moddim
+from pdyn.backends.triton.triton_ops import PREAMBLE, constant_text, dtype_text
+
+XINDEX, RINDEX = sympy.Symbol("xindex"), sympy.Symbol("rindex")
+
+
+@dataclass(frozen=True)
+class Tiling:
+    """The iteration space: `src_ranges` with `red_dims` reduced (none for a pointwise kernel)."""
+
+    src_ranges: tuple[sympy.Expr, ...]
+    red_dims: tuple[int, ...]
+
+    @property
+    def is_reduction(self) -> bool:
+        return bool(self.red_dims)
+
+    @property
+    def x_ranges(self) -> list[sympy.Expr]:
+        return [n for d, n in enumerate(self.src_ranges) if d not in self.red_dims]
+
+    @property
+    def r_ranges(self) -> list[sympy.Expr]:
+        return [self.src_ranges[d] for d in self.red_dims]
+
+    @property
+    def inner(self) -> bool:
+        """Whether r runs along the innermost dim (contiguous loads along r)."""
+        return len(self.src_ranges) - 1 in self.red_dims
+
+
+def tiling_of(nodes: list[ComputedBuffer]) -> Tiling:
+    for node in nodes:
+        if isinstance(node.data, Reduction):
+            return Tiling(tuple(node.data.src_ranges), node.data.red_dims)
+    assert isinstance(nodes[0].data, Pointwise), nodes[0]
+    return Tiling(tuple(nodes[0].data.ranges), ())
+
+
+def fit(tiling: Tiling, node: ComputedBuffer) -> str | None:
+    """How `node` runs in `tiling`: 'red', 'full' (over x and r), 'x' (over x only), or None."""
+    data = node.data
+    if isinstance(data, Reduction):
+        same = tuple(data.src_ranges) == tiling.src_ranges and data.red_dims == tiling.red_dims
+        return "red" if same and tiling.is_reduction else None
+    if tiling.is_reduction and tuple(data.ranges) == tiling.src_ranges:
+        return "full"
+    return "x" if list(data.ranges) == tiling.x_ranges else None
+
+
+@dataclass
+class KernelSource:
+    """Generated text plus what the wrapper needs to launch it."""
+
+    text: str
+    tiling: Tiling
+    args: KernelArgs
+    stored: list[str]
+    names: tuple[str, ...]  # kernel functions: (pointwise,) or (persistent, looped)
+
+
+def dim_vars(prefix: str, flat: sympy.Symbol, ranges: list[sympy.Expr]) -> tuple[list, list]:
+    """Index variables of each dim (0 where the size is 1) and their definitions from `flat`."""
+    syms, defs = [], []
+    for k, n in enumerate(ranges):
+        if n == 1:
+            syms.append(sympy.Integer(0))
+            continue
+        inner = sympy.Mul(*ranges[k + 1:]) if k + 1 < len(ranges) else sympy.Integer(1)
+        expr = floordiv(flat, inner) if k == 0 else moddim(floordiv(flat, inner), n)
+        if k == 0 and len(ranges) == 1:
+            expr = flat
+        sym = index_var(prefix, k)
+        syms.append(sym)
+        defs.append((sym, expr))
+    return syms, defs
+
+
+class KernelCodegen:
+    """One variant of one kernel; `persistent` is ignored for pointwise kernels."""
+
+    def __init__(self, nodes: list[ComputedBuffer], stored: set[str], args: KernelArgs,
+                 interpret: bool, persistent: bool) -> None:
+        self.nodes, self.stored = nodes, stored
+        self.tiling = tiling_of(nodes)
+        self.b = KernelBuilder(args, interpret, self.tiling.is_reduction)
+        self.b.persistent = persistent or not self.tiling.is_reduction
+        self.phase: Scope | None = None
+        self.phase_count = 0
+        self.pending: list[tuple[ComputedBuffer, list[str], Val]] = []  # finalized after the loop
+        self.phase_reads: set[str] = set()
+
+    def generate(self, name: str) -> str:
+        t, b = self.tiling, self.b
+        xs, xdefs = dim_vars("x", XINDEX, t.x_ranges)
+        rs, rdefs = dim_vars("r", RINDEX, t.r_ranges)
+        b.x_syms = {s for s in xs if isinstance(s, sympy.Symbol)}
+        b.r_syms = {s for s in rs if isinstance(s, sympy.Symbol)}
+        self.xs, self.rs, self.rdefs = xs, rs, rdefs
+        for sym, expr in xdefs:
+            b.line(f"{sym} = {b.index_text(expr)}")
+        if t.is_reduction and b.persistent:
+            b.line("rindex = rbase")
+            b.line("rmask = rindex < rnumel")
+            for sym, expr in rdefs:
+                b.line(f"{sym} = {b.index_text(expr)}")
+        for node in self.nodes:
+            self.add(node)
+        self.close_phase()
+        return self.function(name)
+
+    def add(self, node: ComputedBuffer) -> None:
+        how = fit(self.tiling, node)
+        if how is None:
+            raise CannotFuse(f"{node.name} does not fit {self.tiling}")
+        if how == "x":
+            self.close_phase()
+            self.pointwise(node, self.xs, "xmask")
+            return
+        if node.reads & self.phase_reads:
+            self.close_phase()
+        self.open_phase()
+        if how == "full":
+            self.pointwise(node, self.tiling_index(node), "xmask & rmask")
+        else:
+            self.reduction(node)
+
+    def tiling_index(self, node: ComputedBuffer) -> list[sympy.Expr]:
+        red = Reduction("sum", list(self.tiling.src_ranges), self.tiling.red_dims, None, torch.float32)  # type: ignore[arg-type]  # only src_index is used
+        return red.src_index(self.xs, self.rs)
+
+    def open_phase(self) -> None:
+        if self.phase is not None or self.b.persistent or not self.tiling.is_reduction:
+            return
+        self.phase_count += 1
+        self.phase = Scope([], {}, parent=self.b.top, phase=self.phase_count)
+        self.b.scope = self.phase
+        self.b.line("rindex = roffset + rbase")
+        self.b.line("rmask = rindex < rnumel")
+        for sym, expr in self.rdefs:
+            self.b.line(f"{sym} = {self.b.index_text(expr)}")
+
+    def close_phase(self) -> None:
+        b = self.b
+        if self.phase is not None:
+            b.scope = b.top
+            b.line("for roffset in range(0, rnumel, RBLOCK):")
+            b.top.lines.extend("    " + line for line in self.phase.lines)
+            self.phase = None
+        for node, final_lines, val in self.pending:
+            b.top.lines.extend(final_lines)
+            self.finish(node, val, self.xs)
+        self.pending.clear()
+        self.phase_reads = set()
+
+    def pointwise(self, node: ComputedBuffer, index: list[sympy.Expr], mask: str) -> None:
+        assert isinstance(node.data, Pointwise)
+        val = node.data.fn(self.b, index)
+        self.finish(node, val, index, mask)
+
+    def finish(self, node: ComputedBuffer, val: Val, index: list[sympy.Expr],
+               mask: str = "xmask") -> None:
+        """Record the value as a register for later readers; store it if anyone else needs it."""
+        buf = node.buffer
+        at = buf.offset(node.keep_index(index) if node.keep_index else index)
+        self.b.locals[buf.name] = Local(at, val, self.b.scope.phase)
+        if node.name not in self.stored:
+            return
+        ptr = self.b.args.pointer(buf)
+        text = self.b.index_text(at)
+        if not (at.free_symbols & (self.b.x_syms | self.b.r_syms)):
+            text = f"{text} + 0 * xindex"  # a block of pointers, so the mask's shape applies
+        value = val.text if val.dtype == buf.dtype else f"{val.text}.to({dtype_text(buf.dtype)})"
+        self.b.line(f"tl.store({ptr} + ({text}), {value}, {mask})")
+
+    def reduction(self, node: ComputedBuffer) -> None:
+        from pdyn.backends.triton.codegen_reduction import emit_reduction
+
+        assert isinstance(node.data, Reduction)
+        self.phase_reads.add(node.name)
+        val = node.data.value(self.b, node.data.src_index(self.xs, self.rs))
+        final_lines, result = emit_reduction(self.b, node.data, val, self.b.persistent)
+        if self.b.persistent:
+            self.finish(node, result, self.xs)
+        else:
+            self.pending.append((node, final_lines, result))
+
+    def function(self, name: str) -> str:
+        t, b = self.tiling, self.b
+        ptrs = [f"ptr{i}" for i in range(len(b.args.pointers))]
+        sizes = [s.name for s in b.args.sizes.values()]
+        params = ptrs + sizes + ["xnumel"] + (["rnumel"] if t.is_reduction else [])
+        consts = ["XBLOCK: tl.constexpr"] + (["RBLOCK: tl.constexpr"] if t.is_reduction else [])
+        no_spec = sizes + ["xnumel"] + (["rnumel"] if t.is_reduction else [])
+        head = [f"@triton.jit(do_not_specialize={no_spec!r})",
+                f"def {name}({', '.join(params + consts + ['INDEX64: tl.constexpr'])}):",
+                "    if INDEX64:",
+                "        xoffset = tl.program_id(0).to(tl.int64) * XBLOCK",
+                "    else:",
+                "        xoffset = tl.program_id(0) * XBLOCK"]
+        if t.is_reduction:
+            head += ["    xindex = xoffset + tl.arange(0, XBLOCK)[:, None]",
+                     "    rbase = tl.arange(0, RBLOCK)[None, :]",
+                     "    if INDEX64:",
+                     "        rbase = rbase.to(tl.int64)"]
+        else:
+            head += ["    xindex = xoffset + tl.arange(0, XBLOCK)"]
+        head.append("    xmask = xindex < xnumel")
+        return "\n".join(head + ["    " + line for line in b.top.lines]) + "\n"
+
+
+def generate_kernel(nodes: list[ComputedBuffer], stored: set[str], interpret: bool) -> KernelSource:
+    """Both variants of a reduction kernel share one KernelArgs, so their signatures agree."""
+    args = KernelArgs()
+    tiling = tiling_of(nodes)
+    if not tiling.is_reduction:
+        body = KernelCodegen(nodes, stored, args, interpret, False).generate("kernel")
+        names: tuple[str, ...] = ("kernel",)
+    else:
+        looped = KernelCodegen(nodes, stored, args, interpret, False).generate("kernel_looped")
+        body = KernelCodegen(nodes, stored, args, interpret, True).generate("kernel_persistent")
+        body = body + "\n\n" + looped
+        names = ("kernel_persistent", "kernel_looped")
+    header = "import triton\nimport triton.language as tl\n"
+    if not interpret:
+        header += "from triton.language.extra import libdevice\n"
+    text = header + PREAMBLE + "\n\n" + body
+    return KernelSource(text, tiling, args, [n.name for n in nodes if n.name in stored], names)
+
+
+def neutral(kind: str, dtype: torch.dtype) -> str:
+    """The identity of a reduction, as a literal of `dtype`."""
+    if kind in ("sum",):
+        return constant_text(0, dtype)
+    if kind == "prod":
+        return constant_text(1, dtype)
+    big = float("inf") if dtype.is_floating_point else torch.iinfo(dtype).max
+    low = float("-inf") if dtype.is_floating_point else torch.iinfo(dtype).min
+    return constant_text(low if kind in ("max", "argmax") else big, dtype)

@@ -1,0 +1,257 @@
+"""Walk the fx graph once and build the IR: each node becomes a Pointwise/View value, a Scalar, a
+scheduled ComputedBuffer (reductions, realized values) or a TorchCall (extern, fallback, view
+replay). A node whose lowering is missing or raises becomes a fallback call into torch.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import sympy
+import torch
+import torch.fx
+
+from pdyn.backends.triton.ir import (
+    Buffer, ComputedBuffer, Pointwise, Reduction, Scalar, SchedulerNode, TorchCall, View,
+    buffer_value, contiguous_strides,
+)
+from pdyn.backends.triton.symbolic import SymbolicGraph, sym_expr
+
+log = logging.getLogger("pdyn.lowering")
+
+# Realize a value with several consumers once inlining it would recompute this much.
+REALIZE_OPS = 30
+REALIZE_READS = 4
+
+
+class NotLowered(Exception):
+    """This node has no lowering for these arguments; it becomes a fallback call."""
+
+
+class GraphLowering:
+    """State of one graph's lowering: values per node, scheduled nodes in order, graph outputs."""
+
+    def __init__(self, gm: torch.fx.GraphModule, sym: SymbolicGraph) -> None:
+        self.gm, self.sym = gm, sym
+        self.env: dict[torch.fx.Node, Any] = {}
+        self.scheduled: list[SchedulerNode] = []
+        self.inputs: list[tuple[str, Buffer | None]] = []
+        self.outputs: list[str] = []  # wrapper expressions, one per output
+        self.output_buffers: set[str] = set()
+        self.runtime_names: dict[int, str] = {}  # id(value) -> wrapper variable holding it
+        self.counter = 0
+        self.fallbacks: list[str] = []
+        self.device = torch.device("cpu")
+        self.producer: dict[int, torch.fx.Node] = {}
+        self.layout_checks: list[str] = []  # each call's inputs must match the layouts assumed
+        self.stride_bindings: list[tuple[sympy.Symbol, str]] = []  # id(value) -> the node that made it
+
+    def new_name(self, prefix: str) -> str:
+        self.counter += 1
+        return f"{prefix}{self.counter}"
+
+    # -- metadata ------------------------------------------------------------------------------
+    def fake(self, node: torch.fx.Node) -> Any:
+        return self.sym.values[node]
+
+    def ranges(self, node: torch.fx.Node) -> list[sympy.Expr]:
+        return [sym_expr(s) for s in self.fake(node).shape]
+
+    def strides(self, node: torch.fx.Node) -> list[sympy.Expr]:
+        return [sym_expr(s) for s in self.fake(node).stride()]
+
+    # -- the walk ------------------------------------------------------------------------------
+    def run(self) -> None:
+        from pdyn.backends.triton.lowering import LOWERINGS
+
+        for i, node in enumerate(n for n in self.gm.graph.nodes if n.op == "placeholder"):
+            self.env[node] = self.placeholder(node, i)
+        for node in self.gm.graph.nodes:
+            if node.op == "placeholder":
+                continue
+            if node.op == "output":
+                self.finish_outputs(node.args[0])
+                continue
+            self.env[node] = self.lower_node(node, LOWERINGS)
+
+    def placeholder(self, node: torch.fx.Node, i: int) -> Any:
+        fake = self.fake(node)
+        name = f"a{i}"
+        if isinstance(fake, torch.Tensor):
+            self.device = fake.device
+            size = self.ranges(node)
+            buf = Buffer(name, fake.dtype, size, self.input_strides(name, fake, size))
+            self.inputs.append((name, buf))
+            value = buffer_value(buf)
+            self.runtime_names[id(value)] = name
+            return value
+        self.inputs.append((name, None))
+        return Scalar(sym_expr(fake)) if isinstance(fake, (int, torch.SymInt)) else fake
+
+    def input_strides(self, name: str, fake: torch.Tensor, size: list[sympy.Expr]) -> list[sympy.Expr]:
+        """Contiguous inputs use strides from their sizes (the wrapper checks contiguity on each
+        call); others carry stride symbols bound from the call, except that a dim of stride 1 stays 1
+        (checked too), so the innermost loads stay contiguous."""
+        if fake.is_contiguous():
+            self.layout_checks.append(f"{name}.is_contiguous()")
+            return contiguous_strides(size)
+        strides: list[sympy.Expr] = []
+        for d, (s, n) in enumerate(zip(fake.stride(), size)):
+            if n == 1:
+                strides.append(sympy.Integer(0))
+            elif s == 1:
+                strides.append(sympy.Integer(1))
+                self.layout_checks.append(f"{name}.stride({d}) == 1")
+            else:
+                symbol = sympy.Symbol(f"{name}_st{d}", integer=True)
+                self.stride_bindings.append((symbol, f"{name}.stride({d})"))
+                strides.append(symbol)
+        return strides
+
+    def lower_node(self, node: torch.fx.Node, table: dict[Any, Any]) -> Any:
+        fake = self.sym.values.get(node)
+        if isinstance(fake, torch.SymInt) or (type(fake) is int and node.op != "get_attr"):
+            return Scalar(sym_expr(fake))  # size arithmetic: the expression is the value
+        if node.op == "get_attr":
+            return self.fallback(node)
+        key = node.target
+        fn = table.get(key)
+        if fn is None:
+            return self.fallback(node)
+        args = torch.fx.node.map_arg(node.args, lambda n: self.env[n])
+        kwargs = torch.fx.node.map_arg(node.kwargs, lambda n: self.env[n])
+        try:
+            value = fn(self, node, *args, **kwargs)
+            self.producer[id(value)] = node
+            return value
+        except Exception as e:  # noqa: BLE001  # NOTE: any lowering failure means "let torch run it"
+            log.debug("fallback for %s: %s", node.format_node(), e)
+            return self.fallback(node)
+
+    # -- realization ---------------------------------------------------------------------------
+    def schedule_pointwise(self, value: Pointwise, size: list[sympy.Expr] | None = None,
+                           stride: list[sympy.Expr] | None = None) -> Buffer:
+        size = list(value.ranges) if size is None else size
+        stride = contiguous_strides(size) if stride is None else stride
+        buf = Buffer(self.new_name("buf"), value.dtype, size, stride)
+        self.scheduled.append(ComputedBuffer(buf, value, value.reads))
+        return buf
+
+    def schedule_reduction(self, red: Reduction, dtype: torch.dtype, reads: frozenset[str],
+                           size: list[sympy.Expr], keep_index: Any) -> Pointwise:
+        buf = Buffer(self.new_name("buf"), dtype, size, contiguous_strides(size))
+        self.scheduled.append(ComputedBuffer(buf, red, reads, keep_index))
+        return buffer_value(buf)
+
+    def maybe_realize(self, node: torch.fx.Node, value: Pointwise) -> Pointwise:
+        """Realize a multi-use value whose recomputation would cost more than a store and a load."""
+        if value.buffer is not None or len(node.users) < 2:
+            return value
+        if value.ops > REALIZE_OPS or len(value.reads) > REALIZE_READS:
+            return buffer_value(self.schedule_pointwise(value))
+        return value
+
+    def runtime(self, value: Any) -> str:
+        """A wrapper expression holding `value` as a real tensor or Python number."""
+        from pdyn.backends.triton.symbolic import pexpr
+
+        if isinstance(value, Scalar):
+            return pexpr(value.expr)
+        if not isinstance(value, Pointwise):
+            return repr(value)
+        if id(value) in self.runtime_names:
+            return self.runtime_names[id(value)]
+        if isinstance(value, View) and value.node is not None and value.base is not None:
+            name = self.torch_call("view", value.node, {value.node.args[0]: value.base}).name
+        elif value.buffer is not None:
+            name = value.buffer.name
+        else:
+            name = self.schedule_pointwise(value).name
+        self.runtime_names[id(value)] = name
+        return name
+
+    def torch_call(self, kind: str, node: torch.fx.Node, override: dict[Any, Any] | None = None,
+                   **extra: Any) -> TorchCall:
+        override = override or {}
+        inputs, reads = [], set()
+        for n in node.all_input_nodes:
+            value = override.get(n, self.env.get(n))
+            expr = self.runtime(value)
+            inputs.append(expr)
+            reads.add(expr)
+        call = TorchCall(kind, node, self.new_name("t"), inputs, frozenset(reads), **extra)
+        self.scheduled.append(call)
+        return call
+
+    def fallback(self, node: torch.fx.Node, kind: str = "fallback") -> Any:
+        if node.op != "get_attr":
+            self.fallbacks.append(node.format_node())
+        call = self.torch_call(kind, node)
+        return self.result_value(node, call, self.fake(node))
+
+    def result_value(self, node: torch.fx.Node, call: TorchCall, fake: Any, path: str = "") -> Any:
+        """The IR value of a torch call's result: tensors become contiguous buffers for kernels."""
+        from pdyn.backends.triton.symbolic import pexpr
+
+        expr = call.name + path
+        if isinstance(fake, torch.Tensor):
+            size = [sym_expr(s) for s in fake.shape]
+            for d, s in enumerate(size):
+                if isinstance(s, sympy.Symbol) and s not in self.bound_symbols():
+                    call.binds.append((s, f"{expr}.shape[{d}]"))
+            contig = f"{call.name}c{path.replace('[', '_').replace(']', '')}"
+            buf = Buffer(contig, fake.dtype, size, contiguous_strides(size))
+            value = buffer_value(buf)
+            self.runtime_names[id(value)] = expr
+            call.binds.append((sympy.Symbol(contig), f"_contiguous({expr})"))
+            return value
+        if isinstance(fake, (tuple, list)):
+            return type(fake)(self.result_value(node, call, f, f"{path}[{i}]") for i, f in enumerate(fake))
+        if isinstance(fake, (torch.SymInt, torch.SymFloat, int, float)):
+            e = sym_expr(fake) if isinstance(fake, (torch.SymInt, int)) else None
+            if e is not None and isinstance(e, sympy.Symbol) and e not in self.bound_symbols():
+                call.binds.append((e, expr))
+            symbol = sympy.Symbol(f"{call.name}v{len(call.binds)}")
+            call.binds.append((symbol, expr))
+            return Scalar(symbol, is_float=not isinstance(fake, (torch.SymInt, int)))
+        _ = pexpr
+        return Opaque(expr)
+
+    def bound_symbols(self) -> set[sympy.Symbol]:
+        bound = {s for s, _ in self.sym.bindings}
+        for n in self.scheduled:
+            if isinstance(n, TorchCall):
+                bound |= {s for s, _ in n.binds}
+        return bound
+
+    def finish_outputs(self, out: Any) -> None:
+        def one(value: Any) -> str:
+            if isinstance(value, Pointwise) and value.buffer is None and not isinstance(value, View):
+                return self.output_buffer(value)
+            expr = self.runtime(value)
+            if isinstance(value, Pointwise) and value.buffer is not None:
+                self.output_buffers.add(value.buffer.name)
+            return expr
+
+        flat = out if isinstance(out, (tuple, list)) else [out]
+        self.outputs = [one(self.env[v]) if isinstance(v, torch.fx.Node) else repr(v) for v in flat]
+
+    def output_buffer(self, value: Pointwise) -> str:
+        """Stored with eager's strides, taken from the fake result of the producing node."""
+        node = self.producer.get(id(value))
+        stride = self.strides(node) if node is not None else None
+        buf = self.schedule_pointwise(value, stride=stride)
+        self.output_buffers.add(buf.name)
+        self.runtime_names[id(value)] = buf.name
+        return buf.name
+
+
+class Opaque:
+    """A runtime object the IR does not model (a tuple of tensors from a fallback, ...)."""
+
+    def __init__(self, expr: str) -> None:
+        self.expr = expr
+
+    def __repr__(self) -> str:
+        return self.expr

@@ -1,0 +1,175 @@
+"""pdyn's loop-level IR for the Triton backend.
+
+A tensor value is a `Pointwise`: sympy `ranges` plus `fn(h, index) -> Val`, a closure that computes
+one element through an ops handler `h` (the kernel builder in codegen.py). Views are Pointwise
+values whose `fn` re-indexes their base; a `Reduction` reduces a source closure over some dims.
+Realized storage is a `Buffer`; `ComputedBuffer`s (kernels), `TorchCall`s (extern matmuls and
+fallbacks into torch) are the nodes the scheduler orders and fuses. Lowering builds these.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Protocol
+
+import sympy
+import torch
+import torch.fx
+
+
+@dataclass(frozen=True)
+class Val:
+    """A value inside a kernel being generated: a Triton expression (usually a CSE name) and the
+    dtype it is computed in (float32 for float16/bfloat16 storage)."""
+
+    text: str
+    dtype: torch.dtype
+
+
+class Handler(Protocol):
+    def load(self, buffer: Buffer, index: sympy.Expr) -> Val: ...
+    def constant(self, value: Any, dtype: torch.dtype) -> Val: ...
+    def scalar(self, expr: sympy.Expr, dtype: torch.dtype) -> Val: ...
+    def index_value(self, expr: sympy.Expr, dtype: torch.dtype) -> Val: ...
+    def cast(self, v: Val, dtype: torch.dtype) -> Val: ...
+    def op(self, name: str, dtype: torch.dtype, *args: Val) -> Val: ...
+    def masked(self, mask: Val, body: Callable[[], Val], other: Any) -> Val: ...
+
+
+Index = list[sympy.Expr]
+ElementFn = Callable[[Handler, Index], Val]
+
+
+def compute_dtype(dtype: torch.dtype) -> torch.dtype:
+    """Low-precision floats are computed in float32 and rounded on store."""
+    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+
+
+@dataclass(eq=False)
+class Buffer:
+    """Realized storage: a graph input, a kernel's output, or a torch call's result. `name` is the
+    wrapper variable holding the tensor; sizes and strides are sympy over the bound symbols."""
+
+    name: str
+    dtype: torch.dtype
+    size: list[sympy.Expr]
+    stride: list[sympy.Expr]
+
+    def offset(self, index: Index) -> sympy.Expr:
+        # NOTE: a size-1 dim contributes nothing, so its stride never has to be known.
+        terms = [i * s for i, s, n in zip(index, self.stride, self.size) if n != 1]
+        return sympy.Add(*terms) if terms else sympy.Integer(0)
+
+    def numel(self) -> sympy.Expr:
+        return sympy.Mul(*self.size) if self.size else sympy.Integer(1)
+
+
+def contiguous_strides(size: list[sympy.Expr]) -> list[sympy.Expr]:
+    strides: list[sympy.Expr] = []
+    acc: sympy.Expr = sympy.Integer(1)
+    for n in reversed(size):
+        strides.append(acc)
+        acc = acc * n
+    return list(reversed(strides))
+
+
+@dataclass(eq=False)
+class Pointwise:
+    """A tensor computed element by element, not (yet) stored: fused into every consumer.
+    `reads` names the buffers `fn` loads; `ops` counts its operations (the realize heuristic)."""
+
+    ranges: list[sympy.Expr]
+    dtype: torch.dtype
+    fn: ElementFn
+    reads: frozenset[str]
+    ops: int = 1
+    buffer: Buffer | None = None  # set when this value is exactly a buffer's contents
+
+    def numel(self) -> sympy.Expr:
+        return sympy.Mul(*self.ranges) if self.ranges else sympy.Integer(1)
+
+
+@dataclass(eq=False)
+class View(Pointwise):
+    """A view op as index arithmetic on `base`; `node` replays it with torch where a consumer
+    needs a real tensor (extern calls, fallbacks, graph outputs), so aliasing matches eager."""
+
+    node: torch.fx.Node | None = None
+    base: Pointwise | None = None
+
+
+def buffer_value(buffer: Buffer) -> Pointwise:
+    def load(h: Handler, index: Index) -> Val:
+        return h.load(buffer, buffer.offset(index))
+
+    return Pointwise(list(buffer.size), buffer.dtype, load, frozenset([buffer.name]), 1, buffer)
+
+
+@dataclass(eq=False)
+class Reduction:
+    """`kind` (sum, prod, max, min, argmax, argmin) of `value` over `red_dims` of `src_ranges`.
+    The kernel's x index runs over the kept dims, its r index over the reduced dims."""
+
+    kind: str
+    src_ranges: list[sympy.Expr]
+    red_dims: tuple[int, ...]
+    value: ElementFn
+    acc_dtype: torch.dtype  # the dtype values are reduced in
+
+    @property
+    def out_ranges(self) -> list[sympy.Expr]:
+        return [n for d, n in enumerate(self.src_ranges) if d not in self.red_dims]
+
+    @property
+    def red_ranges(self) -> list[sympy.Expr]:
+        return [self.src_ranges[d] for d in self.red_dims]
+
+    def src_index(self, xs: Index, rs: Index) -> Index:
+        out, xi, ri = [], iter(xs), iter(rs)
+        for d in range(len(self.src_ranges)):
+            out.append(next(ri) if d in self.red_dims else next(xi))
+        return out
+
+
+@dataclass(eq=False)
+class ComputedBuffer:
+    """A buffer a kernel writes: `data` is a Pointwise (stored over its ranges) or a Reduction
+    (stored over its kept dims; `keep_index` maps those to the buffer's dims, keepdim included)."""
+
+    buffer: Buffer
+    data: Pointwise | Reduction
+    reads: frozenset[str]
+    keep_index: Callable[[Index], Index] | None = None
+
+    @property
+    def name(self) -> str:
+        return self.buffer.name
+
+
+@dataclass(eq=False)
+class TorchCall:
+    """A call into torch from the wrapper: `kind` is extern (matmuls), fallback (no lowering) or
+    view (a view op replayed on a realized tensor). `inputs` are wrapper expressions substituted,
+    in order, for the node's input nodes; the result is bound to `name`."""
+
+    kind: str
+    node: torch.fx.Node
+    name: str
+    inputs: list[str]
+    reads: frozenset[str]
+    binds: list[tuple[sympy.Symbol, str]] = field(default_factory=list)  # unbacked sizes read back
+    contiguous_copy: str | None = None  # name of the contiguous version kernels read
+    target: Any = None  # overrides node.target (extern calls may call a simpler op)
+    args: tuple[Any, ...] | None = None  # overrides node.args (with fx Nodes as placeholders)
+    kwargs: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Scalar:
+    """A Python number known in the wrapper: a size expression, a bound float, or a constant."""
+
+    expr: sympy.Expr
+    is_float: bool = False
+
+
+SchedulerNode = ComputedBuffer | TorchCall

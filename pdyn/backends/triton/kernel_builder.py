@@ -1,0 +1,186 @@
+"""The ops handler that turns IR element closures into Triton lines: CSE per scope, loads with
+masks from the index variables they use, kernel arguments for buffers and for sizes.
+
+Every size in an index is hoisted into a kernel argument (`ks0`, ...) that the wrapper computes
+from the call's inputs, so no size from the example call is baked into a kernel.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import sympy
+import torch
+
+from pdyn.backends.triton.ir import Buffer, Val, compute_dtype
+from pdyn.backends.triton.symbolic import KERNEL_PRINTER
+from pdyn.backends.triton.triton_ops import constant_text, dtype_text, op_text
+
+
+class CannotFuse(Exception):
+    """A node's reads cannot be served inside this kernel; the scheduler starts a new kernel."""
+
+
+@dataclass
+class KernelArgs:
+    """Arguments shared by the variants of one kernel: pointers by buffer, sizes by expression."""
+
+    pointers: dict[str, Buffer] = field(default_factory=dict)  # buffer name -> buffer
+    sizes: dict[sympy.Expr, sympy.Symbol] = field(default_factory=dict)
+
+    def pointer(self, buffer: Buffer) -> str:
+        if buffer.name not in self.pointers:
+            self.pointers[buffer.name] = buffer
+        return f"ptr{list(self.pointers).index(buffer.name)}"
+
+    def size(self, expr: sympy.Expr) -> sympy.Expr:
+        if expr.is_Integer:
+            return expr
+        if expr not in self.sizes:
+            self.sizes[expr] = sympy.Symbol(f"ks{len(self.sizes)}", integer=True)
+        return self.sizes[expr]
+
+
+@dataclass
+class Scope:
+    lines: list[str]
+    cse: dict[str, Val]
+    parent: Scope | None = None
+    phase: int = -1  # -1: the kernel's top level
+
+    def lookup(self, text: str) -> Val | None:
+        scope: Scope | None = self
+        while scope is not None:
+            if text in scope.cse:
+                return scope.cse[text]
+            scope = scope.parent
+        return None
+
+
+@dataclass
+class Local:
+    """A value this kernel computed for a buffer: consumers at the same index read the register."""
+
+    index: sympy.Expr
+    val: Val
+    phase: int
+
+
+class KernelBuilder:
+    """Implements ir.Handler. `x_syms`/`r_syms` are the index variables; their use picks masks."""
+
+    def __init__(self, args: KernelArgs, interpret: bool, reduction: bool) -> None:
+        self.args = args
+        self.interpret = interpret
+        self.reduction = reduction
+        self.top = Scope([], {})
+        self.scope = self.top
+        self.counter = 0
+        self.locals: dict[str, Local] = {}
+        self.x_syms: set[sympy.Symbol] = set()
+        self.r_syms: set[sympy.Symbol] = set()
+        self.extra_masks: list[str] = []
+        self.persistent = True
+
+    # -- text -------------------------------------------------------------------------------
+    def emit(self, text: str, dtype: torch.dtype, cse: bool = True) -> Val:
+        found = self.scope.lookup(text) if cse else None
+        if found is not None:
+            return found
+        name = f"tmp{self.counter}"
+        self.counter += 1
+        self.scope.lines.append(f"{name} = {text}")
+        val = Val(name, dtype)
+        if cse:
+            self.scope.cse[text] = val
+        return val
+
+    def line(self, text: str) -> None:
+        self.scope.lines.append(text)
+
+    def index_text(self, expr: sympy.Expr) -> str:
+        return KERNEL_PRINTER.doprint(self.hoist(sympy.expand(expr)))
+
+    def hoist(self, e: sympy.Expr) -> sympy.Expr:
+        """Replace each index-free part of `e` with a size argument."""
+        index_syms = self.x_syms | self.r_syms | {sympy.Symbol("xindex"), sympy.Symbol("rindex")}
+        if e.is_Integer or e in index_syms:
+            return e
+        if not (e.free_symbols & index_syms):
+            return self.args.size(e)
+        if e.is_Add or e.is_Mul:
+            dep = [a for a in e.args if a.free_symbols & index_syms]
+            rest = [a for a in e.args if not (a.free_symbols & index_syms)]
+            parts = [self.hoist(a) for a in dep]
+            if rest:
+                parts.append(self.hoist(e.func(*rest)))
+            return e.func(*parts, evaluate=False)
+        return e.func(*[self.hoist(a) for a in e.args], evaluate=False)
+
+    def mask_for(self, expr: sympy.Expr) -> str | None:
+        syms = expr.free_symbols
+        parts = []
+        if syms & self.x_syms:
+            parts.append("xmask")
+        if syms & self.r_syms:
+            parts.append("rmask")
+        if not parts:
+            return None  # a constant index: in bounds whenever the kernel runs at all
+        parts += self.extra_masks
+        return " & ".join(parts)
+
+    # -- Handler ----------------------------------------------------------------------------
+    def load(self, buffer: Buffer, index: sympy.Expr) -> Val:
+        local = self.locals.get(buffer.name)
+        if local is not None:
+            return self._local(buffer, local, index)
+        ptr = self.args.pointer(buffer)
+        mask = self.mask_for(index)
+        text = f"tl.load({ptr} + ({self.index_text(index)})"
+        text += f", {mask}, other=0)" if mask else ")"
+        val = self.emit(text, buffer.dtype)
+        return self.cast(val, compute_dtype(buffer.dtype))
+
+    def _local(self, buffer: Buffer, local: Local, index: sympy.Expr) -> Val:
+        if sympy.expand(local.index - index) != 0:
+            raise CannotFuse(f"{buffer.name} is read at {index}, written at {local.index}")
+        if local.phase != -1 and local.phase != self.scope.phase and not self.persistent:
+            raise CannotFuse(f"{buffer.name} lives in an earlier reduction loop")
+        return local.val
+
+    def constant(self, value: Any, dtype: torch.dtype) -> Val:
+        dtype = compute_dtype(dtype)
+        return self.emit(f"tl.full([], {constant_text(value, dtype)}, {dtype_text(dtype)})", dtype)
+
+    def scalar(self, expr: sympy.Expr, dtype: torch.dtype) -> Val:
+        dtype = compute_dtype(dtype)
+        if expr.is_number:
+            return self.constant(expr, dtype)
+        arg = KERNEL_PRINTER.doprint(self.args.size(expr))
+        return self.emit(f"{arg}.to({dtype_text(dtype)})", dtype)
+
+    def index_value(self, expr: sympy.Expr, dtype: torch.dtype) -> Val:
+        text = self.index_text(expr)
+        return self.cast(self.emit(f"({text})", torch.int64), dtype)
+
+    def cast(self, v: Val, dtype: torch.dtype) -> Val:
+        dtype = compute_dtype(dtype)
+        if v.dtype == dtype:
+            return v
+        if dtype == torch.bool:
+            return self.emit(f"({v.text} != 0)", dtype)
+        return self.emit(f"{v.text}.to({dtype_text(dtype)})", dtype)
+
+    def op(self, name: str, dtype: torch.dtype, *args: Val) -> Val:
+        text = op_text(name, [a.text for a in args], self.interpret)
+        return self.emit(f"({text})", compute_dtype(dtype))
+
+    def masked(self, mask: Val, body: Callable[[], Val], other: Any) -> Val:
+        self.extra_masks.append(mask.text)
+        try:
+            val = body()
+        finally:
+            self.extra_masks.pop()
+        fill = self.constant(other, val.dtype)
+        return self.emit(f"tl.where({mask.text}, {val.text}, {fill.text})", val.dtype)

@@ -1,0 +1,333 @@
+"""The lowering registry and the pointwise family: math with broadcasting and torch's type
+promotion (low precision computed in float32), where, clamp, casts, constants.
+
+A lowering is `fn(lx, node, *args, **kwargs)` with the node's arguments already lowered (tensors
+are Pointwise values, sizes Scalars); it raises NotLowered to leave the node to torch.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any, Callable
+
+import sympy
+import torch
+import torch.nn.functional as F
+
+from pdyn.backends.triton.graph_lowering import GraphLowering, NotLowered
+from pdyn.backends.triton.ir import Handler, Index, Pointwise, Scalar, Val, compute_dtype
+
+LOWERINGS: dict[Any, Callable[..., Any]] = {}
+
+
+def register(*targets: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    def add(fn: Callable[..., Any]) -> Callable[..., Any]:
+        for target in targets:
+            assert target not in LOWERINGS, f"second lowering for {target}"
+            LOWERINGS[target] = fn
+        return fn
+
+    return add
+
+
+Loader = Callable[[Handler, Index], Val]
+
+
+def operand(x: Any, ranges: list[sympy.Expr], dtype: torch.dtype) -> tuple[Loader, frozenset[str], int]:
+    """A loader for `x` broadcast to `ranges`, cast to `dtype`; its reads and op count."""
+    if isinstance(x, Pointwise):
+        lead = len(ranges) - len(x.ranges)
+        if lead < 0:
+            raise NotLowered("operand has more dims than the result")
+        sizes = list(x.ranges)
+
+        def load(h: Handler, idx: Index) -> Val:
+            inner = [sympy.Integer(0) if n == 1 else i for n, i in zip(sizes, idx[lead:])]
+            return h.cast(x.fn(h, inner), dtype)
+
+        return load, x.reads, x.ops
+    if isinstance(x, Scalar):
+        expr = x.expr
+        return (lambda h, idx: h.scalar(expr, dtype)), frozenset(), 0
+    if isinstance(x, (bool, int, float)):
+        return (lambda h, idx: h.constant(x, dtype)), frozenset(), 0
+    raise NotLowered(f"operand {type(x).__name__}")
+
+
+def meta_like(x: Any) -> Any:
+    """A stand-in for torch.result_type: 0-dim tensors and Python scalars promote as in eager."""
+    if isinstance(x, Pointwise):
+        return torch.empty([1] * len(x.ranges), dtype=x.dtype, device="meta")
+    if isinstance(x, Scalar):
+        return 1.0 if x.is_float else 2
+    return x
+
+
+def promoted(*xs: Any) -> torch.dtype:
+    metas = [meta_like(x) for x in xs]
+    if len(metas) == 1:
+        m = metas[0]
+        return m.dtype if isinstance(m, torch.Tensor) else torch.result_type(torch.empty(()), m)
+    dtype = torch.result_type(metas[0], metas[1])
+    for m in metas[2:]:
+        dtype = torch.promote_types(dtype, m.dtype if isinstance(m, torch.Tensor) else dtype)
+    return dtype
+
+
+def pointwise(lx: GraphLowering, node: Any, name: str, inputs: list[Any],
+              compute: torch.dtype | None = None) -> Pointwise:
+    """`name` applied elementwise; operands cast to `compute` (default: the result dtype)."""
+    fake = lx.fake(node)
+    ranges, out_dtype = lx.ranges(node), fake.dtype
+    compute = compute_dtype(compute or out_dtype)
+    parts = [operand(x, ranges, compute) for x in inputs]
+    result = compute_dtype(out_dtype)
+
+    def fn(h: Handler, idx: Index) -> Val:
+        return h.op(name, result, *[load(h, idx) for load, _, _ in parts])
+
+    reads = frozenset().union(*[r for _, r, _ in parts])
+    value = Pointwise(ranges, out_dtype, fn, reads, 1 + sum(n for _, _, n in parts))
+    return lx.maybe_realize(node, value)
+
+
+def composite(lx: GraphLowering, node: Any, inputs: list[Any], compute: torch.dtype,
+              body: Callable[..., Val]) -> Pointwise:
+    """A pointwise whose element is `body(h, *operand_vals)` (several ops in one closure)."""
+    ranges = lx.ranges(node)
+    parts = [operand(x, ranges, compute) for x in inputs]
+    out_dtype = lx.fake(node).dtype
+
+    def fn(h: Handler, idx: Index) -> Val:
+        return h.cast(body(h, *[load(h, idx) for load, _, _ in parts]), out_dtype)
+
+    reads = frozenset().union(*[r for _, r, _ in parts])
+    value = Pointwise(ranges, out_dtype, fn, reads, 3 + sum(n for _, _, n in parts))
+    return lx.maybe_realize(node, value)
+
+
+def _binary(name: str) -> Callable[..., Any]:
+    def lower(lx: GraphLowering, node: Any, a: Any, b: Any, *, alpha: Any = 1) -> Pointwise:
+        if alpha != 1:
+            if name not in ("add", "sub"):
+                raise NotLowered("alpha")
+            b = _scaled(lx, node, b, alpha)
+        return pointwise(lx, node, name, [a, b])
+
+    return lower
+
+
+def _scaled(lx: GraphLowering, node: Any, b: Any, alpha: Any) -> Any:
+    if isinstance(b, (int, float)):
+        return b * alpha
+    dtype = promoted(b, alpha)
+    load, reads, ops = operand(b, list(b.ranges), dtype)
+    fn = lambda h, idx: h.op("mul", dtype, load(h, idx), h.constant(alpha, dtype))  # noqa: E731
+    return Pointwise(list(b.ranges), dtype, fn, reads, ops + 1)
+
+
+def _compare(name: str) -> Callable[..., Any]:
+    def lower(lx: GraphLowering, node: Any, a: Any, b: Any) -> Pointwise:
+        return pointwise(lx, node, name, [a, b], compute=promoted(a, b))
+
+    return lower
+
+
+ARITH = {
+    "add": (operator.add, torch.add, "add", "__add__", "__radd__"),
+    "sub": (operator.sub, torch.sub, torch.subtract, "sub", "subtract", "__sub__"),
+    "mul": (operator.mul, torch.mul, torch.multiply, "mul", "multiply", "__mul__", "__rmul__"),
+}
+for _name, _targets in ARITH.items():
+    register(*_targets)(_binary(_name))
+
+COMPARE = {
+    "eq": (operator.eq, torch.eq, "eq"), "ne": (operator.ne, torch.ne, "ne"),
+    "lt": (operator.lt, torch.lt, "lt"), "le": (operator.le, torch.le, "le"),
+    "gt": (operator.gt, torch.gt, "gt"), "ge": (operator.ge, torch.ge, "ge"),
+}
+for _name, _targets in COMPARE.items():
+    register(*_targets)(_compare(_name))
+
+
+@register(torch.maximum, "maximum", torch.minimum, "minimum", torch.fmax, torch.fmin)
+def lower_max_min(lx: GraphLowering, node: Any, a: Any, b: Any) -> Pointwise:
+    name = "maximum" if node.target in (torch.maximum, "maximum") else "minimum"
+    if node.target in (torch.fmax, torch.fmin):
+        raise NotLowered("fmax/fmin ignore nan")
+    return pointwise(lx, node, name, [a, b])
+
+
+@register(operator.and_, torch.logical_and, "logical_and", torch.bitwise_and, "bitwise_and",
+          operator.or_, torch.logical_or, "logical_or", torch.bitwise_or, "bitwise_or",
+          operator.xor, torch.logical_xor, "logical_xor", torch.bitwise_xor, "bitwise_xor")
+def lower_logical(lx: GraphLowering, node: Any, a: Any, b: Any) -> Pointwise:
+    target = getattr(node.target, "__name__", node.target)
+    name = "and" if "and" in target else "or" if "or" in target and "xor" not in target else "xor"
+    if "logical" in target:
+        return pointwise(lx, node, name, [a, b], compute=torch.bool)
+    if promoted(a, b).is_floating_point:
+        raise NotLowered("bitwise op on floats")
+    return pointwise(lx, node, name, [a, b])
+
+
+@register(operator.truediv, torch.div, torch.true_divide, torch.divide, "div", "true_divide",
+          "divide", "__truediv__")
+def lower_div(lx: GraphLowering, node: Any, a: Any, b: Any, *, rounding_mode: Any = None) -> Pointwise:
+    if rounding_mode is None:
+        return pointwise(lx, node, "truediv", [a, b])
+    kind = "int" if not promoted(a, b).is_floating_point else "float"
+    name = {"floor": "floordiv", "trunc": "truncdiv"}[rounding_mode]
+    return pointwise(lx, node, f"{name}_{kind}", [a, b])
+
+
+@register(operator.floordiv, torch.floor_divide, "floor_divide", operator.mod, torch.remainder,
+          "remainder", "__floordiv__", "__mod__")
+def lower_floor_ops(lx: GraphLowering, node: Any, a: Any, b: Any) -> Pointwise:
+    kind = "int" if not promoted(a, b).is_floating_point else "float"
+    base = "floordiv" if node.target in (operator.floordiv, torch.floor_divide, "floor_divide",
+                                         "__floordiv__") else "mod"
+    return pointwise(lx, node, f"{base}_{kind}", [a, b])
+
+
+@register(operator.pow, torch.pow, "pow", "__pow__")
+def lower_pow(lx: GraphLowering, node: Any, a: Any, b: Any) -> Pointwise:
+    if not isinstance(a, Pointwise):
+        raise NotLowered("scalar base")
+    if not lx.fake(node).dtype.is_floating_point:
+        raise NotLowered("integer pow")
+    special = {2: "square", 0.5: "sqrt", 1: "identity", -1: "reciprocal"}
+    if isinstance(b, (int, float)) and b in special:
+        return pointwise(lx, node, special[b], [a])
+    if isinstance(b, (int, float)) and b == 3:
+        return composite(lx, node, [a], compute_dtype(lx.fake(node).dtype),
+                         lambda h, x: h.op("mul", x.dtype, h.op("square", x.dtype, x), x))
+    return pointwise(lx, node, "pow", [a, b])
+
+
+UNARY = {
+    "exp": (torch.exp, "exp"), "exp2": (torch.exp2, "exp2"), "log": (torch.log, "log"),
+    "log2": (torch.log2, "log2"), "sqrt": (torch.sqrt, "sqrt"), "rsqrt": (torch.rsqrt, "rsqrt"),
+    "sin": (torch.sin, "sin"), "cos": (torch.cos, "cos"), "tanh": (torch.tanh, "tanh", F.tanh),
+    "erf": (torch.erf, "erf"), "sigmoid": (torch.sigmoid, "sigmoid", F.sigmoid),
+    "reciprocal": (torch.reciprocal, "reciprocal"), "log1p": (torch.log1p, "log1p"),
+    "expm1": (torch.expm1, "expm1"), "square": (torch.square, "square"),
+    "abs": (torch.abs, "abs", operator.abs, "__abs__"), "neg": (torch.neg, "neg", operator.neg, "__neg__"),
+    "floor": (torch.floor, "floor"), "ceil": (torch.ceil, "ceil"), "sign": (torch.sign, "sign"),
+}
+
+
+def _unary(name: str) -> Callable[..., Any]:
+    def lower(lx: GraphLowering, node: Any, x: Any) -> Pointwise:
+        if name in ("floor", "ceil") and not x.dtype.is_floating_point:
+            return pointwise(lx, node, "identity", [x])
+        return pointwise(lx, node, name, [x])
+
+    return lower
+
+
+for _name, _targets in UNARY.items():
+    register(*_targets)(_unary(_name))
+
+
+@register(torch.relu, F.relu, "relu")
+def lower_relu(lx: GraphLowering, node: Any, x: Any, inplace: bool = False) -> Pointwise:
+    if inplace:
+        raise NotLowered("inplace")
+    return pointwise(lx, node, "relu", [x])
+
+
+@register(F.silu)
+def lower_silu(lx: GraphLowering, node: Any, x: Any, inplace: bool = False) -> Pointwise:
+    if inplace:
+        raise NotLowered("inplace")
+    return pointwise(lx, node, "silu", [x])
+
+
+@register(F.gelu)
+def lower_gelu(lx: GraphLowering, node: Any, x: Any, approximate: str = "none") -> Pointwise:
+    return pointwise(lx, node, "gelu" if approximate == "none" else "gelu_tanh", [x])
+
+
+@register(torch.isnan, "isnan")
+def lower_isnan(lx: GraphLowering, node: Any, x: Any) -> Pointwise:
+    return pointwise(lx, node, "isnan", [x], compute=x.dtype)
+
+
+@register(torch.logical_not, "logical_not", operator.invert, torch.bitwise_not, "bitwise_not", "__invert__")
+def lower_not(lx: GraphLowering, node: Any, x: Any) -> Pointwise:
+    if node.target in (torch.logical_not, "logical_not") or x.dtype == torch.bool:
+        return pointwise(lx, node, "not", [x], compute=torch.bool)
+    return pointwise(lx, node, "invert", [x])
+
+
+@register(torch.where, "where")
+def lower_where(lx: GraphLowering, node: Any, cond: Any, a: Any = None, b: Any = None) -> Pointwise:
+    if a is None:
+        raise NotLowered("where(cond) is nonzero")
+    dtype = compute_dtype(lx.fake(node).dtype)
+    return composite(lx, node, [cond, a, b], dtype, lambda h, c, x, y: h.op(
+        "where", dtype, h.cast(c, torch.bool), x, y))
+
+
+@register(torch.clamp, torch.clip, "clamp", "clip")
+def lower_clamp(lx: GraphLowering, node: Any, x: Any, min: Any = None, max: Any = None) -> Pointwise:
+    dtype = compute_dtype(lx.fake(node).dtype)
+    bounds = [v for v in (min, max) if v is not None]
+
+    def body(h: Handler, v: Val, *bs: Val) -> Val:
+        it = iter(bs)
+        if min is not None:
+            lo = next(it)
+            v = h.op("where", dtype, h.op("lt", torch.bool, v, lo), lo, v)
+        if max is not None:
+            hi = next(it)
+            v = h.op("where", dtype, h.op("gt", torch.bool, v, hi), hi, v)
+        return v
+
+    return composite(lx, node, [x, *bounds], dtype, body)
+
+
+CASTS = {"float": torch.float32, "double": torch.float64, "half": torch.float16,
+         "bfloat16": torch.bfloat16, "int": torch.int32, "long": torch.int64, "bool": torch.bool}
+
+
+@register(*CASTS, "to", "type", "type_as")
+def lower_cast(lx: GraphLowering, node: Any, x: Any, *args: Any, **kwargs: Any) -> Pointwise:
+    fake = lx.fake(node)
+    if not isinstance(x, Pointwise) or fake.device != lx.device:
+        raise NotLowered("device move")
+    if kwargs.get("memory_format") not in (None, torch.preserve_format, torch.contiguous_format):
+        raise NotLowered("memory format")
+    if fake.dtype == x.dtype and node.target in ("to", "type", "type_as") + tuple(CASTS):
+        return x  # eager returns the input itself
+    return pointwise(lx, node, "identity", [x], compute=fake.dtype)
+
+
+@register(torch.clone, "clone", "contiguous")
+def lower_copy(lx: GraphLowering, node: Any, x: Any, *args: Any, **kwargs: Any) -> Pointwise:
+    if not isinstance(x, Pointwise):
+        raise NotLowered("clone of a non-tensor")
+    if node.target == "contiguous" and x.buffer is not None:
+        raise NotLowered("contiguous of a stored tensor may alias")
+    return Pointwise(list(x.ranges), x.dtype, x.fn, x.reads, x.ops)
+
+
+@register(torch.full, torch.zeros, torch.ones, torch.full_like, torch.zeros_like, torch.ones_like,
+          "new_zeros", "new_ones", "new_full")
+def lower_full(lx: GraphLowering, node: Any, *args: Any, **kwargs: Any) -> Pointwise:
+    fake = lx.fake(node)
+    name = getattr(node.target, "__name__", node.target)
+    value = {"zeros": 0, "ones": 1}.get(name.replace("new_", "").replace("_like", ""))
+    if value is None:
+        value = args[-1] if args else kwargs["fill_value"]
+    if not isinstance(value, (bool, int, float)) or fake.device != lx.device:
+        raise NotLowered("fill value")
+    if kwargs.get("requires_grad"):
+        raise NotLowered("requires_grad")
+    dtype = fake.dtype
+    fn = lambda h, idx: h.constant(value, dtype)  # noqa: E731
+    return Pointwise(lx.ranges(node), dtype, fn, frozenset(), 1)
+
+
+from pdyn.backends.triton import lowering_reductions, lowering_views  # noqa: E402,F401  # registers

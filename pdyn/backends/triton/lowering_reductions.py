@@ -1,0 +1,294 @@
+"""Reductions (sum, mean, amax, amin, prod, argmax, argmin, var, std, max/min with a dim), the
+normalizations built from them (softmax, log_softmax, layer_norm, rms_norm), and the matrix
+products, which call torch (extern) and leave bias and activation to a fused epilogue kernel.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import sympy
+import torch
+import torch.nn.functional as F
+
+from pdyn.backends.triton.graph_lowering import GraphLowering, NotLowered
+from pdyn.backends.triton.ir import Handler, Index, Pointwise, Reduction, Scalar, Val, compute_dtype
+from pdyn.backends.triton.lowering import operand, register
+
+
+def norm_dims(dim: Any, ndim: int) -> tuple[int, ...]:
+    if dim is None or (isinstance(dim, (list, tuple)) and len(dim) == 0):
+        return tuple(range(ndim))
+    dims = dim if isinstance(dim, (list, tuple)) else (dim,)
+    if any(not isinstance(d, int) for d in dims):
+        raise NotLowered("dims must be ints")
+    return tuple(sorted({d % max(ndim, 1) for d in dims})) if ndim else ()
+
+
+def reduce(lx: GraphLowering, x: Pointwise, dims: tuple[int, ...], kind: str,
+           dtype: torch.dtype, keepdim: bool) -> Pointwise:
+    """Schedule a reduction of `x`; the result is a stored buffer of `dtype` (keepdim or not)."""
+    if not dims:
+        raise NotLowered("reduction over no dims of a 0-dim tensor")
+    acc = compute_dtype(dtype) if kind not in ("argmax", "argmin") else compute_dtype(x.dtype)
+    if acc == torch.bool:
+        acc = torch.int32
+    red = Reduction(kind, list(x.ranges), dims, x.fn, acc)
+    if keepdim:
+        size = [sympy.Integer(1) if d in dims else n for d, n in enumerate(x.ranges)]
+
+        def keep_index(xs: Index) -> Index:
+            it = iter(xs)
+            return [sympy.Integer(0) if d in dims else next(it) for d in range(len(x.ranges))]
+    else:
+        size, keep_index = red.out_ranges, None  # type: ignore[assignment]  # identity
+    return lx.schedule_reduction(red, dtype, x.reads, size, keep_index)
+
+
+def scale(lx: GraphLowering, ranges: list[sympy.Expr], x: Pointwise, divisor: sympy.Expr,
+          dtype: torch.dtype) -> Pointwise:
+    """x / divisor (a size), a lazy pointwise over the reduced buffer."""
+    compute = compute_dtype(dtype)
+    load, reads, ops = operand(x, ranges, compute)
+
+    def fn(h: Handler, idx: Index) -> Val:
+        return h.op("truediv", compute, load(h, idx), h.scalar(divisor, compute))
+
+    return Pointwise(ranges, dtype, fn, reads, ops + 1)
+
+
+def reduced_count(x: Pointwise, dims: tuple[int, ...]) -> sympy.Expr:
+    return sympy.Mul(*[x.ranges[d] for d in dims]) if dims else sympy.Integer(1)
+
+
+@register(torch.sum, "sum", torch.amax, "amax", torch.amin, "amin", torch.prod, "prod",
+          torch.argmax, "argmax", torch.argmin, "argmin", torch.mean, "mean")
+def lower_reduction(lx: GraphLowering, node: Any, x: Any, dim: Any = None, keepdim: bool = False,
+                    *, dtype: Any = None, **kwargs: Any) -> Pointwise:
+    name = getattr(node.target, "__name__", node.target)
+    kind = {"amax": "max", "amin": "min"}.get(name, name)
+    out = lx.fake(node)
+    if isinstance(dim, bool):  # prod(x, dim, keepdim) has positional keepdim too
+        raise NotLowered("bool dim")
+    dims = norm_dims(dim, len(x.ranges))
+    if kind in ("argmax", "argmin") and dim is None:
+        flat = Pointwise([reduced_count(x, dims)], x.dtype, _flat_fn(x), x.reads, x.ops)
+        return reduce(lx, flat, (0,), kind, out.dtype, False)
+    if kind == "mean":
+        total = reduce(lx, x, dims, "sum", out.dtype, keepdim)
+        return scale(lx, lx.ranges(node), total, reduced_count(x, dims), out.dtype)
+    if kind == "prod" and dim is not None and not isinstance(dim, int):
+        raise NotLowered("prod takes one dim")
+    return reduce(lx, x, dims, kind, out.dtype, keepdim)
+
+
+def _flat_fn(x: Pointwise) -> Any:
+    from pdyn.backends.triton.lowering_views import reshape_reindex_plain
+
+    reindex = reshape_reindex_plain(list(x.ranges))
+    return lambda h, idx: x.fn(h, reindex(idx))
+
+
+@register(torch.max, "max", torch.min, "min")
+def lower_max_dim(lx: GraphLowering, node: Any, x: Any, dim: Any = None, keepdim: bool = False) -> Any:
+    name = getattr(node.target, "__name__", node.target)
+    out = lx.fake(node)
+    if isinstance(dim, Pointwise):
+        from pdyn.backends.triton.lowering import lower_max_min
+
+        return lower_max_min(lx, node, x, dim)
+    if dim is None:
+        return reduce(lx, x, norm_dims(None, len(x.ranges)), name, out.dtype, False)
+    dims = norm_dims(dim, len(x.ranges))
+    values = reduce(lx, x, dims, name, out[0].dtype, keepdim)
+    indices = reduce(lx, x, dims, "arg" + name, torch.int64, keepdim)
+    return torch.return_types.max((values, indices)) if name == "max" else torch.return_types.min((values, indices))
+
+
+def variance(lx: GraphLowering, x: Pointwise, dims: tuple[int, ...], correction: Any,
+             keepdim: bool, dtype: torch.dtype, out_ranges: list[sympy.Expr]) -> tuple[Pointwise, Pointwise]:
+    """Two passes (mean, then squared deviations); both land in one kernel with two phases."""
+    n = reduced_count(x, dims)
+    compute = compute_dtype(dtype)
+    mean_keep = scale(lx, [1 if d in dims else s for d, s in enumerate(x.ranges)],
+                      reduce(lx, x, dims, "sum", dtype, True), n, dtype)
+    load_x, _, _ = operand(x, list(x.ranges), compute)
+    load_m, _, _ = operand(mean_keep, list(x.ranges), compute)
+
+    def sq(h: Handler, idx: Index) -> Val:
+        d = h.op("sub", compute, load_x(h, idx), load_m(h, idx))
+        return h.op("mul", compute, d, d)
+
+    dev = Pointwise(list(x.ranges), dtype, sq, x.reads | mean_keep.reads, x.ops + 3)
+    denom = sympy.Max(0, n - correction)
+    var = scale(lx, out_ranges, reduce(lx, dev, dims, "sum", dtype, keepdim), denom, dtype)
+    mean = mean_keep if keepdim else scale(lx, out_ranges, reduce(lx, x, dims, "sum", dtype, False), n, dtype)
+    return var, mean
+
+
+def _correction(unbiased: Any, correction: Any) -> Any:
+    if correction is not None:
+        return correction
+    return 0 if unbiased is False else 1
+
+
+@register(torch.var, "var", torch.std, "std", torch.var_mean, torch.std_mean)
+def lower_var(lx: GraphLowering, node: Any, x: Any, dim: Any = None, unbiased: Any = None,
+              keepdim: bool = False, *, correction: Any = None) -> Any:
+    if isinstance(dim, bool):
+        unbiased, dim = dim, None
+    name = getattr(node.target, "__name__", node.target)
+    out = lx.fake(node)
+    out0 = out[0] if isinstance(out, tuple) else out
+    if not out0.dtype.is_floating_point or isinstance(correction, Scalar):
+        raise NotLowered("var of these inputs")
+    ranges = [sympy.Integer(s) if isinstance(s, int) else s.node.expr for s in out0.shape]
+    var, mean = variance(lx, x, norm_dims(dim, len(x.ranges)), _correction(unbiased, correction),
+                         keepdim, out0.dtype, ranges)
+    if name.startswith("std"):
+        load, reads, ops = operand(var, ranges, compute_dtype(out0.dtype))
+        var = Pointwise(ranges, out0.dtype, lambda h, i: h.op("sqrt", compute_dtype(out0.dtype), load(h, i)), reads, ops + 1)
+    return (var, mean) if name.endswith("_mean") else var
+
+
+def _softmax_parts(lx: GraphLowering, x: Pointwise, dim: int, dtype: torch.dtype) -> tuple[Any, ...]:
+    compute = compute_dtype(dtype)
+    xs = Pointwise(list(x.ranges), dtype, operand(x, list(x.ranges), compute)[0], x.reads, x.ops)
+    dims = (dim % len(x.ranges),)
+    m = reduce(lx, xs, dims, "max", dtype, True)
+    load_x, _, _ = operand(xs, list(x.ranges), compute)
+    load_m, _, _ = operand(m, list(x.ranges), compute)
+
+    def shifted(h: Handler, idx: Index) -> Val:
+        return h.op("sub", compute, load_x(h, idx), load_m(h, idx))
+
+    def exp(h: Handler, idx: Index) -> Val:
+        return h.op("exp", compute, shifted(h, idx))
+
+    e = Pointwise(list(x.ranges), dtype, exp, xs.reads | m.reads, x.ops + 2)
+    s = reduce(lx, e, dims, "sum", dtype, True)
+    load_s, _, _ = operand(s, list(x.ranges), compute)
+    return shifted, exp, load_s, e.reads | s.reads
+
+
+@register(torch.softmax, F.softmax, "softmax", torch.log_softmax, F.log_softmax, "log_softmax")
+def lower_softmax(lx: GraphLowering, node: Any, x: Any, dim: Any = None, _stacklevel: int = 3,
+                  dtype: Any = None, **kwargs: Any) -> Pointwise:
+    if dim is None or not isinstance(x, Pointwise) or not x.ranges:
+        raise NotLowered("softmax needs a dim")
+    out_dtype = lx.fake(node).dtype
+    compute = compute_dtype(out_dtype)
+    shifted, exp, load_s, reads = _softmax_parts(lx, x, dim, out_dtype)
+    log = "log" in getattr(node.target, "__name__", str(node.target))
+
+    def fn(h: Handler, idx: Index) -> Val:
+        if log:
+            return h.op("sub", compute, shifted(h, idx), h.op("log", compute, load_s(h, idx)))
+        return h.op("truediv", compute, exp(h, idx), load_s(h, idx))
+
+    return Pointwise(list(x.ranges), out_dtype, fn, reads, x.ops + 4)
+
+
+def _norm(lx: GraphLowering, node: Any, x: Pointwise, ndims: int, weight: Any, bias: Any,
+          eps: float, rms: bool) -> Pointwise:
+    out_dtype = lx.fake(node).dtype
+    compute = compute_dtype(out_dtype)
+    dims = tuple(range(len(x.ranges) - ndims, len(x.ranges)))
+    ranges = list(x.ranges)
+    keep = [1 if d in dims else s for d, s in enumerate(ranges)]
+    xs = Pointwise(ranges, out_dtype, operand(x, ranges, compute)[0], x.reads, x.ops)
+    if rms:
+        sq = Pointwise(ranges, out_dtype, lambda h, i: h.op("square", compute, xs.fn(h, i)), xs.reads, xs.ops + 1)
+        ms = scale(lx, keep, reduce(lx, sq, dims, "sum", out_dtype, True), reduced_count(x, dims), out_dtype)
+        center, spread = xs, ms
+    else:
+        var, mean = variance(lx, xs, dims, 0, True, out_dtype, keep)
+        load_x, load_m = operand(xs, ranges, compute)[0], operand(mean, ranges, compute)[0]
+        center = Pointwise(ranges, out_dtype, lambda h, i: h.op("sub", compute, load_x(h, i), load_m(h, i)),
+                           xs.reads | mean.reads, xs.ops + 2)
+        spread = var
+    load_c, load_v = operand(center, ranges, compute)[0], operand(spread, ranges, compute)[0]
+    load_w = operand(weight, ranges, compute)[0] if weight is not None else None
+    load_b = operand(bias, ranges, compute)[0] if bias is not None else None
+
+    def fn(h: Handler, idx: Index) -> Val:
+        v = h.op("add", compute, load_v(h, idx), h.constant(eps, compute))
+        y = h.op("mul", compute, load_c(h, idx), h.op("rsqrt", compute, v))
+        if load_w is not None:
+            y = h.op("mul", compute, y, load_w(h, idx))
+        if load_b is not None:
+            y = h.op("add", compute, y, load_b(h, idx))
+        return y
+
+    reads = center.reads | spread.reads | _reads(weight) | _reads(bias)
+    return Pointwise(ranges, out_dtype, fn, reads, center.ops + 6)
+
+
+def _reads(x: Any) -> frozenset[str]:
+    return x.reads if isinstance(x, Pointwise) else frozenset()
+
+
+@register(F.layer_norm)
+def lower_layer_norm(lx: GraphLowering, node: Any, x: Any, normalized_shape: Any, weight: Any = None,
+                     bias: Any = None, eps: float = 1e-5) -> Pointwise:
+    shape = normalized_shape if isinstance(normalized_shape, (list, tuple)) else (normalized_shape,)
+    return _norm(lx, node, x, len(shape), weight, bias, eps, rms=False)
+
+
+@register(F.rms_norm)
+def lower_rms_norm(lx: GraphLowering, node: Any, x: Any, normalized_shape: Any, weight: Any = None,
+                   eps: Any = None) -> Pointwise:
+    shape = normalized_shape if isinstance(normalized_shape, (list, tuple)) else (normalized_shape,)
+    if eps is None:
+        eps = torch.finfo(lx.fake(node).dtype).eps
+    return _norm(lx, node, x, len(shape), weight, None, eps, rms=True)
+
+
+# -- matrix products: torch computes them, a fused kernel applies what follows ----------------------
+@register(torch.mm, "mm", torch.bmm, "bmm", torch.matmul, "matmul", "__matmul__")
+def lower_mm(lx: GraphLowering, node: Any, a: Any, b: Any) -> Any:
+    call = lx.torch_call("extern", node)
+    return lx.result_value(node, call, lx.fake(node))
+
+
+def _extern_then_add(lx: GraphLowering, node: Any, mm_target: Any, mm_args: tuple[Any, ...],
+                     bias: Any, beta: Any = 1, alpha: Any = 1) -> Any:
+    fake = lx.fake(node)
+    call = lx.torch_call("extern", node, target=mm_target, args=mm_args, kwargs={})
+    product = lx.result_value(node, call, fake)
+    if bias is None and alpha == 1:
+        return product
+    ranges, compute = lx.ranges(node), compute_dtype(fake.dtype)
+    load_p, reads_p, _ = operand(product, ranges, compute)
+    load_b, reads_b, _ = operand(bias, ranges, compute) if bias is not None else (None, frozenset(), 0)
+
+    def fn(h: Handler, idx: Index) -> Val:
+        y = load_p(h, idx)
+        if alpha != 1:
+            y = h.op("mul", compute, y, h.constant(alpha, compute))
+        if load_b is not None:
+            b = load_b(h, idx)
+            b = b if beta == 1 else h.op("mul", compute, b, h.constant(beta, compute))
+            y = h.op("add", compute, y, b)
+        return y
+
+    return Pointwise(ranges, fake.dtype, fn, reads_p | reads_b, 3)
+
+
+@register(F.linear)
+def lower_linear(lx: GraphLowering, node: Any, x: Any, weight: Any, bias: Any = None) -> Any:
+    x_node, w_node = node.args[0], node.args[1]
+    return _extern_then_add(lx, node, F.linear, (x_node, w_node), bias)
+
+
+@register(torch.addmm, "addmm")
+def lower_addmm(lx: GraphLowering, node: Any, bias: Any, a: Any, b: Any, *, beta: Any = 1,
+                alpha: Any = 1) -> Any:
+    if not all(isinstance(v, (int, float)) for v in (beta, alpha)):
+        raise NotLowered("symbolic alpha/beta")
+    a_node, b_node = node.args[1], node.args[2]
+    return _extern_then_add(lx, node, torch.mm, (a_node, b_node), bias, beta, alpha)
+
+
+_ = math

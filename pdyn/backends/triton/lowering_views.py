@@ -1,0 +1,242 @@
+"""View ops as index arithmetic (reshape by keep/merge/split groups, permute, expand, slicing,
+squeeze/unsqueeze, select), plus `cat` as a pointwise of masked loads. Views keep their fx node so
+a consumer that needs a real tensor replays the view with torch on the realized base.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any, Callable
+
+import sympy
+import torch
+
+from pdyn.backends.triton.graph_lowering import GraphLowering, NotLowered
+from pdyn.backends.triton.ir import Handler, Index, Pointwise, Scalar, Val, View
+from pdyn.backends.triton.lowering import operand, register
+from pdyn.backends.triton.symbolic import floordiv, moddim
+
+Reindex = Callable[[Index], Index]
+
+
+def view(lx: GraphLowering, node: Any, base: Pointwise, reindex: Reindex) -> View:
+    if not isinstance(base, Pointwise):
+        raise NotLowered("view of a non-tensor")
+
+    def fn(h: Handler, idx: Index) -> Val:
+        return base.fn(h, reindex(idx))
+
+    return View(lx.ranges(node), base.dtype, fn, base.reads, base.ops, node=node, base=base)
+
+
+def _same(a: sympy.Expr, b: sympy.Expr) -> bool:
+    return sympy.expand(a - b) == 0
+
+
+def reshape_groups(lx: GraphLowering, src: list[sympy.Expr], dst: list[sympy.Expr]) -> list[tuple[list[int], list[int]]]:
+    """Pair runs of source and result dims with equal products (size-1 dims left out)."""
+    s = [i for i, n in enumerate(src) if n != 1]
+    d = [j for j, n in enumerate(dst) if n != 1]
+    groups, i, j = [], 0, 0
+    while i < len(s) and j < len(d):
+        gs, gd = [s[i]], [d[j]]
+        ps, pd = src[s[i]], dst[d[j]]
+        i, j = i + 1, j + 1
+        while not _same(ps, pd):
+            if lx.sym.hint(ps) <= lx.sym.hint(pd) and i < len(s):
+                ps, i = ps * src[s[i]], i + 1
+                gs.append(s[i - 1])
+            elif j < len(d):
+                pd, j = pd * dst[d[j]], j + 1
+                gd.append(d[j - 1])
+            else:
+                return [(s, d)]  # products never met symbolically: one group, still exact
+        groups.append((gs, gd))
+    if i < len(s) or j < len(d):
+        return [(s, d)]
+    return groups
+
+
+def reshape_reindex(lx: GraphLowering, src: list[sympy.Expr], dst: list[sympy.Expr]) -> Reindex:
+    groups = reshape_groups(lx, src, dst)
+
+    def reindex(idx: Index) -> Index:
+        out: Index = [sympy.Integer(0)] * len(src)
+        for gs, gd in groups:
+            if len(gs) == 1 and len(gd) == 1:
+                out[gs[0]] = idx[gd[0]]
+                continue
+            flat, stride = sympy.Integer(0), sympy.Integer(1)
+            for j in reversed(gd):
+                flat, stride = flat + idx[j] * stride, stride * dst[j]
+            stride = sympy.Integer(1)
+            for k, i in enumerate(reversed(gs)):
+                q = floordiv(flat, stride)
+                out[i] = q if k == len(gs) - 1 else moddim(q, src[i])
+                stride = stride * src[i]
+        return out
+
+    return reindex
+
+
+@register("view", "reshape", torch.reshape, torch.flatten, "flatten", "unflatten", torch.unflatten,
+          torch.squeeze, "squeeze", torch.unsqueeze, "unsqueeze", "view_as", "reshape_as")
+def lower_reshape(lx: GraphLowering, node: Any, x: Any, *args: Any, **kwargs: Any) -> View:
+    if not isinstance(x, Pointwise) or (args and isinstance(args[0], torch.dtype)):
+        raise NotLowered("view as dtype")
+    return view(lx, node, x, reshape_reindex(lx, list(x.ranges), lx.ranges(node)))
+
+
+@register(torch.permute, "permute", torch.transpose, "transpose", torch.swapaxes, "swapaxes",
+          torch.t, "t", "T", "mT")
+def lower_permute(lx: GraphLowering, node: Any, x: Any, *dims: Any, **kwargs: Any) -> View:
+    n = len(x.ranges)
+    name = getattr(node.target, "__name__", node.target)
+    if name == "permute":
+        perm = list(dims[0]) if len(dims) == 1 and isinstance(dims[0], (list, tuple)) else list(dims)
+        perm = perm or list(kwargs["dims"])
+    elif name in ("transpose", "swapaxes"):
+        a, b = (dims + tuple(kwargs.values()))[:2]
+        perm = list(range(n))
+        perm[a % n], perm[b % n] = perm[b % n], perm[a % n]
+    else:
+        perm = list(reversed(range(n))) if name != "mT" else list(range(n - 2)) + [n - 1, n - 2]
+    perm = [p % n for p in perm]
+
+    def reindex(idx: Index) -> Index:
+        out: Index = [sympy.Integer(0)] * n
+        for o, p in enumerate(perm):
+            out[p] = idx[o]
+        return out
+
+    return view(lx, node, x, reindex)
+
+
+@register("expand", "expand_as", torch.broadcast_to, "broadcast_to")
+def lower_expand(lx: GraphLowering, node: Any, x: Any, *args: Any, **kwargs: Any) -> View:
+    load, _, _ = operand(x, lx.ranges(node), x.dtype)
+    value = view(lx, node, x, lambda idx: idx)
+    value.fn = load
+    return value
+
+
+@register(torch.detach, "detach", "alias")
+def lower_alias(lx: GraphLowering, node: Any, x: Any) -> View:
+    return view(lx, node, x, lambda idx: idx)
+
+
+def _clamp_start(start: Any, size: sympy.Expr, hint_negative: bool) -> sympy.Expr:
+    start = start.expr if isinstance(start, Scalar) else sympy.Integer(start)
+    if hint_negative:
+        return sympy.Max(0, start + size)
+    return sympy.Min(start, size)
+
+
+def _index_items(lx: GraphLowering, x: Pointwise, items: tuple[Any, ...]) -> Reindex:
+    """Reindex for x[items] with ints, slices, None and one Ellipsis."""
+    consuming = sum(1 for it in items if it is not None and it is not Ellipsis)
+    expanded: list[Any] = []
+    for it in items:
+        expanded += [slice(None)] * (len(x.ranges) - consuming) if it is Ellipsis else [it]
+    expanded += [slice(None)] * (len(x.ranges) - sum(1 for it in expanded if it is not None))
+    plan: list[tuple[str, Any]] = []
+    d = 0
+    for it in expanded:
+        if it is None:
+            plan.append(("new", None))
+            continue
+        size = x.ranges[d]
+        if isinstance(it, (int, Scalar)) and not isinstance(it, bool):
+            v = it if isinstance(it, int) else lx.sym.hint(it.expr)
+            plan.append(("at", _clamp_start(it, size, v < 0)))
+        elif isinstance(it, slice):
+            step = 1 if it.step is None else it.step
+            if not isinstance(step, int) or step <= 0:
+                raise NotLowered("slice step")
+            start = 0 if it.start is None else it.start
+            v = start if isinstance(start, int) else lx.sym.hint(start.expr)
+            plan.append(("slice", (_clamp_start(start, size, v < 0), step)))
+        else:
+            raise NotLowered(f"index item {type(it).__name__}")
+        d += 1
+
+    def reindex(idx: Index) -> Index:
+        out: Index = []
+        o = 0
+        for kind, arg in plan:
+            if kind == "at":
+                out.append(arg)
+            elif kind == "slice":
+                out.append(arg[0] + arg[1] * idx[o])
+            o += kind != "at"
+        return out
+
+    return reindex
+
+
+@register(operator.getitem)
+def lower_getitem(lx: GraphLowering, node: Any, x: Any, items: Any) -> Any:
+    if isinstance(x, (tuple, list)):
+        return x[items]
+    if not isinstance(x, Pointwise):
+        raise NotLowered("getitem on a runtime object")
+    items = items if isinstance(items, tuple) else (items,)
+    return view(lx, node, x, _index_items(lx, x, items))
+
+
+@register(torch.select, "select")
+def lower_select(lx: GraphLowering, node: Any, x: Any, dim: int, index: Any) -> View:
+    items = (slice(None),) * (dim % len(x.ranges)) + (index,)
+    return view(lx, node, x, _index_items(lx, x, items))
+
+
+@register(torch.narrow, "narrow")
+def lower_narrow(lx: GraphLowering, node: Any, x: Any, dim: int, start: Any, length: Any) -> View:
+    items = (slice(None),) * (dim % len(x.ranges)) + (slice(start, None),)
+    return view(lx, node, x, _index_items(lx, x, items))
+
+
+@register(torch.cat, torch.concat, torch.concatenate)
+def lower_cat(lx: GraphLowering, node: Any, tensors: Any, dim: int = 0) -> Pointwise:
+    ranges = lx.ranges(node)
+    dim = dim % len(ranges)
+    parts = [t for t in tensors if not (len(t.ranges) == 1 and t.ranges[0] == 0)]
+    if not parts or any(not isinstance(t, Pointwise) or len(t.ranges) != len(ranges) for t in parts):
+        raise NotLowered("cat of these inputs")
+    dtype = lx.fake(node).dtype
+    offsets = [sympy.Integer(0)]
+    for t in parts:
+        offsets.append(offsets[-1] + t.ranges[dim])
+    loads = [operand(t, ranges, dtype)[0] for t in parts]
+
+    def fn(h: Handler, idx: Index) -> Val:
+        i = h.index_value(idx[dim], torch.int64)
+        result: Val | None = None
+        for j in reversed(range(len(parts))):
+            shifted = list(idx)
+            shifted[dim] = idx[dim] - offsets[j]
+            below = h.op("lt", torch.bool, i, h.scalar(offsets[j + 1], torch.int64))
+            start = h.op("ge", torch.bool, i, h.scalar(offsets[j], torch.int64))
+            inside = h.op("and", torch.bool, start, below)
+            v = h.masked(inside, lambda s=shifted, ld=loads[j]: ld(h, s), 0)
+            result = v if result is None else h.op("where", v.dtype, below, v, result)
+        assert result is not None
+        return result
+
+    reads = frozenset().union(*[t.reads for t in parts])
+    return lx.maybe_realize(node, Pointwise(ranges, dtype, fn, reads, 4 * len(parts)))
+
+
+def reshape_reindex_plain(src: list[sympy.Expr]) -> Reindex:
+    """Flat index -> index of `src` (row-major)."""
+
+    def reindex(idx: Index) -> Index:
+        out: Index = []
+        stride = sympy.Integer(1)
+        for k in reversed(range(len(src))):
+            q = floordiv(idx[0], stride)
+            out.append(q if k == 0 else moddim(q, src[k]))
+            stride = stride * src[k]
+        return list(reversed(out))
+
+    return reindex

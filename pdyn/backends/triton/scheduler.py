@@ -1,0 +1,85 @@
+"""Order and fuse the scheduled nodes into steps: kernels (groups of ComputedBuffers) and torch calls.
+
+Greedy and consecutive, so fusion can never create a cycle: a node joins the current kernel when
+the kernel can still be generated with it (same iteration space, every read of a buffer made in
+the kernel at the index it was written; see codegen.fit and KernelBuilder.load). A buffer is
+stored only if something outside its kernel reads it or it is a graph output.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from pdyn.backends.triton.codegen import KernelSource, generate_kernel
+from pdyn.backends.triton.graph_lowering import GraphLowering
+from pdyn.backends.triton.ir import ComputedBuffer, SchedulerNode, TorchCall
+from pdyn.backends.triton.kernel_builder import CannotFuse
+
+log = logging.getLogger("pdyn.lowering")
+MAX_FUSED = 64  # nodes per kernel: bounds compile time and register pressure
+
+
+@dataclass
+class KernelGroup:
+    nodes: list[ComputedBuffer]
+    source: KernelSource | None = None
+
+
+Step = KernelGroup | TorchCall
+
+
+def live_nodes(lx: GraphLowering) -> list[SchedulerNode]:
+    """Drop computed buffers nobody reads (an unused half of var_mean, ...)."""
+    nodes = list(lx.scheduled)
+    while True:
+        needed = set(lx.output_buffers) | set(lx.outputs)
+        for n in nodes:
+            needed |= n.reads
+        keep = [n for n in nodes if isinstance(n, TorchCall) or n.name in needed]
+        if len(keep) == len(nodes):
+            return keep
+        nodes = keep
+
+
+def can_fuse(nodes: list[ComputedBuffer], interpret: bool) -> bool:
+    if len(nodes) > MAX_FUSED:
+        return False
+    try:
+        generate_kernel(nodes, {n.name for n in nodes}, interpret)
+    except CannotFuse as e:
+        log.debug("not fused: %s", e)
+        return False
+    return True
+
+
+def schedule(lx: GraphLowering, interpret: bool) -> list[Step]:
+    steps: list[Step] = []
+    current: list[ComputedBuffer] = []
+    for node in live_nodes(lx):
+        if isinstance(node, TorchCall):
+            if current:
+                steps.append(KernelGroup(current))
+                current = []
+            steps.append(node)
+        elif current and can_fuse(current + [node], interpret):
+            current.append(node)
+        else:
+            if current:
+                steps.append(KernelGroup(current))
+            current = [node]
+    if current:
+        steps.append(KernelGroup(current))
+    _generate(steps, lx, interpret)
+    return steps
+
+
+def _generate(steps: list[Step], lx: GraphLowering, interpret: bool) -> None:
+    reads_by_step = [s.reads if isinstance(s, TorchCall) else
+                     frozenset().union(*[n.reads for n in s.nodes]) for s in steps]
+    outside = set(lx.output_buffers) | set(lx.outputs)
+    for i, step in enumerate(steps):
+        if isinstance(step, KernelGroup):
+            others = outside.union(*[r for j, r in enumerate(reads_by_step) if j != i])
+            stored = {n.name for n in step.nodes if n.name in others}
+            step.source = generate_kernel(step.nodes, stored, interpret)

@@ -1,0 +1,118 @@
+"""Each elementwise op as Triton text, in two variants: `gpu` (libdevice where it is the accurate
+or only spelling) and `interpret` (core `tl` only; Triton's interpreter has no libdevice).
+
+Templates take the operands' Triton expressions as {0}, {1}, {2}; `dtype_text` maps torch dtypes.
+Integer `//` and `%` truncate in Triton, so floor semantics go through the helpers in PREAMBLE.
+"""
+
+from __future__ import annotations
+
+import torch
+
+TL_DTYPE = {
+    torch.float32: "tl.float32", torch.float16: "tl.float16", torch.bfloat16: "tl.bfloat16",
+    torch.float64: "tl.float64", torch.int8: "tl.int8", torch.int16: "tl.int16",
+    torch.int32: "tl.int32", torch.int64: "tl.int64", torch.uint8: "tl.uint8", torch.bool: "tl.int1",
+}
+
+
+def dtype_text(dtype: torch.dtype) -> str:
+    if dtype not in TL_DTYPE:
+        raise NotImplementedError(f"no Triton dtype for {dtype}")
+    return TL_DTYPE[dtype]
+
+
+# Helpers every kernel module carries; each is @triton.jit so Triton inlines it.
+PREAMBLE = '''
+@triton.jit
+def _floordiv_int(a, b):
+    q = a // b
+    return tl.where(((a % b) != 0) & ((a < 0) != (b < 0)), q - 1, q)
+
+
+@triton.jit
+def _mod_int(a, b):
+    r = a % b
+    return tl.where((r != 0) & ((r < 0) != (b < 0)), r + b, r)
+
+
+@triton.jit
+def _trunc(q):
+    return tl.where(q < 0, tl.ceil(q), tl.floor(q))
+
+
+@triton.jit
+def _pow_safe(x, y):
+    # exp(y*log|x|) with the sign and the zero cases torch.pow gives
+    r = tl.exp(y * tl.log(tl.abs(x)))
+    y_int = tl.floor(y) == y
+    y_odd = y_int & ((tl.floor(y * 0.5) * 2.0) != y)
+    r = tl.where(x < 0, tl.where(y_int, tl.where(y_odd, -r, r), float("nan")), r)
+    return tl.where(y == 0, 1.0, r)
+
+
+@triton.jit
+def _tanh_safe(x):
+    e = tl.exp(-2.0 * tl.abs(x))
+    t = (1.0 - e) / (1.0 + e)
+    return tl.where(x < 0, -t, t)
+
+
+@triton.jit
+def _prod_combine(a, b):
+    return a * b
+'''
+
+COMMON = {
+    "add": "{0} + {1}", "sub": "{0} - {1}", "mul": "{0} * {1}", "truediv": "{0} / {1}",
+    "neg": "-{0}", "eq": "{0} == {1}", "ne": "{0} != {1}", "lt": "{0} < {1}", "le": "{0} <= {1}",
+    "gt": "{0} > {1}", "ge": "{0} >= {1}", "and": "{0} & {1}", "or": "{0} | {1}",
+    "xor": "{0} ^ {1}", "not": "{0} == 0", "invert": "~{0}",
+    "where": "tl.where({0}, {1}, {2})", "identity": "{0}",
+    "maximum": "tl.where(({0} > {1}) | ({0} != {0}), {0}, {1})",
+    "minimum": "tl.where(({0} < {1}) | ({0} != {0}), {0}, {1})",
+    "abs": "tl.abs({0})", "exp": "tl.exp({0})", "exp2": "tl.exp2({0})", "log": "tl.log({0})",
+    "log2": "tl.log2({0})", "sqrt": "tl.sqrt({0})", "rsqrt": "(1.0 / tl.sqrt({0}))",
+    "sin": "tl.sin({0})", "cos": "tl.cos({0})", "erf": "tl.erf({0})", "floor": "tl.floor({0})",
+    "ceil": "tl.ceil({0})", "sigmoid": "tl.sigmoid({0})", "reciprocal": "1.0 / {0}",
+    "isnan": "{0} != {0}", "relu": "tl.where({0} < 0, 0, {0})", "square": "{0} * {0}",
+    "silu": "{0} * tl.sigmoid({0})", "sign": "tl.where({0} > 0, 1, tl.where({0} < 0, -1, 0))",
+    "gelu": "0.5 * {0} * (1.0 + tl.erf({0} * 0.7071067811865476))",
+    "floordiv_int": "_floordiv_int({0}, {1})", "floordiv_float": "tl.floor({0} / {1})",
+    "mod_int": "_mod_int({0}, {1})", "mod_float": "({0} - tl.floor({0} / {1}) * {1})",
+    "truncdiv_int": "{0} // {1}", "truncdiv_float": "_trunc({0} / {1})",
+    "log1p": "tl.log(1.0 + {0})", "expm1": "(tl.exp({0}) - 1.0)",
+}
+
+GPU = {
+    "tanh": "libdevice.tanh({0})", "pow": "libdevice.pow({0}, {1})",
+    "log1p": "libdevice.log1p({0})", "expm1": "libdevice.expm1({0})",
+    "gelu_tanh": "0.5 * {0} * (1.0 + libdevice.tanh(0.7978845608028654 * ({0} + 0.044715 * {0} * {0} * {0})))",
+}
+
+INTERPRET = {
+    "tanh": "_tanh_safe({0})", "pow": "_pow_safe({0}, {1})",
+    "gelu_tanh": "0.5 * {0} * (1.0 + _tanh_safe(0.7978845608028654 * ({0} + 0.044715 * {0} * {0} * {0})))",
+}
+
+
+def op_text(name: str, args: list[str], interpret: bool) -> str:
+    table = INTERPRET if interpret else GPU
+    template = table.get(name) or COMMON.get(name)
+    if template is None:
+        raise NotImplementedError(f"no Triton spelling for op {name!r}")
+    return template.format(*args)
+
+
+def constant_text(value: object, dtype: torch.dtype) -> str:
+    """A literal of `dtype`; inf and nan as Triton spells them."""
+    if dtype == torch.bool:
+        return "True" if value else "False"
+    if dtype.is_floating_point:
+        v = float(value)  # type: ignore[arg-type]  # a Python number by construction
+        if v != v:
+            return 'float("nan")'
+        if v in (float("inf"), float("-inf")):
+            return 'float("inf")' if v > 0 else 'float("-inf")'
+        return repr(v)
+    return str(int(value))  # type: ignore[call-overload]  # a Python number by construction

@@ -1,0 +1,121 @@
+"""The Python wrapper of one graph: bind symbols from the call's inputs, check what the kernels
+assume (else run the graph eagerly), allocate buffers, launch kernels, call torch, return outputs.
+
+Emitted as source text (logged with PDYN_LOGS=output_code) and exec'd once; every size in it is an
+expression over the call's inputs, so one wrapper serves every size the guards admit.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from pdyn.backends.triton import runtime
+from pdyn.backends.triton.codegen import KernelSource
+from pdyn.backends.triton.graph_lowering import GraphLowering
+from pdyn.backends.triton.ir import Buffer, ComputedBuffer, TorchCall
+from pdyn.backends.triton.scheduler import KernelGroup, Step
+from pdyn.backends.triton.symbolic import SymbolicGraph, pexpr
+
+
+class WrapperCode:
+    """Lines of `call(...)` and the objects its globals need."""
+
+    def __init__(self, lx: GraphLowering, sym: SymbolicGraph, interpret: bool) -> None:
+        self.lx, self.sym, self.interpret = lx, sym, interpret
+        self.lines: list[str] = []
+        self.globals: dict[str, Any] = {"torch": torch, "_rt": runtime, "math": __import__("math"),
+                                        "_dev": lx.device}
+        self.kernels: list[str] = []
+
+    def add(self, line: str, indent: int = 1) -> None:
+        self.lines.append("    " * indent + line)
+
+    def build(self, steps: list[Step], out_struct: str) -> str:
+        params = ", ".join(name for name, _ in self.lx.inputs)
+        self.add(f"def call({params}):", 0)
+        fail = f"return _eager({params})"
+        if self.lx.layout_checks:
+            self.add(f"if not ({' and '.join(self.lx.layout_checks)}):")
+            self.add(fail, 2)
+        for symbol, expr in self.sym.bindings + self.lx.stride_bindings:
+            self.add(f"{symbol.name} = {expr}")
+        if self.sym.checks:
+            self.add(f"if not ({' and '.join(f'({c})' for c in self.sym.checks)}):")
+            self.add(fail, 2)
+        for i, step in enumerate(steps):
+            if isinstance(step, TorchCall):
+                self.torch_call(step)
+            else:
+                self.kernel(i, step)
+        self.add(f"return {out_struct.format(*self.lx.outputs)}")
+        return "\n".join(self.lines) + "\n"
+
+    def torch_call(self, call: TorchCall) -> None:
+        op = f"_op_{call.name}"
+        self.globals[op] = runtime.TorchOp(call.node, self.lx.gm, call.target, call.args, call.kwargs)
+        self.add(f"{call.name} = {op}({', '.join(call.inputs)})  # {call.kind}: {_describe(call)}")
+        for symbol, expr in call.binds:
+            expr = expr.replace("_contiguous(", "_rt.contiguous(")
+            self.add(f"{symbol.name} = {expr}")
+
+    def kernel(self, i: int, group: KernelGroup) -> None:
+        source = group.source
+        assert source is not None
+        name = f"kernel{i}"
+        self.globals[name] = runtime.load_kernel(source.text, self.interpret)
+        self.kernels.append(f"# {name}: {', '.join(n.name for n in group.nodes)}\n{source.text}")
+        for node in group.nodes:
+            if node.name in source.stored:
+                self.allocate(node.buffer)
+        ptrs = [self.pointer_expr(b) for b in source.args.pointers.values()]
+        sizes = [pexpr(e) for e in source.args.sizes]
+        args = ", ".join(ptrs + sizes)
+        tensors = ", ".join(ptrs)
+        t = source.tiling
+        x = pexpr(_product(t.x_ranges))
+        if not t.is_reduction:
+            block = runtime.pointwise_block(self.sym.hint(_product(t.x_ranges)))
+            self.add(f"_rt.launch_pointwise({name}, ({args},), {x}, {block}, ({tensors},))")
+            return
+        r = pexpr(_product(t.r_ranges))
+        blocks = runtime.looped_blocks(t.inner, self.sym.hint(_product(t.x_ranges)))
+        self.add(f"_rt.launch_reduction({name}, ({args},), {x}, {r}, {t.inner}, {blocks}, ({tensors},))")
+
+    def allocate(self, buf: Buffer) -> None:
+        size = ", ".join(pexpr(s) for s in buf.size)
+        stride = ", ".join(pexpr(s) for s in buf.stride)
+        comma = "," if len(buf.size) == 1 else ""
+        self.add(f"{buf.name} = torch.empty_strided(({size}{comma}), ({stride}{comma}), "
+                 f"dtype={buf.dtype}, device=_dev)")
+
+    def pointer_expr(self, buf: Buffer) -> str:
+        return buf.name
+
+
+def _product(ranges: list[Any]) -> Any:
+    import sympy
+
+    return sympy.Mul(*ranges) if ranges else sympy.Integer(1)
+
+
+def _describe(call: TorchCall) -> str:
+    target = call.target if call.target is not None else call.node.target
+    return getattr(target, "__name__", str(target))
+
+
+def output_structure(gm: torch.fx.GraphModule) -> str:
+    """A format string rebuilding the graph's output container from the flat output names."""
+    out = next(n for n in gm.graph.nodes if n.op == "output").args[0]
+    if isinstance(out, (tuple, list)):
+        inner = ", ".join("{}" for _ in out) + ("," if len(out) == 1 else "")
+        return f"({inner})" if isinstance(out, tuple) else f"[{inner}]"
+    return "{}"
+
+
+def kernel_count(steps: list[Step]) -> int:
+    return sum(isinstance(s, KernelGroup) for s in steps)
+
+
+_ = (ComputedBuffer, KernelSource)
