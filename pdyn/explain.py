@@ -1,4 +1,5 @@
-"""ExplainOutput: what one `pdyn.explain(fn)(*args)` call compiled: graphs, breaks, guards."""
+"""ExplainOutput: what one `pdyn.explain(fn)(*args)` call compiled: graphs, breaks, guards, over the
+frame and the resume functions its graph breaks called."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import torch.fx
 
 @dataclass(frozen=True)
 class BreakReason:
-    """Why a frame (or, later, part of one) ran eagerly: the reason and the user's file:line."""
+    """Why a graph ended early (a break) or a frame ran eagerly: the reason and the user's file:line."""
 
     reason: str
     key: str
@@ -39,10 +40,10 @@ class ExplainOutput:
         graphs = [e.graph_module for e in entries if e.graph_module is not None]
         reasons = []
         for e in entries:
-            if e.eager_reason is not None:
-                loc = e.eager_reason.loc
-                reasons.append(BreakReason(e.eager_reason.message, e.eager_reason.key,
-                                           loc.filename if loc else "?", loc.lineno if loc else 0))
+            why = e.eager_reason or e.break_reason
+            if why is not None:
+                loc = why.loc
+                reasons.append(BreakReason(why.message, why.key, loc.filename if loc else "?", loc.lineno if loc else 0))
         return cls(len(graphs), graphs, len(reasons), reasons, [e.guard.source for e in entries], len(entries),
                    [e.frame_source for e in entries], [d for e in entries for d in e.shape_decisions])
 

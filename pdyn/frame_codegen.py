@@ -79,7 +79,7 @@ class ResumeCodegen(FrameCodegen):
         from pdyn.variables.symint import SymIntVariable
         from pdyn.variables.tensor import TensorMethodVariable
 
-        if isinstance(vt, SymIntVariable) and not vt.is_python_constant() and vt.source is None:
+        if isinstance(vt, SymIntVariable) and not vt.is_python_constant():
             return self._symint(vt)
         if isinstance(vt, TensorMethodVariable):
             return f"{self.reconstruct(vt.tensor)}.{vt.name}"
