@@ -9,6 +9,7 @@ left on the stack and which way it went. How an instruction is spelled on 3.11 o
 
 from __future__ import annotations
 
+import functools
 import inspect
 import logging
 import types
@@ -17,11 +18,12 @@ from dataclasses import dataclass
 import bytecode
 from bytecode import Instr, Label
 
-from pdyn.bytecode_tracer import decoded as decode
 from pdyn.instructions import (BREAK_EFFECTS, FRAME_PROLOGUE, Instruction, encode_break, encode_jump, encode_load_fast,
                                free_var_loads, free_var_writes)
+from pdyn.instructions import decode as _decode
 
 log = logging.getLogger(__name__)
+decode = functools.lru_cache(maxsize=None)(_decode)
 
 STACK_NAME = "pdyn_stack"
 NOT_FRAMES = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE
