@@ -1,0 +1,246 @@
+"""GPU benchmark of pdyn's Triton backend against eager and torch.compile (issue 5).
+
+Workloads: a pointwise chain, softmax, layernorm, a column sum, linear+bias+gelu, a transformer MLP
+block, each over several batch sizes. Columns: eager, torch.compile(dynamic=False),
+torch.compile(dynamic=True), pdyn: median ms and achieved TB/s per size, first-call time, compiles,
+per-call time on a tiny (8x8) input; plus the device's measured copy bandwidth. Prints a markdown
+table for README.md. `--quick` runs tiny sizes (on CPU: kernels under Triton's interpreter).
+
+    python benchmarks/gpu.py            # on the GPU machine
+    python benchmarks/gpu.py --quick    # anywhere, a smoke test of every path
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import statistics
+import sys
+import time
+from typing import Any, Callable
+
+import torch
+
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")  # NOTE: before anything imports triton
+
+import torch.nn.functional as F  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import pdyn  # noqa: E402
+
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def sync() -> None:
+    if DEVICE == "cuda":
+        torch.cuda.synchronize()
+
+
+def median_ms(fn: Callable[[], Any], reps: int) -> float:
+    """Median over `reps` timed calls after warm-up (CUDA events on GPU, wall time on CPU)."""
+    for _ in range(3):
+        fn()
+    sync()
+    times = []
+    for _ in range(reps):
+        if DEVICE == "cuda":
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn()
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end))
+        else:
+            t0 = time.perf_counter()
+            fn()
+            times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times)
+
+
+def host_us(fn: Callable[[], Any], reps: int) -> float:
+    """Per-call wall time in microseconds, synchronizing once at the end (launch overhead)."""
+    for _ in range(5):
+        fn()
+    sync()
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        fn()
+    sync()
+    return (time.perf_counter() - t0) / reps * 1e6
+
+
+# -- workloads: (function, make_args(rows, hidden), bytes moved) ------------------------------------
+def pointwise_chain(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    a = x * y + 1.0
+    return torch.sigmoid(a) * torch.tanh(x) - a * 0.5
+
+
+def softmax(x: torch.Tensor) -> torch.Tensor:
+    return torch.softmax(x, dim=-1)
+
+
+def layernorm(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return F.layer_norm(x, (x.shape[-1],), w, b)
+
+
+def column_sum(x: torch.Tensor) -> torch.Tensor:
+    return x.sum(0)
+
+
+def linear_gelu(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return F.gelu(F.linear(x, w, b))
+
+
+def mlp_block(x: torch.Tensor, g: torch.Tensor, beta: torch.Tensor, w1: torch.Tensor, b1: torch.Tensor,
+              w2: torch.Tensor, b2: torch.Tensor) -> torch.Tensor:
+    h = F.layer_norm(x, (x.shape[-1],), g, beta)
+    return x + F.linear(F.gelu(F.linear(h, w1, b1)), w2, b2)
+
+
+def r(*shape: int, dtype: torch.dtype) -> torch.Tensor:
+    return torch.randn(*shape, device=DEVICE, dtype=dtype)
+
+
+def workloads(dtype: torch.dtype) -> dict[str, tuple[Callable[..., Any], Callable[[int, int], tuple]]]:
+    return {
+        "pointwise chain": (pointwise_chain, lambda n, h: (r(n, h, dtype=dtype), r(h, dtype=dtype))),
+        "softmax": (softmax, lambda n, h: (r(n, h, dtype=dtype),)),
+        "layernorm": (layernorm, lambda n, h: (r(n, h, dtype=dtype), r(h, dtype=dtype), r(h, dtype=dtype))),
+        "column sum": (column_sum, lambda n, h: (r(n, h, dtype=dtype),)),
+        "linear+bias+gelu": (linear_gelu, lambda n, h: (r(n, h, dtype=dtype), r(4 * h, h, dtype=dtype),
+                                                        r(4 * h, dtype=dtype))),
+        "MLP block": (mlp_block, lambda n, h: (r(n, h, dtype=dtype), r(h, dtype=dtype), r(h, dtype=dtype),
+                                               r(4 * h, h, dtype=dtype), r(4 * h, dtype=dtype),
+                                               r(h, 4 * h, dtype=dtype), r(h, dtype=dtype))),
+    }
+
+
+MEMORY_BOUND = {"pointwise chain", "softmax", "layernorm", "column sum"}
+
+
+def bytes_moved(args: tuple, out: Any) -> int:
+    """Compulsory traffic: every input read once, the output written once."""
+    outs = out if isinstance(out, (tuple, list)) else [out]
+    return sum(t.numel() * t.element_size() for t in (*args, *outs) if isinstance(t, torch.Tensor))
+
+
+# -- the compilers ----------------------------------------------------------------------------------
+class Column:
+    """One way of running a workload; `compiles()` counts graphs compiled so far."""
+
+    def __init__(self, name: str, fn: Callable[..., Any]) -> None:
+        self.name, self.base = name, fn
+        self.first_call_s = float("nan")
+        self.fn = self.make(fn)
+
+    def make(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        if self.name == "eager":
+            return fn
+        if self.name.startswith("torch.compile"):
+            torch._dynamo.reset()
+            return torch.compile(fn, dynamic=self.name.endswith("True)"))
+        return pdyn.optimize(fn, backend="triton")
+
+    def compiles(self) -> str:
+        if self.name == "pdyn":
+            return str(pdyn.stats(self.fn)["compiles"])
+        if self.name.startswith("torch.compile"):
+            from torch._dynamo.utils import counters
+
+            return str(counters["stats"]["unique_graphs"])
+        return "-"
+
+
+COLUMNS = ("eager", "torch.compile(dynamic=False)", "torch.compile(dynamic=True)", "pdyn")
+
+
+def copy_bandwidth(quick: bool) -> float:
+    n = (1 << 16) if quick else (1 << 28)
+    src, dst = torch.empty(n, device=DEVICE, dtype=torch.float32), torch.empty(n, device=DEVICE, dtype=torch.float32)
+    ms = median_ms(lambda: dst.copy_(src), 5 if quick else 50)
+    return 2 * n * 4 / (ms * 1e-3) / 1e12
+
+
+def run_workload(name: str, fn: Callable[..., Any], make: Callable[[int, int], tuple], sizes: list[int],
+                 hidden: int, reps: int, skip: set[str]) -> list[str]:
+    rows = []
+    for col_name in COLUMNS:
+        if col_name in skip:
+            rows.append(f"| {name} | {col_name} | skipped | | | |")
+            continue
+        try:
+            rows.append(run_column(name, col_name, fn, make, sizes, hidden, reps))
+        except Exception as e:  # noqa: BLE001  # a failing column is reported, the rest still run
+            rows.append(f"| {name} | {col_name} | error: {type(e).__name__}: {str(e)[:80]} | | | |")
+        if col_name.startswith("torch.compile"):
+            torch._dynamo.reset()
+    return rows
+
+
+def run_column(name: str, col_name: str, fn: Callable[..., Any], make: Callable[[int, int], tuple],
+               sizes: list[int], hidden: int, reps: int) -> str:
+    from torch._dynamo.utils import counters
+
+    counters.clear()
+    col = Column(col_name, fn)
+    cells = []
+    with torch.no_grad():
+        for i, n in enumerate(sizes):
+            args = make(n, hidden)
+            if i == 0:
+                sync()
+                t0 = time.perf_counter()
+                col.fn(*args)
+                sync()
+                col.first_call_s = time.perf_counter() - t0
+            out = col.fn(*args)
+            ref = fn(*args)
+            torch.testing.assert_close(out, ref, rtol=2e-2, atol=2e-2)
+            ms = median_ms(lambda: col.fn(*args), reps)
+            tbs = bytes_moved(args, out) / (ms * 1e-3) / 1e12
+            cells.append(f"{ms:.4f} ms / {tbs:.2f} TB/s")
+        tiny = make(8, 8)
+        tiny_us = host_us(lambda: col.fn(*tiny), reps)
+    return (f"| {name} | {col_name} | {' · '.join(cells)} | {col.first_call_s:.2f} s | "
+            f"{col.compiles()} | {tiny_us:.1f} µs |")
+
+
+def header(quick: bool) -> str:
+    import triton
+
+    device = torch.cuda.get_device_name() if DEVICE == "cuda" else "CPU (Triton interpreter)"
+    return (f"pdyn GPU benchmark, {datetime.date.today()}, {device}, Python {sys.version.split()[0]}, "
+            f"torch {torch.__version__}, Triton {triton.__version__}{' (--quick)' if quick else ''}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="tiny sizes; runs on CPU under the interpreter")
+    parser.add_argument("--dtype", default="float32", choices=["float32", "float16", "bfloat16"])
+    parser.add_argument("--only", default="", help="comma-separated workload names")
+    parser.add_argument("--skip", default="", help="comma-separated columns to skip")
+    opts = parser.parse_args()
+    dtype = getattr(torch, opts.dtype)
+    quick = opts.quick
+    sizes, hidden, reps = ([2, 3, 5, 7, 9], 16, 3) if quick else ([256, 1024, 4096, 8192, 16384], 1024, 50)
+    skip = {s.strip() for s in opts.skip.split(",") if s.strip()}
+    if DEVICE == "cpu" and not quick:
+        sys.exit("no GPU: run with --quick")
+    print(header(quick))
+    print(f"\nmeasured copy bandwidth: {copy_bandwidth(quick):.3f} TB/s (read + write)")
+    print(f"sizes (rows × {hidden}, dtype {opts.dtype}): {sizes}\n")
+    print("| workload | column | median ms / TB/s at each size | first call | compiles | 8x8 call |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    only = {s.strip() for s in opts.only.split(",") if s.strip()}
+    for name, (fn, make) in workloads(dtype).items():
+        if only and name not in only:
+            continue
+        for row in run_workload(name, fn, make, sizes, hidden, reps, skip):
+            print(row, flush=True)
+    print(f"\nmemory-bound workloads (TB/s compared with the copy bandwidth): {sorted(MEMORY_BOUND)}")
+
+
+if __name__ == "__main__":
+    main()
