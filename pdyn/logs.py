@@ -34,7 +34,7 @@ def apply(config: Config) -> None:
         _handler.setFormatter(logging.Formatter("[pdyn.%(topic)s] %(message)s"))
         _handler.addFilter(_add_topic)
         ROOT.addHandler(_handler)
-        ROOT.setLevel(logging.DEBUG)
+        ROOT.setLevel(logging.WARNING)  # module loggers stay quiet; only the topics asked for speak
 
 
 def _add_topic(record: logging.LogRecord) -> bool:
