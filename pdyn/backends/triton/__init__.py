@@ -40,6 +40,9 @@ class CompiledGraph:
 def triton_backend(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
     eager = gm.forward
     reason = _eager_reason(gm)
+    if not use_interpreter() and any(isinstance(t, torch.Tensor) and t.device.type != "cuda"
+                                     for t in example_inputs):
+        reason = "CPU tensors on a machine whose kernels run on the GPU"
     compiled = None
     if reason is None:
         try:
