@@ -80,6 +80,7 @@ class InstructionTranslator:
         self.ip = 0
         self.inst: Instruction | None = None
         self.return_value: VariableTracker | None = None
+        self.yielded: VariableTracker | None = None   # a generator's value at its last YIELD_VALUE
         self.steps = 0
         self.stop_at: int | None = None   # root only: stop before this step (a graph break's retrace)
         self.executed_opnames: set[str] = set() if parent is None else parent.executed_opnames
@@ -176,9 +177,8 @@ class InstructionTranslator:
         code = fn.code
         if code.co_name == "graph_break" and fn.f_globals.get("__name__") == "pdyn":
             raise Unsupported("graph_break", "pdyn.graph_break() was called", loc=self.loc())
-        if code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR):
-            raise Unsupported("generator", f"pdyn cannot trace generator function {code.co_name}() yet",
-                              hint="build a list instead of yielding", loc=self.loc())
+        if code.co_flags & (inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR):
+            raise Unsupported("generator", f"pdyn cannot trace coroutine {code.co_name}() yet", loc=self.loc())
         if self.depth >= self.config.inline_depth_limit:
             raise Unsupported("inline_depth", f"calls nest deeper than {self.config.inline_depth_limit} "
                               "(recursion?)", loc=self.loc())
@@ -187,6 +187,10 @@ class InstructionTranslator:
         for name, cell in zip(code.co_freevars, fn.closure_cells(self)):
             cells[name] = cell
         child = InstructionTranslator(code, f_locals, fn.f_globals, self.output, self.config, cells, parent=self)
+        if code.co_flags & inspect.CO_GENERATOR:  # calling it only makes the generator; next() runs it
+            from pdyn.variables.generator import GeneratorVariable
+
+            return GeneratorVariable(child)
         try:
             result = child.run()
         except Unsupported as e:

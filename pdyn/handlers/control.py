@@ -92,6 +92,18 @@ def return_const(tx: Tracer, inst: Instruction) -> None:
     tx.return_value = wrap_constant_result(inst.argval)
 
 
+@handler("RETURN_GENERATOR")
+def return_generator(tx: Tracer, inst: Instruction) -> None:
+    if tx.parent is None:
+        raise Unsupported("generator", "pdyn runs generator functions eagerly", loc=tx.loc())
+    tx.push(NONE)  # the first resume of a generator sends None, which the next POP_TOP drops
+
+
+@handler("YIELD_VALUE")
+def yield_value(tx: Tracer, inst: Instruction) -> None:
+    tx.yielded = tx.pop()  # GeneratorVariable.next() stops here and pushes the sent None
+
+
 @handler("LOAD_ASSERTION_ERROR")
 def load_assertion_error(tx: Tracer, inst: Instruction) -> None:
     tx.push(ClassVariable(AssertionError))

@@ -308,7 +308,10 @@ RULES[max] = _minmax(operator.gt)
 
 def _any_all(want: bool) -> Rule:
     def run(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
-        for item in tx.iterate(args[0]):
+        from pdyn.handlers.control import make_iterator
+
+        it = make_iterator(tx, args[0])  # lazily: a generator stops where any()/all() stop
+        while (item := it.next()) is not None:
             if item.truth(tx) == want:
                 return ConstantVariable(want)
         return ConstantVariable(not want)

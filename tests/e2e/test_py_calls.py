@@ -190,7 +190,7 @@ def test_too_many_positional_arguments_raises_like_eager():
     check(f, torch.randn(2), graphs=0)
 
 
-def test_generator_function_call_falls_back():
+def test_generator_function_call_is_traced():
     def gen(x):
         yield x + 1
         yield x + 2
@@ -198,7 +198,7 @@ def test_generator_function_call_falls_back():
     def f(x):
         return list(gen(x))
 
-    check(f, torch.randn(2), graphs=0)
+    check(f, torch.randn(2), graphs=1)
 
 
 def test_call_through_dict_of_functions():

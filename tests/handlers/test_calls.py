@@ -92,13 +92,13 @@ def test_call_of_print_is_unsupported_with_a_hint_and_the_users_line():
     assert error.value.loc.lineno == f.__code__.co_firstlineno + 1
 
 
-def test_call_of_a_generator_function_is_unsupported():
+def test_call_of_a_generator_function_runs_its_body_lazily():
     def f(x):
         return list(gen(x))
 
-    with pytest.raises(Unsupported) as error:
-        trace(f, torch.ones(2))
-    assert error.value.key == "generator"
+    tx = trace(f, torch.ones(2))
+    assert {"RETURN_GENERATOR", "YIELD_VALUE"} <= tx.executed_opnames
+    assert len(tx.result.items) == len(list(gen(torch.ones(2))))
 
 
 def test_call_of_pdyn_graph_break_is_a_graph_break():
