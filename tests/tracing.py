@@ -62,6 +62,8 @@ def _target(t: Any) -> str:
     name = getattr(t, "__name__", repr(t))
     if module in ("_operator", "operator"):
         return f"operator.{name}"
+    if module == "torch.nn.functional":
+        return f"F.{name}"
     if module.startswith("torch"):
         return f"torch.{name}"
     if module == "math":
