@@ -99,5 +99,5 @@ def test_end_for_pops_the_iterator_and_the_last_item():
         xs_0 = placeholder L['xs'][0]
         xs_1 = placeholder L['xs'][1]
         add = operator.add(0, xs_0)
-        add_1 = operator.add(add, xs_1)
+        add_2 = operator.add(add, xs_1)
     """)

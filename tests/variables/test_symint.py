@@ -179,3 +179,15 @@ def test_input_sources_follow_the_arithmetic():
     tx = trace(f, torch.ones(4), 3)
     assert {s.expr() for s in tx.result.input_sources} == {"L['x']", "L['n']"}
     assert isinstance(tx.result, SymIntVariable)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "sym_binary builds sympy.Mod(a, b, evaluate=False) even when `a` is already a number (n - n is 0), and "
+    "sympy.Min rejects the unevaluated Mod(0, 3) with ValueError ('not comparable'): an internal error, so "
+    "pdyn runs the frame eagerly"))
+def test_mod_of_an_expression_that_folded_to_a_number_can_feed_min():
+    def f(n):
+        return min((n - n) % 3, 4)
+
+    tx = trace(f, 5)
+    assert tx.result.as_python_constant() == 0
