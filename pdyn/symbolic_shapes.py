@@ -314,6 +314,10 @@ class _PythonPrinter(PythonCodePrinter):
     def _print_Symbol(self, expr: sympy.Symbol) -> str:
         return expr.name
 
+    def _print_Mod(self, expr: sympy.Basic) -> str:
+        # parenthesized: inside a product `-2*Mod(s0, 2)` must not print as `-2*s0 % 2`
+        return f"(({self._print(expr.args[0])}) % ({self._print(expr.args[1])}))"
+
 
 def to_python(expr: sympy.Basic) -> str:
     """`expr` as a Python expression over the symbol names (and `math`)."""
