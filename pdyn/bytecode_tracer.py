@@ -116,6 +116,8 @@ class InstructionTranslator:
         try:
             fn(self, inst)
         except Unsupported as e:
+            if e.loc is None:  # raised by a tracker, which does not know the instruction
+                e.loc = self.loc(inst)
             if self.parent is None and not hasattr(e, "break_at"):
                 e.break_at = (self.steps, inst)  # type: ignore[attr-defined]  # where the root can break
             raise

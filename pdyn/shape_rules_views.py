@@ -432,3 +432,18 @@ def unbind(c: OpCall) -> list[Sizes] | None:
     d = c.dim(a["dim"], x.ndim)
     n = c.value(x.sizes[d], "the number of outputs of unbind")
     return [x.sizes[:d] + x.sizes[d + 1 :]] * n
+
+
+@register(getattr)
+def tensor_attribute(c: OpCall) -> list[Sizes] | None:
+    """`x.T`, `x.mT`, `x.real`, ...: recorded as getattr(x, name) nodes."""
+    x, name = c.args[0], c.args[1]
+    if not isinstance(x, SymTensor):
+        return None
+    if name in ("real", "imag", "data"):
+        return [x.sizes]
+    if name in ("T", "H"):
+        return [tuple(reversed(x.sizes))]
+    if name in ("mT", "mH") and x.ndim >= 2:
+        return [(*x.sizes[:-2], x.sizes[-1], x.sizes[-2])]
+    return None

@@ -192,6 +192,7 @@ class ShapeEnv:
 
     def _decide_from_ranges(self, expr: sympy.Basic) -> bool | None:
         """Comparisons of one symbol with a constant that its range already settles (s0 >= 2)."""
+        expr = symbol_first(expr)
         if not isinstance(expr, sympy.Rel) or not isinstance(expr.lhs, sympy.Symbol) or not expr.rhs.is_Number:
             return None
         lo, hi = self.ranges.get(expr.lhs, (-INF, INF))
@@ -210,6 +211,7 @@ class ShapeEnv:
         return None
 
     def _refine_range(self, fact: sympy.Basic) -> None:
+        fact = symbol_first(fact)
         if not isinstance(fact, sympy.Rel) or not isinstance(fact.lhs, sympy.Symbol) or not fact.rhs.is_Integer:
             return
         lo, hi = self.ranges[fact.lhs]
@@ -246,6 +248,17 @@ _NUMERIC = {
     sympy.Max: max, sympy.Abs: abs, sympy.Not: operator.not_,
     sympy.And: lambda *xs: all(xs), sympy.Or: lambda *xs: any(xs),
 }
+
+
+_FLIPPED = {sympy.Lt: sympy.Gt, sympy.Gt: sympy.Lt, sympy.Le: sympy.Ge, sympy.Ge: sympy.Le,
+            sympy.Eq: sympy.Eq, sympy.Ne: sympy.Ne}
+
+
+def symbol_first(expr: sympy.Basic) -> sympy.Basic:
+    """`1 < s0` as `s0 > 1`: the form the range reasoning reads."""
+    if isinstance(expr, sympy.Rel) and expr.lhs.is_Number and isinstance(expr.rhs, sympy.Symbol):
+        return _FLIPPED[type(expr)](expr.rhs, expr.lhs, evaluate=False)
+    return expr
 
 
 def evaluate(expr: sympy.Basic, values: dict[sympy.Symbol, int]) -> Any:

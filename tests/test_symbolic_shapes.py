@@ -74,9 +74,6 @@ def test_guard_refines_the_range_for_later_reads():
     assert len(env.guards) == 1
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "ShapeEnv._decide_from_ranges (and _refine_range) only look at comparisons with the symbol on the left; "
-    "`1 < x.size(0)` (Lt(1, s0)) is not decided by the range [2, inf) and becomes a redundant guard"))
 def test_comparison_with_the_constant_on_the_left_is_decided_by_the_range():
     env, (s0,) = env_with(8)
     assert env.evaluate_bool(sympy.Lt(1, s0, evaluate=False), LOC) is True

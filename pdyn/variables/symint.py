@@ -127,6 +127,10 @@ def _expr(vt: VariableTracker) -> Any:
     return vt.expr if isinstance(vt, SymIntVariable) else sympy.sympify(vt.as_python_constant())
 
 
+def _number(expr: sympy.Basic) -> int | float:
+    return int(expr) if expr.is_Integer else float(expr)
+
+
 def _graph_value(vt: VariableTracker) -> Any:
     """The graph value of an operand: a node (made now, on first use) or a number."""
     return vt.node if isinstance(vt, SymIntVariable) else vt.as_python_constant()
@@ -139,7 +143,10 @@ def sym_binary(output: OutputGraph, fn: Callable[[Any, Any], Any], lhs: Variable
     for side in (lhs, rhs):
         if not isinstance(side, SymIntVariable) and not isinstance(side.as_python_constant(), (int, float, bool)):
             return ConstantVariable(fn(*[_value(v, fn) for v in (lhs, rhs)]))
-    a, b = _expr(lhs), _expr(rhs)
+    a, b = _expr(lhs), output.shape_env.simplify(_expr(rhs))
+    a = output.shape_env.simplify(a)
+    if a.is_Number and b.is_Number:  # folded already (`n - n`): plain Python arithmetic, exact
+        return ConstantVariable(fn(_number(a), _number(b)))
     if fn not in SYMPY_OPS:
         return ConstantVariable(fn(_value(lhs, fn), _value(rhs, fn)))
     if fn in (operator.floordiv, operator.mod, operator.truediv) and output.shape_env.hint(b) == 0:

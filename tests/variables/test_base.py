@@ -82,10 +82,6 @@ def test_repr_names_the_type_and_the_source():
     assert repr(NULL) == "NULL"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "Unsupported raised by a tracker's default operation (base.py: python_type, getattr, call, iterate, "
-    "binary_op, ...) has no loc, and InstructionTranslator.step does not fill it in from the instruction, "
-    "so explain() reports the break at '?:0' instead of the user's file:line"))
 def test_default_operation_during_a_trace_is_unsupported_at_the_users_line():
     def f(x):
         for v in len:

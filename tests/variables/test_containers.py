@@ -232,10 +232,6 @@ def test_iterating_an_iterator_consumes_the_rest(tx):
     assert it.iterate(tx) == []
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "Unsupported raised inside container trackers (containers.py: dict_method, list_method, tuple_method, "
-    "contains, non_constant_index, dict_update) has no loc; the tracer does not add the current "
-    "instruction's, so explain() reports the break at '?:0'"))
 def test_unsupported_dict_method_in_a_trace_points_at_the_users_line():
     def f(d):
         return d.popitem()

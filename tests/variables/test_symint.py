@@ -181,10 +181,6 @@ def test_input_sources_follow_the_arithmetic():
     assert isinstance(tx.result, SymIntVariable)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "sym_binary builds sympy.Mod(a, b, evaluate=False) even when `a` is already a number (n - n is 0), and "
-    "sympy.Min rejects the unevaluated Mod(0, 3) with ValueError ('not comparable'): an internal error, so "
-    "pdyn runs the frame eagerly"))
 def test_mod_of_an_expression_that_folded_to_a_number_can_feed_min():
     def f(n):
         return min((n - n) % 3, 4)

@@ -224,9 +224,6 @@ def test_is_tensor_method():
     assert not is_tensor_method(torch.add) and not is_tensor_method(len) and not is_tensor_method(torch.Tensor)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "x.T / x.mT are recorded as getattr(x, 'T') nodes, for which infer_sizes has no rule, so "
-    "OutputGraph._output_sizes specializes every dim of x although a transpose needs none of their values"))
 def test_transpose_attribute_keeps_dims_symbolic():
     def f(x):
         return x.T
