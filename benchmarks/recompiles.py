@@ -3,8 +3,8 @@ dynamic=None, False and True, all measured in this one run.
 
 Both frontends use an eager backend (pdyn's "eager", torch.compile's backend="eager"), so the table
 compares what the frontends decide (how often they trace and compile), not kernel speed. Each
-workload is called once per size in its list; "compiles" counts graphs handed to the backend (for
-pdyn, also frames that ran eagerly).
+workload is called once per size in its list; each cell counts the graphs handed to the backend
+(for pdyn, with its graph breaks and frames that ran eagerly), and the first call's time.
 
     python benchmarks/recompiles.py
 """
@@ -137,7 +137,7 @@ def main() -> None:
     torch.manual_seed(0)
     warm_up()
     print(f"torch {torch.__version__}; each workload called with sizes {SIZES}")
-    print("compiles (first-call ms) for each frontend; pdyn also lists frames that ran eagerly\n")
+    print("graphs compiled (first-call ms) for each frontend; pdyn also lists graph breaks\n")
     header = "| workload | pdyn | torch.compile dynamic=None | dynamic=False | dynamic=True |"
     print(header)
     print("|" + " --- |" * 5)
@@ -152,10 +152,11 @@ def main() -> None:
             optimized(*make_args(n))
             if i == 0:
                 first = (time.perf_counter() - start) * 1e3
-        stats = pdyn.stats(optimized)
-        eager = f", {stats['eager_fallbacks']} eager" if stats["eager_fallbacks"] else ""
-        cells = [f"{stats['compiles']}{eager} ({first:.1f} ms)"]
-        totals[0] += stats["compiles"]
+        stats = pdyn.stats()  # the function and the resume functions of its graph breaks
+        extra = "".join(f", {stats[k]} {label}" for k, label in (("graph_breaks", "break"),
+                                                                  ("eager_fallbacks", "eager")) if stats[k])
+        cells = [f"{counter.graphs}{extra} ({first:.1f} ms)"]
+        totals[0] += counter.graphs
         for j, dynamic in enumerate((None, False, True)):
             compiles, first_ms, _ = run(torch_frontend(dynamic), fn, make_args)
             cells.append(f"{compiles} ({first_ms:.1f} ms)")
