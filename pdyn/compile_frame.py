@@ -254,24 +254,30 @@ def pinned_origins(output: OutputGraph) -> dict[str, tuple[int, bool]]:
 
 
 def _side_effects(output: OutputGraph, codegen: FrameCodegen) -> list[str]:
-    """Statements that replay the trace's side effects; their values are computed before any runs."""
-    effects: list[str] = []
-    for i, vt in enumerate(output.side_effects.containers.values()):
-        target = codegen.source_expr(vt.source)  # type: ignore[arg-type]
-        if isinstance(vt, ListVariable):
-            codegen.lines.append(f"e{i} = [{', '.join(codegen.reconstruct(v) for v in vt.items)}]")
-            effects.append(f"{target}[:] = e{i}")
-        elif isinstance(vt, DictVariable):
-            items = ", ".join(f"{codegen.constant(k)}: {codegen.reconstruct(v)}" for k, v in vt.items.items())
-            codegen.lines.append(f"e{i} = {{{items}}}")
-            effects += [f"{target}.clear()", f"{target}.update(e{i})"]
-    for j, ((_, name), (obj, value)) in enumerate(output.side_effects.attrs.items()):
-        codegen.lines.append(f"a{j} = {codegen.reconstruct(value)}")
-        effects.append(f"setattr({codegen.reconstruct(obj)}, {name!r}, a{j})")
-    for k, (name, value) in enumerate(output.side_effects.globals.items()):
-        codegen.lines.append(f"g{k} = {codegen.reconstruct(value)}")
-        effects.append(f"G[{name!r}] = g{k}")
-    return effects
+    """Statements that replay the trace's side effects in the order the program first made them;
+    every value they store is computed (into e0, e1, ...) before any of them runs."""
+    effects = output.side_effects
+    statements: list[str] = []
+    for i, (kind, key) in enumerate(effects.order):
+        value = f"e{i}"
+        if kind == "container":
+            vt = effects.containers[key]
+            target = codegen.source_expr(vt.source)  # type: ignore[arg-type]
+            if isinstance(vt, ListVariable):
+                codegen.lines.append(f"{value} = [{', '.join(codegen.reconstruct(v) for v in vt.items)}]")
+                statements.append(f"{target}[:] = {value}")
+            elif isinstance(vt, DictVariable):
+                items = ", ".join(f"{codegen.constant(k)}: {codegen.reconstruct(v)}" for k, v in vt.items.items())
+                codegen.lines.append(f"{value} = {{{items}}}")
+                statements += [f"{target}.clear()", f"{target}.update({value})"]
+        elif kind == "attr":
+            obj, stored = effects.attrs[key]
+            codegen.lines.append(f"{value} = {codegen.reconstruct(stored)}")
+            statements.append(f"setattr({codegen.reconstruct(obj)}, {key[1]!r}, {value})")
+        else:
+            codegen.lines.append(f"{value} = {codegen.reconstruct(effects.globals[key])}")
+            statements.append(f"G[{key!r}] = {value}")
+    return statements
 
 
 logging.getLogger("pdyn").addHandler(logging.NullHandler())

@@ -49,13 +49,24 @@ class SideEffects:
         self.containers: dict[int, VariableTracker] = {}
         self.attrs: dict[tuple[int, str], tuple[VariableTracker, VariableTracker]] = {}
         self.globals: dict[str, VariableTracker] = {}
+        # every target in the order the program first changed it: the order the replay follows
+        self.order: list[tuple[str, Any]] = []
+
+    def _first(self, kind: str, key: Any, table: dict[Any, Any]) -> None:
+        if key not in table:
+            self.order.append((kind, key))
 
     def mutated(self, vt: VariableTracker) -> None:
+        self._first("container", id(vt), self.containers)
         self.containers.setdefault(id(vt), vt)
 
     def store_attr(self, obj: VariableTracker, name: str, value: VariableTracker) -> None:
-        self.attrs.pop((id(obj), name), None)
+        self._first("attr", (id(obj), name), self.attrs)
         self.attrs[(id(obj), name)] = (obj, value)
+
+    def store_global(self, name: str, value: VariableTracker) -> None:
+        self._first("global", name, self.globals)
+        self.globals[name] = value
 
     def load_attr(self, obj: VariableTracker, name: str) -> VariableTracker | None:
         entry = self.attrs.get((id(obj), name))

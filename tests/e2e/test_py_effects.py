@@ -207,3 +207,22 @@ def test_unknown_callable_object_falls_back():
         return x * random.random() * 0
 
     check(f, torch.randn(2), graphs=2)
+
+
+class _Box:
+    def __init__(self, items):
+        self.items = items
+
+    def __eq__(self, other):
+        return type(other) is _Box and self.items == other.items
+
+
+def test_side_effects_on_an_attribute_and_its_old_list_replay_in_program_order():
+    def f(x, box, log):
+        old = box.items
+        old.append(1)          # the list box.items held, changed in place
+        box.items = [2]        # then the attribute replaced
+        log.append(len(old))
+        return x + 1, old
+
+    check(f, torch.randn(2), _Box([0]), [])
