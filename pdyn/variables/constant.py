@@ -32,49 +32,10 @@ def is_constant_value(value: Any) -> bool:
     return type(value) in CONSTANT_TYPES
 
 
-class ConstantVariable(VariableTracker):
-    """A None/bool/int/float/str/... fixed at trace time."""
-
-    def __init__(self, value: Any, source: Source | None = None):
-        self.value = value
-        self.source = source
-
-    def python_type(self) -> type:
-        return type(self.value)
-
-    def is_python_constant(self) -> bool:
-        return True
-
-    def as_python_constant(self) -> Any:
-        return self.value
-
-    def getattr(self, tx: Tracer, name: str) -> VariableTracker:
-        from pdyn.variables.builder import wrap_constant_result
-
-        try:
-            attr = getattr(self.value, name)
-        except AttributeError as e:
-            raise UserException(e) from None
-        return wrap_constant_result(attr)
-
-    def iterate(self, tx: Tracer) -> list[VariableTracker]:
-        from pdyn.variables.builder import wrap_constant_result
-
-        if isinstance(self.value, (range, str, bytes, tuple, frozenset)):
-            return [wrap_constant_result(v) for v in self.value]
-        return super().iterate(tx)
-
-    def reconstruct(self, codegen: FrameCodegen) -> str:
-        return codegen.constant(self.value)
-
-    def __repr__(self) -> str:
-        return f"ConstantVariable({self.value!r})"
-
-
 class ObjectConstantVariable(VariableTracker):
-    """A Python object fixed at trace time that is not a plain constant: a builtin, a class, a torch
-    function, a module, torch.finfo. Subclasses say what calling it or reading attributes means;
-    here attributes of it are folded at trace time."""
+    """A Python object fixed at trace time: a builtin, a class, a torch function, a module,
+    torch.finfo, and (ConstantVariable) the plain constants. Subclasses say what calling it means;
+    reading its attributes is folded at trace time."""
 
     def __init__(self, value: Any, source: Source | None = None):
         self.value = value
@@ -96,3 +57,20 @@ class ObjectConstantVariable(VariableTracker):
             return wrap_constant_result(getattr(self.value, name))
         except AttributeError as e:
             raise UserException(e) from None
+
+
+class ConstantVariable(ObjectConstantVariable):
+    """A None/bool/int/float/str/... fixed at trace time."""
+
+    def iterate(self, tx: Tracer) -> list[VariableTracker]:
+        from pdyn.variables.builder import wrap_constant_result
+
+        if isinstance(self.value, (range, str, bytes, tuple, frozenset)):
+            return [wrap_constant_result(v) for v in self.value]
+        return super().iterate(tx)
+
+    def reconstruct(self, codegen: FrameCodegen) -> str:
+        return codegen.constant(self.value)
+
+    def __repr__(self) -> str:
+        return f"ConstantVariable({self.value!r})"
