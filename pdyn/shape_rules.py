@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 
 from pdyn.errors import SourceLoc
-from pdyn.symbolic_shapes import ShapeEnv
+from pdyn.symbolic_shapes import ShapeEnv, substitute
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +75,11 @@ def known(env: ShapeEnv, cond: sympy.Basic) -> bool | None:
             shifted[sym] = int(lo) + offset
         elif hi < math.inf:
             shifted[sym] = int(hi) - offset
-    return decide(sympy.expand(diff.xreplace(shifted)))
+    # substitute, not xreplace: sympy evaluates Mod(Max(0, 2*s0), 6) to 0 when it rebuilds it
+    decided = decide(sympy.expand(substitute(diff, shifted)))
+    if decided is not None and decided != bool(env.hint(cond)):  # sympy's assumptions erred: decide nothing
+        return None
+    return decided
 
 
 def as_int(value: Any) -> int | None:

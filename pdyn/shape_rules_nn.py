@@ -25,6 +25,7 @@ from pdyn.shape_rules import (
     register,
     targets,
 )
+from pdyn.symbolic_shapes import CeilDiv, FloorDiv
 
 log = logging.getLogger(__name__)
 
@@ -158,7 +159,7 @@ def _tuple(c: OpCall, value: Any, n: int, what: str) -> list[Any]:
 def window_size(c: OpCall, size: Any, k: Any, s: Any, p: Any, d: Any, ceil_mode: bool = False) -> sympy.Expr:
     """Output length of a sliding window: floor((size + 2p - d*(k-1) - 1) / s) + 1, must be >= 1."""
     span = sympy.sympify(size) + 2 * p - d * (k - 1) - 1
-    out = (sympy.ceiling(span / s) if ceil_mode else sympy.floor(span / s)) + 1
+    out = (CeilDiv(span, s) if ceil_mode else FloorDiv(span, s)) + 1
     if ceil_mode and c.check(sympy.Ge((out - 1) * s, sympy.sympify(size) + p, evaluate=False), "ceil_mode"):
         out = out - 1  # the last window may not start in the right padding
     c.require(sympy.Ge(out, 1, evaluate=False), "the output size must be positive")

@@ -26,6 +26,7 @@ from pdyn.shape_rules import (
     sizes_arg,
     targets,
 )
+from pdyn.symbolic_shapes import CeilDiv
 
 log = logging.getLogger(__name__)
 
@@ -344,4 +345,4 @@ def arange(c: OpCall) -> list[Sizes] | None:
         raise ShapeError("arange: step must be nonzero")
     span = sympy.sympify(end) - sympy.sympify(start)
     c.require((sympy.Ge if step > 0 else sympy.Le)(span, 0, evaluate=False), "bounds consistent with step")
-    return [(sympy.ceiling(span / step),)]
+    return [(CeilDiv(span, step),)]

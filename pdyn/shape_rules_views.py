@@ -27,7 +27,7 @@ from pdyn.shape_rules import (
     sizes_arg,
     targets,
 )
-from pdyn.symbolic_shapes import ShapeEnv
+from pdyn.symbolic_shapes import CeilDiv, ShapeEnv
 
 log = logging.getLogger(__name__)
 
@@ -292,7 +292,7 @@ def slice_size(c: OpCall, size: sympy.Expr, item: slice) -> sympy.Expr:
     start = ZERO if item.start is None else _clamp_bound(c, item.start, size)
     stop = size if item.stop is None else _clamp_bound(c, item.stop, size)
     span = stop - start
-    length = span if step == 1 else sympy.ceiling(span / step)
+    length = span if step == 1 else CeilDiv(span, step)
     nonneg = known(c.env, sympy.Ge(span, 0, evaluate=False))
     return length if nonneg else (ZERO if nonneg is False else sympy.Max(length, 0))
 

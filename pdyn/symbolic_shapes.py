@@ -241,10 +241,40 @@ class ShapeEnv:
                 yield origin, self.simplify(sym)
 
 
+class FloorDiv(sympy.Function):
+    """`a // b`, kept as written. (sympy's own floor(a / b) can drop the floor when it wrongly takes
+    a / b for an integer: floor(Max(0, 2*s0) / 6) comes back as Max(0, 2*s0) / 6.)"""
+
+    is_integer = True
+
+    @classmethod
+    def eval(cls, a: sympy.Basic, b: sympy.Basic) -> sympy.Basic | None:
+        if a.is_Number and b.is_Number:
+            return sympy.Integer(math.floor(fractions.Fraction(str(a)) / fractions.Fraction(str(b))))
+        if b == 1:
+            return a
+        return None
+
+
+class CeilDiv(sympy.Function):
+    """`-(-a // b)`: the ceiling of a / b, kept as written (see FloorDiv)."""
+
+    is_integer = True
+
+    @classmethod
+    def eval(cls, a: sympy.Basic, b: sympy.Basic) -> sympy.Basic | None:
+        if a.is_Number and b.is_Number:
+            return sympy.Integer(math.ceil(fractions.Fraction(str(a)) / fractions.Fraction(str(b))))
+        if b == 1:
+            return a
+        return None
+
+
 _RELATIONS = {sympy.Gt: operator.gt, sympy.Lt: operator.lt, sympy.Ge: operator.ge, sympy.Le: operator.le,
               sympy.Eq: operator.eq, sympy.Ne: operator.ne}
 _NUMERIC = {
-    sympy.Mod: lambda a, b: a % b, sympy.floor: math.floor, sympy.ceiling: math.ceil, sympy.Min: min,
+    sympy.Mod: lambda a, b: a % b, FloorDiv: lambda a, b: a // b, CeilDiv: lambda a, b: -(-a // b),
+    sympy.floor: math.floor, sympy.ceiling: math.ceil, sympy.Min: min,
     sympy.Max: max, sympy.Abs: abs, sympy.Not: operator.not_,
     sympy.And: lambda *xs: all(xs), sympy.Or: lambda *xs: any(xs),
 }
@@ -326,6 +356,12 @@ class _PythonPrinter(PythonCodePrinter):
 
     def _print_Symbol(self, expr: sympy.Symbol) -> str:
         return expr.name
+
+    def _print_FloorDiv(self, expr: sympy.Basic) -> str:
+        return f"(({self._print(expr.args[0])}) // ({self._print(expr.args[1])}))"
+
+    def _print_CeilDiv(self, expr: sympy.Basic) -> str:
+        return f"(-((-({self._print(expr.args[0])})) // ({self._print(expr.args[1])})))"
 
     def _print_Mod(self, expr: sympy.Basic) -> str:
         # parenthesized: inside a product `-2*Mod(s0, 2)` must not print as `-2*s0 % 2`

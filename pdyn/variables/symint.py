@@ -16,6 +16,7 @@ import sympy
 import torch.fx
 
 from pdyn.errors import UserException
+from pdyn.symbolic_shapes import FloorDiv
 from pdyn.sources import Source
 from pdyn.variables.base import VariableTracker
 from pdyn.variables.constant import ConstantVariable
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
 
 
 def _floordiv(a: Any, b: Any) -> Any:
-    return sympy.floor(a / b)
+    return FloorDiv(a, b)
 
 
 SYMPY_OPS: dict[Callable[..., Any], Callable[..., Any]] = {
