@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from pdyn.guards import AliasGuard, Guard, GuardSet
-from pdyn.sources import AttrSource, DefaultSource, ItemSource, LocalSource, Source
+from pdyn.sources import AttrSource, DefaultSource, ItemSource, LocalSource, ModuleMemberSource, Source
 
 SYMBOL = re.compile(r"[su]\d+")
 CheckFn = Callable[[dict[str, Any], dict[str, Any]], "str | None"]
@@ -72,6 +72,8 @@ def _rebase(src: Source, bound: dict[Source, str], namer: _Namer) -> str:
     """`src` as an expression that starts from the nearest already-bound name."""
     if src in bound:
         return bound[src]
+    if isinstance(src, ModuleMemberSource):
+        return f"{_rebase(src.base, bound, namer)}.{src.table}[{src.attr!r}]"
     if isinstance(src, AttrSource):
         base = _rebase(src.base, bound, namer)
         return f"{base}.{src.attr}" if src.attr.isidentifier() else f"getattr({base}, {src.attr!r})"

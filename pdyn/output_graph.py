@@ -344,4 +344,4 @@ def _target_name(target: Any) -> str:
 
 
 def _hint(source: Source) -> str:
-    return source.expr().replace("L[", "").replace("G[", "g_").replace("'", "").replace("]", "").replace(".", "_")
+    return str(source).replace("L[", "").replace("G[", "g_").replace("'", "").replace("]", "").replace(".", "_")

@@ -59,6 +59,22 @@ class AttrSource(Source):
 
 
 @dataclass(frozen=True)
+class ModuleMemberSource(AttrSource):
+    """A parameter, buffer or submodule of an nn.Module: read from its table (`_parameters`,
+    `_buffers`, `_modules`) directly, which is what `Module.__getattr__` would do, only faster;
+    shown as the attribute (`L['self'].fc.weight`, `L['self'].layers[0]`)."""
+
+    table: str = "_modules"
+
+    def expr(self) -> str:
+        return f"{self.base.expr()}.{self.table}[{self.attr!r}]"
+
+    def __str__(self) -> str:
+        base = str(self.base)
+        return f"{base}.{self.attr}" if self.attr.isidentifier() else f"{base}[{self.attr}]"
+
+
+@dataclass(frozen=True)
 class ItemSource(Source):
     """An item of a list, tuple or dict source, by a constant index or key: `L['xs'][0]`."""
 

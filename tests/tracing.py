@@ -78,7 +78,7 @@ def graph_text(tx_or_graph: Any) -> str:
     for node in graph.nodes:
         args = ", ".join([_arg(a) for a in node.args] + [f"{k}={_arg(v)}" for k, v in node.kwargs.items()])
         if node.op == "placeholder":
-            lines.append(f"{node.name} = placeholder {node.meta['source'].expr()}")
+            lines.append(f"{node.name} = placeholder {node.meta['source']}")  # as the user writes it
         elif node.op == "call_function":
             lines.append(f"{node.name} = {_target(node.target)}({args})")
         elif node.op == "call_method":

@@ -15,7 +15,7 @@ import torch
 
 from pdyn.errors import Unsupported, UserException
 from pdyn.guards import DictKeysGuard, LenGuard, NoHooksGuard
-from pdyn.sources import AttrSource, ItemSource, Source
+from pdyn.sources import AttrSource, ItemSource, ModuleMemberSource, Source
 from pdyn.variables.base import VariableTracker
 from pdyn.variables.constant import ConstantVariable
 from pdyn.variables.containers import IteratorVariable, ListVariable, TupleVariable
@@ -70,13 +70,12 @@ class NNModuleVariable(VariableTracker):
         if stored is not None:
             return stored
         m = self.value
-        src = AttrSource(self.source, name)
         for table in ("_parameters", "_buffers", "_modules"):
             members = m.__dict__.get(table, {})
             if name in members:
-                return wrap(tx, members[name], src)
+                return wrap(tx, members[name], ModuleMemberSource(self.source, name, table))
         if name in m.__dict__:
-            return wrap(tx, m.__dict__[name], src)
+            return wrap(tx, m.__dict__[name], AttrSource(self.source, name))
         found = self._member_method(name) or lookup_class_attr(tx, self, type(m), name)
         if found is None:
             raise UserException(AttributeError(f"'{type(m).__name__}' object has no attribute '{name}'"), tx.loc())
@@ -184,12 +183,18 @@ class NNModuleVariable(VariableTracker):
             raise UserException(TypeError(f"object of type '{type(self.value).__name__}' has no len()"))
         return self._guard_length(tx)
 
+    def _item_source(self, index: int) -> Source:
+        """The i-th submodule of a ModuleList/Sequential, read from `_modules` by its key."""
+        if isinstance(self.value, SEQUENTIAL):
+            return ModuleMemberSource(self.source, list(self.value._modules)[index], "_modules")
+        return ItemSource(self.source, index)
+
     def iterate(self, tx: Tracer) -> list[VariableTracker]:
         from pdyn.variables.builder import wrap
 
         if isinstance(self.value, (*SEQUENTIAL, torch.nn.ParameterList)):
             n = self._guard_length(tx)
-            return [wrap(tx, self.value[i], ItemSource(self.source, i)) for i in range(n)]
+            return [wrap(tx, self.value[i], self._item_source(i)) for i in range(n)]
         if isinstance(self.value, torch.nn.ModuleDict):
             self._guard_length(tx)
             return [ConstantVariable(k) for k in self.value.keys()]
@@ -203,13 +208,13 @@ class NNModuleVariable(VariableTracker):
             n = self._guard_length(tx)
             if not -n <= index < n:
                 raise UserException(IndexError(f"index {index} is out of range"))
-            return wrap(tx, self.value[index], ItemSource(self.source, index % n))
+            return wrap(tx, self.value[index], self._item_source(index % n))
         if isinstance(self.value, SEQUENTIAL) and isinstance(index, slice):
             return ListVariable(self.iterate(tx)[index])
         if isinstance(self.value, torch.nn.ModuleDict) and isinstance(index, str):
             if index not in self.value:
                 raise UserException(KeyError(index))
-            return wrap(tx, self.value[index], ItemSource(self.source, index))
+            return wrap(tx, self.value[index], ModuleMemberSource(self.source, index, "_modules"))
         raise Unsupported("module_getitem", f"pdyn cannot index {type(self.value).__name__} with {index!r}",
                           loc=tx.loc())
 

@@ -7,7 +7,7 @@ import torch
 
 from pdyn.errors import Unsupported, UserException
 from pdyn.guards import DictKeysGuard, IdGuard, LenGuard, NoHooksGuard, TypeGuard
-from pdyn.sources import AttrSource, ItemSource, LocalSource
+from pdyn.sources import AttrSource, ItemSource, LocalSource, ModuleMemberSource
 from pdyn.variables.nn_module import NNModuleVariable, UserObjectVariable
 from pdyn.variables.symint import SymIntVariable
 from tests.tracing import assert_graph, guards_of, trace
@@ -73,7 +73,7 @@ def test_submodule_is_a_module_tracker_guarded_by_identity():
     net = Net()
     tx = trace(f, net)
     assert isinstance(tx.result, NNModuleVariable) and tx.result.value is net.act
-    assert AttrSource(M, "act") in [g.source for g in guards_of(tx, IdGuard)]
+    assert ModuleMemberSource(M, "act", "_modules") in [g.source for g in guards_of(tx, IdGuard)]
 
 
 def test_int_attribute_is_a_symbolic_int():
@@ -89,7 +89,7 @@ def test_calling_a_module_inlines_forward_and_guards_it_has_no_hooks():
         return m(x)
 
     tx = trace(f, Net(), torch.ones(3))
-    assert [g.source for g in guards_of(tx, NoHooksGuard)] == [M, AttrSource(M, "act")]
+    assert [g.source for g in guards_of(tx, NoHooksGuard)] == [M, ModuleMemberSource(M, "act", "_modules")]
     assert_graph(tx, """
         x = placeholder L['x']
         m_weight = placeholder L['m'].weight
@@ -165,10 +165,10 @@ def test_module_list_iterates_and_indexes_with_a_len_guard():
         return m.blocks[-1](x), len(m.blocks)
 
     tx = trace(f, Net(), torch.ones(3))
-    blocks = AttrSource(M, "blocks")
+    blocks = ModuleMemberSource(M, "blocks", "_modules")
     assert [(g.source, g.length) for g in guards_of(tx, LenGuard)] == [(blocks, 2)]
     assert tx.result.items[1].as_python_constant() == 2
-    assert ItemSource(blocks, 1) in [g.source for g in guards_of(tx, IdGuard)]
+    assert ModuleMemberSource(blocks, "1", "_modules") in [g.source for g in guards_of(tx, IdGuard)]
 
 
 def test_module_list_index_out_of_range_raises_index_error():
