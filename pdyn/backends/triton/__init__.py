@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import operator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import torch
@@ -35,6 +35,7 @@ class CompiledGraph:
     kernel_count: int
     fallbacks: list[str]
     call: Callable[..., Any]
+    launchers: list[Any] = field(default_factory=list)  # runtime.KernelLauncher per kernel
 
 
 def triton_backend(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
@@ -119,4 +120,5 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Compil
     exec(compile(source, "<pdyn triton wrapper>", "exec"), namespace)  # noqa: S102  # our own text
     if output_code.isEnabledFor(logging.DEBUG):
         output_code.debug("wrapper:\n%s\n%s", source, "\n\n".join(code.kernels))
-    return CompiledGraph(source, code.kernels, kernel_count(steps), lx.fallbacks, namespace["call"])
+    return CompiledGraph(source, code.kernels, kernel_count(steps), lx.fallbacks, namespace["call"],
+                         code.launchers)

@@ -73,7 +73,19 @@ class KernelSource:
     tiling: Tiling
     args: KernelArgs
     stored: list[str]
-    names: tuple[str, ...]  # kernel functions: (pointwise,) or (persistent, looped)
+    names: tuple[str, ...]  # kernel functions: (pointwise,) or (persistent, looped[, split])
+    split: SplitInfo | None = None
+
+
+@dataclass(frozen=True)
+class SplitInfo:
+    """A reduction kernel that can also run split over r: `kernel_split` writes one row of partial
+    results per r chunk into a [chunks, xnumel] buffer of `acc_dtype`; a second kernel combines the
+    rows with `kind` into pointer `out` (the reduction's output, stored flat over x)."""
+
+    kind: str
+    acc_dtype: torch.dtype
+    out: int  # index of the output among the kernel's pointers
 
 
 def dim_vars(prefix: str, flat: sympy.Symbol, ranges: list[sympy.Expr]) -> tuple[list, list]:
@@ -97,8 +109,9 @@ class KernelCodegen:
     """One variant of one kernel; `persistent` is ignored for pointwise kernels."""
 
     def __init__(self, nodes: list[ComputedBuffer], stored: set[str], args: KernelArgs,
-                 interpret: bool, persistent: bool) -> None:
+                 interpret: bool, persistent: bool, split: str | None = None) -> None:
         self.nodes, self.stored = nodes, stored
+        self.split = split  # the split variant: this node's partial result goes to `psplit`
         self.tiling = tiling_of(nodes)
         self.b = KernelBuilder(args, interpret, self.tiling.is_reduction)
         self.b.persistent = persistent or not self.tiling.is_reduction
@@ -152,7 +165,7 @@ class KernelCodegen:
         self.phase_count += 1
         self.phase = Scope([], {}, parent=self.b.top, phase=self.phase_count)
         self.b.scope = self.phase
-        self.b.line("rindex = roffset + rbase")
+        self.b.line("rindex = rstart + roffset + rbase" if self.split else "rindex = roffset + rbase")
         self.b.line("rmask = rindex < rnumel")
         for sym, expr in self.rdefs:
             self.b.line(f"{sym} = {self.b.index_text(expr)}")
@@ -161,7 +174,7 @@ class KernelCodegen:
         b = self.b
         if self.phase is not None:
             b.scope = b.top
-            b.line("for roffset in range(0, rnumel, RBLOCK):")
+            b.line(f"for roffset in range(0, {'rchunk' if self.split else 'rnumel'}, RBLOCK):")
             b.top.lines.extend("    " + line for line in self.phase.lines)
             self.phase = None
         for node, final_lines, val in self.pending:
@@ -179,6 +192,10 @@ class KernelCodegen:
                mask: str = "xmask") -> None:
         """Record the value as a register for later readers; store it if anyone else needs it."""
         buf = node.buffer
+        if self.split == node.name:  # one row of partial results per r chunk, flat over x
+            value = val.text
+            self.b.line(f"tl.store(psplit + (pbase + xindex), {value}, xmask)")
+            return
         at = buf.offset(node.keep_index(index) if node.keep_index else index)
         self.b.locals[buf.name] = Local(at, val, self.b.scope.phase)
         if node.name not in self.stored:
@@ -207,8 +224,10 @@ class KernelCodegen:
         ptrs = [f"ptr{i}" for i in range(len(b.args.pointers))]
         sizes = [s.name for s in b.args.sizes.values()]
         params = ptrs + sizes + ["xnumel"] + (["rnumel"] if t.is_reduction else [])
+        if self.split:  # pointers first, then ints: the order the launcher passes them in
+            params = ptrs + ["psplit"] + sizes + ["xnumel", "rnumel", "rchunk"]
         consts = ["XBLOCK: tl.constexpr"] + (["RBLOCK: tl.constexpr"] if t.is_reduction else [])
-        no_spec = sizes + ["xnumel"] + (["rnumel"] if t.is_reduction else [])
+        no_spec = sizes + ["xnumel"] + (["rnumel"] if t.is_reduction else []) + (["rchunk"] if self.split else [])
         head = [f"@triton.jit(do_not_specialize={no_spec!r})",
                 f"def {name}({', '.join(params + consts + ['INDEX64: tl.constexpr'])}):",
                 "    if INDEX64:",
@@ -223,6 +242,13 @@ class KernelCodegen:
         else:
             head += ["    xindex = xoffset + tl.arange(0, XBLOCK)"]
         head.append("    xmask = xindex < xnumel")
+        if self.split:
+            head += ["    if INDEX64:",
+                     "        rstart = tl.program_id(1).to(tl.int64) * rchunk",
+                     "        pbase = tl.program_id(1).to(tl.int64) * xnumel",
+                     "    else:",
+                     "        rstart = tl.program_id(1) * rchunk",
+                     "        pbase = tl.program_id(1) * xnumel"]
         return "\n".join(head + ["    " + line for line in b.top.lines]) + "\n"
 
 
@@ -230,6 +256,7 @@ def generate_kernel(nodes: list[ComputedBuffer], stored: set[str], interpret: bo
     """Both variants of a reduction kernel share one KernelArgs, so their signatures agree."""
     args = KernelArgs()
     tiling = tiling_of(nodes)
+    split: SplitInfo | None = None
     if not tiling.is_reduction:
         body = KernelCodegen(nodes, stored, args, interpret, False).generate("kernel")
         names: tuple[str, ...] = ("kernel",)
@@ -238,11 +265,43 @@ def generate_kernel(nodes: list[ComputedBuffer], stored: set[str], interpret: bo
         body = KernelCodegen(nodes, stored, args, interpret, True).generate("kernel_persistent")
         body = body + "\n\n" + looped
         names = ("kernel_persistent", "kernel_looped")
+        target = split_target(nodes, stored, tiling)
+        if target is not None:
+            text = KernelCodegen(nodes, stored, args, interpret, False, target.name).generate("kernel_split")
+            body = body + "\n\n" + text
+            names += ("kernel_split",)
+            red = target.data
+            assert isinstance(red, Reduction)
+            split = SplitInfo(red.kind, red.acc_dtype, list(args.pointers).index(target.name))
     header = "import triton\nimport triton.language as tl\n"
     if not interpret:
         header += "from triton.language.extra import libdevice\n"
     text = header + PREAMBLE + "\n\n" + body
-    return KernelSource(text, tiling, args, [n.name for n in nodes if n.name in stored], names)
+    return KernelSource(text, tiling, args, [n.name for n in nodes if n.name in stored], names, split)
+
+
+SPLIT_KINDS = ("sum", "prod", "max", "min")
+
+
+def split_target(nodes: list[ComputedBuffer], stored: set[str], tiling: Tiling) -> ComputedBuffer | None:
+    """The reduction a split variant can serve: the kernel's only reduction, its last node, a kind
+    whose partial results combine, stored (it is read elsewhere) flat over x."""
+    reds = [n for n in nodes if isinstance(n.data, Reduction)]
+    if len(reds) != 1 or nodes[-1] is not reds[0] or reds[0].name not in stored:
+        return None
+    node = reds[0]
+    assert isinstance(node.data, Reduction)
+    if node.data.kind not in SPLIT_KINDS:
+        return None
+    xs, _ = dim_vars("x", XINDEX, tiling.x_ranges)
+    at = node.buffer.offset(node.keep_index(xs) if node.keep_index else xs)
+    flat, inner = sympy.Integer(0), sympy.Integer(1)
+    for sym, n in reversed(list(zip(xs, tiling.x_ranges))):
+        flat += sym * inner
+        inner *= n
+    if sympy.expand(at - flat) != 0:
+        return None
+    return node
 
 
 def neutral(kind: str, dtype: torch.dtype) -> str:

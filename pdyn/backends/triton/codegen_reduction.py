@@ -12,7 +12,8 @@ from pdyn.backends.triton.kernel_builder import KernelBuilder
 from pdyn.backends.triton.triton_ops import dtype_text
 
 BIG_INDEX = "9223372036854775807"
-FINAL = {"sum": "tl.sum({0}, 1)", "max": "tl.max({0}, 1)", "min": "tl.min({0}, 1)",
+FINAL = {"sum": "tl.sum({0}, 1)", "max": "tl.reduce({0}, 1, _max_combine)",
+         "min": "tl.reduce({0}, 1, _min_combine)",
          "prod": "tl.reduce({0}, 1, _prod_combine)"}
 COMBINE = {"sum": "{0} + {1}", "prod": "{0} * {1}",
            "max": "tl.where(({0} > {1}) | ({0} != {0}), {0}, {1})",

@@ -102,56 +102,193 @@ def cdiv(a: int, b: int) -> int:
     return -(a // -b)
 
 
+def _extent(t: torch.Tensor) -> int:
+    return 1 + sum((n - 1) * abs(s) for n, s in zip(t.shape, t.stride()) if n > 0)
+
+
 def needs_int64(numel: int, *tensors: torch.Tensor) -> bool:
-    """64-bit indexing when an index could pass int32: the iteration space or any buffer's extent."""
+    """64-bit indexing when an index could pass int32: the iteration space or any buffer's extent.
+    A storage under 2 GiB bounds every extent in it, so the exact extent is computed only past that."""
     if numel > INT32_MAX:
         return True
     for t in tensors:
-        extent = 1 + sum((n - 1) * abs(s) for n, s in zip(t.shape, t.stride()) if n > 0)
-        if extent > INT32_MAX:
+        if t.untyped_storage().nbytes() > INT32_MAX and _extent(t) > INT32_MAX:
             return True
     return False
 
 
-def launch_pointwise(module: ModuleType, args: tuple[Any, ...], xnumel: int, xblock: int,
-                     tensors: tuple[torch.Tensor, ...]) -> None:
-    if xnumel <= 0:
-        return
-    warps = 4 if xblock <= 512 else 8
-    module.kernel[(cdiv(xnumel, xblock),)](*args, xnumel, XBLOCK=xblock,
-                                           INDEX64=needs_int64(xnumel, *tensors), num_warps=warps)
+# -- block sizes from the actual sizes, at every call ---------------------------------------------
+def pointwise_config(xnumel: int) -> tuple[int, int]:
+    """(XBLOCK, num_warps): few variants, so a handful of compiles cover every size; large inputs
+    get 1024-element blocks (8 elements per thread: vectorized loads) to reach memory bandwidth."""
+    if xnumel >= 1 << 18:
+        return 1024, 4
+    if xnumel > 1 << 13:
+        return 512, 4
+    return 128, 4
 
 
-def launch_reduction(module: ModuleType, args: tuple[Any, ...], xnumel: int, rnumel: int,
-                     inner: bool, looped_blocks: tuple[int, int],
-                     tensors: tuple[torch.Tensor, ...]) -> None:
-    """Persistent when the actual reduced extent fits one block, looped otherwise."""
-    if xnumel <= 0:
-        return
-    index64 = needs_int64(xnumel * max(rnumel, 1), *tensors)
-    if rnumel <= PERSISTENT_MAX:
+OUTER_PERSISTENT_MAX = 256  # an outer (strided) reduction keeps >= 32 columns per block in registers
+SPLIT_MIN_R = 2048          # a split pays off only for long reductions
+SPLIT_TARGET_PROGRAMS = 1024  # enough blocks to fill the GPU several times over
+
+
+def reduction_config(xnumel: int, rnumel: int, inner: bool, can_split: bool) -> tuple[str, int, int, int, int]:
+    """(variant, XBLOCK, RBLOCK, num_warps, chunks): persistent when the reduced extent fits one
+    block, split over r (`chunks` > 1) when the kept extent is too short to fill the GPU and the
+    reduced one is long, looped otherwise."""
+    persistent_max = PERSISTENT_MAX if inner else OUTER_PERSISTENT_MAX
+    if rnumel <= persistent_max:
         rblock = next_pow2(max(rnumel, 1))
-        xblock = max(1, min(64 if not inner else 32, 4096 // rblock))
-        kernel = module.kernel_persistent
-    else:
-        xblock, rblock = looped_blocks
-        kernel = module.kernel_looped
-    warps = min(max(xblock * rblock // 256, 1), 8)
-    kernel[(cdiv(xnumel, xblock),)](*args, xnumel, rnumel, XBLOCK=xblock, RBLOCK=rblock,
-                                    INDEX64=index64, num_warps=warps)
+        xblock = max(1, min(32 if inner else 64, 4096 // rblock))
+        return "persistent", xblock, rblock, min(max(xblock * rblock // 256, 1), 8), 1
+    xblock, rblock = (1, 2048) if inner else (64, 64)
+    warps = 8
+    if can_split and rnumel >= SPLIT_MIN_R:
+        xprograms = cdiv(xnumel, xblock)
+        if xprograms * 4 < SPLIT_TARGET_PROGRAMS:
+            chunks = min(cdiv(SPLIT_TARGET_PROGRAMS, xprograms), cdiv(rnumel, 4 * rblock))
+            if chunks > 1:
+                rchunk = cdiv(cdiv(rnumel, chunks), rblock) * rblock
+                return "split", xblock, rblock, warps, cdiv(rnumel, rchunk)
+    return "looped", xblock, rblock, warps, 1
 
 
-def pointwise_block(numel_hint: int) -> int:
-    return max(128, min(1024, next_pow2(numel_hint)))
+SPLIT_FINISH = {"sum": "acc + v", "prod": "acc * v",
+                "max": "tl.where((acc > v) | (acc != acc), acc, v)",
+                "min": "tl.where((acc < v) | (acc != acc), acc, v)"}
 
 
-def looped_blocks(inner: bool, xnumel_hint: int) -> tuple[int, int]:
-    """(XBLOCK, RBLOCK) for the looped variant: rows share a long r loop (inner), or columns load
-    contiguously along x (outer)."""
-    if inner:
-        return 1, 2048
-    xblock = max(8, min(64, next_pow2(max(xnumel_hint // 256, 1))))
-    return xblock, max(16, 2048 // xblock)
+def _finish_source() -> str:
+    """Second stage of a split reduction: combine `chunks` rows of partial results per column."""
+    parts = ["import triton", "import triton.language as tl", ""]
+    for kind, combine in SPLIT_FINISH.items():
+        parts += [
+            "",
+            "@triton.jit(do_not_specialize=['xnumel', 'chunks'])",
+            f"def finish_{kind}(src, dst, xnumel, chunks, XBLOCK: tl.constexpr, INDEX64: tl.constexpr):",
+            "    if INDEX64:",
+            "        xindex = tl.program_id(0).to(tl.int64) * XBLOCK + tl.arange(0, XBLOCK)",
+            "    else:",
+            "        xindex = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)",
+            "    xmask = xindex < xnumel",
+            "    acc = tl.load(src + xindex, xmask, other=0)",
+            "    offset = xindex",
+            "    for _ in range(1, chunks):",
+            "        offset += xnumel",
+            "        v = tl.load(src + offset, xmask, other=0)",
+            f"        acc = {combine}",
+            "    tl.store(dst + xindex, acc.to(dst.dtype.element_ty), xmask)",
+        ]
+    return "\n".join(parts) + "\n"
+
+
+# -- launching -------------------------------------------------------------------------------------
+class _Fast:
+    """Triton's launch path without JITFunction.run's per-call binding and specialization: after a
+    variant's first launch through Triton, its CompiledKernel's launcher is called directly. Only
+    used where the call would specialize exactly as that first one did (every pointer 16-byte
+    aligned, every int argument an i32); anything else goes through Triton's own path."""
+
+    enabled = os.environ.get("PDYN_TRITON_FAST_LAUNCH", "1") != "0"
+
+    def __init__(self) -> None:
+        from triton import knobs
+        from triton.runtime.driver import driver
+
+        self.device = driver.active.get_current_device
+        self.stream = driver.active.get_current_stream
+        self.knobs = knobs.runtime
+
+
+def _fast() -> _Fast | None:
+    global _FAST
+    if _FAST is False:
+        try:
+            _FAST = _Fast() if _Fast.enabled else None
+        except Exception:  # noqa: BLE001  # another Triton layout: Triton's own launch path
+            _FAST = None
+    return _FAST  # type: ignore[return-value]
+
+
+_FAST: Any = False
+
+
+class KernelLauncher:
+    """Launches one generated kernel (bound once at compile time, called by the wrapper on every
+    call): picks the variant and block sizes from the actual sizes, the index width from the
+    actual extents, and launches through a cached compiled launcher where it can."""
+
+    def __init__(self, module: ModuleType, reduction: bool, inner: bool,
+                 split: Any = None, interpret: bool = False) -> None:
+        self.module, self.reduction, self.inner, self.split = module, reduction, inner, split
+        self.interpret = interpret
+        self.functions = {name: getattr(module, f"kernel_{name}") for name in
+                          ("persistent", "looped", "split") if hasattr(module, f"kernel_{name}")}
+        if not reduction:
+            self.functions = {"pointwise": module.kernel}
+        self.finish = None
+        if split is not None:
+            self.finish = getattr(load_kernel(_finish_source(), interpret), f"finish_{split.kind}")
+        self.compiled: dict[tuple, tuple] = {}  # (function, constexprs, warps, device) -> launcher
+        self.fast_launches = 0  # observed by tests
+
+    def pointwise(self, ptrs: tuple, sizes: tuple, xnumel: int) -> None:
+        if xnumel <= 0:
+            return
+        xblock, warps = pointwise_config(xnumel)
+        index64 = needs_int64(xnumel, *ptrs)
+        self.launch(self.functions["pointwise"], (cdiv(xnumel, xblock), 1, 1), ptrs, sizes + (xnumel,),
+                    (xblock, index64), warps)
+
+    def reduce(self, ptrs: tuple, sizes: tuple, xnumel: int, rnumel: int) -> None:
+        if xnumel <= 0:
+            return
+        variant, xblock, rblock, warps, chunks = reduction_config(
+            xnumel, rnumel, self.inner, self.finish is not None)
+        index64 = needs_int64(xnumel * max(rnumel, 1), *ptrs)
+        grid0 = cdiv(xnumel, xblock)
+        if variant != "split":
+            self.launch(self.functions[variant], (grid0, 1, 1), ptrs, sizes + (xnumel, rnumel),
+                        (xblock, rblock, index64), warps)
+            return
+        out = ptrs[self.split.out]
+        partial = torch.empty((chunks, xnumel), dtype=self.split.acc_dtype, device=out.device)
+        rchunk = cdiv(cdiv(rnumel, chunks), rblock) * rblock
+        self.launch(self.functions["split"], (grid0, chunks, 1), ptrs + (partial,),
+                    sizes + (xnumel, rnumel, rchunk), (xblock, rblock, index64), warps)
+        fblock = 1024 if xnumel >= 1024 else max(32, next_pow2(xnumel))
+        self.launch(self.finish, (cdiv(xnumel, fblock), 1, 1), (partial, out), (xnumel, chunks),
+                    (fblock, index64), 4)
+
+    def launch(self, fn: Any, grid: tuple[int, int, int], ptrs: tuple, ints: tuple,
+               consts: tuple, warps: int) -> None:
+        fast = None if self.interpret else _fast()
+        if fast is not None and max(ints) <= INT32_MAX and min(ints) >= -INT32_MAX - 1 \
+                and all(t.data_ptr() & 15 == 0 for t in ptrs):
+            device = fast.device()
+            entry = self.compiled.get((fn, consts, warps, device))
+            if entry is not None:
+                run, function, metadata, enter, leave = entry
+                if fast.knobs.launch_enter_hook is enter:
+                    run(grid[0], grid[1], grid[2], fast.stream(device), function, metadata, None,
+                        enter, leave, *ptrs, *ints, *consts)
+                    self.fast_launches += 1
+                    return
+            kernel = self._slow(fn, grid, ptrs, ints, consts, warps)
+            try:
+                self.compiled[(fn, consts, warps, device)] = (
+                    kernel.run, kernel.function, kernel.packed_metadata, None, None)
+            except Exception:  # noqa: BLE001  # a Triton without these attributes: slow path only
+                pass
+            return
+        self._slow(fn, grid, ptrs, ints, consts, warps)
+
+    @staticmethod
+    def _slow(fn: Any, grid: tuple[int, int, int], ptrs: tuple, ints: tuple, consts: tuple,
+              warps: int) -> Any:
+        names = ("XBLOCK", "INDEX64") if len(consts) == 2 else ("XBLOCK", "RBLOCK", "INDEX64")
+        return fn[grid](*ptrs, *ints, **dict(zip(names, consts)), num_warps=warps)
 
 
 def contiguous(t: Any) -> Any:

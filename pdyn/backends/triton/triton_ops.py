@@ -61,6 +61,17 @@ def _tanh_safe(x):
 @triton.jit
 def _prod_combine(a, b):
     return a * b
+
+
+@triton.jit
+def _max_combine(a, b):
+    # NaN wins, as in torch (tl.max may drop it)
+    return tl.where((a > b) | (a != a), a, b)
+
+
+@triton.jit
+def _min_combine(a, b):
+    return tl.where((a < b) | (a != a), a, b)
 '''
 
 COMMON = {

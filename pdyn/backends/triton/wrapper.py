@@ -28,6 +28,7 @@ class WrapperCode:
         self.globals: dict[str, Any] = {"torch": torch, "_rt": runtime, "math": __import__("math"),
                                         "_dev": lx.device}
         self.kernels: list[str] = []
+        self.launchers: list[runtime.KernelLauncher] = []
 
     def add(self, line: str, indent: int = 1) -> None:
         self.lines.append("    " * indent + line)
@@ -41,8 +42,9 @@ class WrapperCode:
             self.add(fail, 2)
         for symbol, expr in self.sym.bindings + self.lx.stride_bindings:
             self.add(f"{symbol.name} = {expr}")
-        if self.sym.checks:
-            self.add(f"if not ({' and '.join(f'({c})' for c in self.sym.checks)}):")
+        checks = list(dict.fromkeys(self.sym.checks))  # NOTE: guards can repeat; each costs per call
+        if checks:
+            self.add(f"if not ({' and '.join(f'({c})' for c in checks)}):")
             self.add(fail, 2)
         for i, step in enumerate(steps):
             if isinstance(step, TorchCall):
@@ -71,17 +73,20 @@ class WrapperCode:
                 self.allocate(node.buffer)
         ptrs = [self.pointer_expr(b) for b in source.args.pointers.values()]
         sizes = [pexpr(e) for e in source.args.sizes]
-        args = ", ".join(ptrs + sizes)
-        tensors = ", ".join(ptrs)
         t = source.tiling
+        launcher = runtime.KernelLauncher(self.globals[name], t.is_reduction, t.inner, source.split,
+                                          self.interpret)
+        self.launchers.append(launcher)
+        ptr_tuple = f"({', '.join(ptrs)}{',' if len(ptrs) == 1 else ''})"
+        size_tuple = f"({', '.join(sizes)}{',' if len(sizes) == 1 else ''})"
         x = pexpr(_product(t.x_ranges))
         if not t.is_reduction:
-            block = runtime.pointwise_block(self.sym.hint(_product(t.x_ranges)))
-            self.add(f"_rt.launch_pointwise({name}, ({args},), {x}, {block}, ({tensors},))")
+            self.globals[f"{name}_launch"] = launcher.pointwise
+            self.add(f"{name}_launch({ptr_tuple}, {size_tuple}, {x})")
             return
         r = pexpr(_product(t.r_ranges))
-        blocks = runtime.looped_blocks(t.inner, self.sym.hint(_product(t.x_ranges)))
-        self.add(f"_rt.launch_reduction({name}, ({args},), {x}, {r}, {t.inner}, {blocks}, ({tensors},))")
+        self.globals[f"{name}_launch"] = launcher.reduce
+        self.add(f"{name}_launch({ptr_tuple}, {size_tuple}, {x}, {r})")
 
     def allocate(self, buf: Buffer) -> None:
         size = ", ".join(pexpr(s) for s in buf.size)

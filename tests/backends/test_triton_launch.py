@@ -1,0 +1,112 @@
+"""Run-time choices of the Triton launcher: split reductions picked by the actual sizes (one compile
+across sizes), block sizes per size, and the bound launcher path."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from pdyn.backends.triton import runtime
+from tests.backends.util import check, randn
+
+
+def _variants(rec, calls):
+    """Which reduction variant each call's sizes pick, from the launcher's own choice."""
+    return [runtime.reduction_config(x, r, inner, True)[0] for x, r, inner in calls]
+
+
+def test_column_sum_splits_on_long_reduction_and_not_on_short():
+    rec = check(lambda x: x.sum(0), (randn(8, 3),), (randn(5000, 3),), (randn(300, 5),), (randn(4100, 70),),
+                kernels=1)
+    launcher = rec.last.launchers[0]
+    assert launcher.finish is not None and "kernel_split" in rec.last.kernel_sources[0]
+    assert runtime.reduction_config(3, 5000, False, True)[0] == "split"
+    assert runtime.reduction_config(3, 8, False, True)[0] == "persistent"
+    assert runtime.reduction_config(1 << 20, 5000, False, True)[0] == "looped"
+
+
+@pytest.mark.parametrize("name,fn", [
+    ("sum_all", lambda x: x.sum()), ("amax0", lambda x: x.amax(0)), ("amin_all", lambda x: x.amin()),
+    ("prod0", lambda x: (x * 0.01 + 1).prod(0)), ("sum_keepdim0", lambda x: x.sum(0, keepdim=True)),
+    ("sum_prologue", lambda x: (x * x + 1).sum(0)),
+])
+def test_split_reductions_match_eager(name, fn, monkeypatch):
+    monkeypatch.setattr(runtime, "SPLIT_MIN_R", 16)  # small sizes take the split path too
+    check(fn, (randn(40, 3),), (randn(700, 5),), (randn(3, 4),), kernels=1)
+
+
+def test_split_reduction_of_ints_and_nan():
+    x = randn(3000, 2)
+    x[1234, 1] = float("nan")
+    check(lambda x: (x.amax(0), x.amin(0)), (randn(3000, 2),), (x,), compiles=1)
+    check(lambda x: (x > 0).sum(0), (randn(2500, 3),), (randn(9, 3),))
+
+
+def test_split_chunks_cover_the_reduction_exactly():
+    for rnumel in (2048, 2049, 5000, 65537):
+        variant, xblock, rblock, _, chunks = runtime.reduction_config(4, rnumel, False, True)
+        assert variant == "split"
+        rchunk = runtime.cdiv(runtime.cdiv(rnumel, chunks), rblock) * rblock
+        assert rchunk % rblock == 0 and (chunks - 1) * rchunk < rnumel <= chunks * rchunk
+
+
+def test_no_split_where_an_epilogue_follows_the_reduction():
+    rec = check(lambda x: x - x.mean(0, keepdim=True), (randn(9, 6),), (randn(3000, 2),), kernels=1)
+    assert rec.last.launchers[0].finish is None
+
+
+def test_pointwise_blocks_follow_the_actual_size():
+    assert runtime.pointwise_config(64)[0] == 128
+    assert runtime.pointwise_config(1 << 16)[0] == 512
+    assert runtime.pointwise_config(1 << 24)[0] == 1024
+    check(lambda x: torch.sigmoid(x) * 2, (randn(3, 4),), (randn(100, 100),), kernels=1)
+
+
+def test_launcher_is_bound_once_and_called_directly():
+    """The wrapper calls a launcher bound at compile time; no Triton call text in the wrapper."""
+    rec = check(lambda x, y: torch.relu(x * y), (randn(4, 4), randn(4)), (randn(6, 4), randn(4)))
+    src = rec.last.wrapper_source
+    assert "kernel0_launch((" in src and "[(" not in src
+    assert len(rec.last.launchers) == 1
+
+
+def test_fast_path_reuses_the_compiled_launcher(monkeypatch):
+    """Without a GPU, simulate Triton's compiled kernel: the first launch goes through fn[grid]
+    (binding, compile), later ones call the cached launcher with the same arguments in order."""
+    calls = []
+
+    class Compiled:
+        function, packed_metadata = "fn", "meta"
+
+        def run(self, *args):
+            calls.append(("fast", args))
+
+    class Fn:
+        def __getitem__(self, grid):
+            def launch(*args, **kwargs):
+                calls.append(("slow", grid, args, kwargs))
+                return Compiled()
+            return launch
+
+    class Knobs:
+        launch_enter_hook = None
+
+    class Fast:
+        device = staticmethod(lambda: 0)
+        stream = staticmethod(lambda device: 7)
+        knobs = Knobs()
+
+    monkeypatch.setattr(runtime, "_FAST", Fast())
+    launcher = runtime.KernelLauncher.__new__(runtime.KernelLauncher)
+    launcher.interpret, launcher.compiled, launcher.fast_launches = False, {}, 0
+    fn, t = Fn(), torch.empty(16)
+    launcher.launch(fn, (2, 1, 1), (t,), (5, 16), (128, False), 4)
+    launcher.launch(fn, (3, 1, 1), (t,), (6, 16), (128, False), 4)
+    assert calls[0][0] == "slow" and calls[0][3] == {"XBLOCK": 128, "INDEX64": False, "num_warps": 4}
+    assert calls[1] == ("fast", (3, 1, 1, 7, "fn", "meta", None, None, None, t, 6, 16, 128, False))
+    assert launcher.fast_launches == 1
+    launcher.launch(fn, (3, 1, 1), (t[1:],), (6, 16), (128, False), 4)  # misaligned: Triton's path
+    launcher.launch(fn, (3, 1, 1), (t,), (2**31, 16), (128, False), 4)  # an i64 argument: same
+    assert [c[0] for c in calls[2:]] == ["slow", "slow"]
+    launcher.launch(fn, (3, 1, 1), (t,), (6, 16), (256, False), 4)  # another variant: compiled once
+    assert calls[-1][0] == "slow"
