@@ -110,3 +110,54 @@ def test_fast_path_reuses_the_compiled_launcher(monkeypatch):
     assert [c[0] for c in calls[2:]] == ["slow", "slow"]
     launcher.launch(fn, (3, 1, 1), (t,), (6, 16), (256, False), 4)  # another variant: compiled once
     assert calls[-1][0] == "slow"
+
+
+def test_wrapper_calls_take_the_bound_launcher_after_the_first(monkeypatch):
+    """Every later call of a compiled graph (same or another size) launches through the bound
+    launcher once each variant has been launched once, and results stay right."""
+    launched = []
+
+    class Compiled:
+        function, packed_metadata = "fn", "meta"
+
+        def __init__(self, fn, grid, kwargs):
+            self.fn, self.grid, self.kwargs = fn, grid, kwargs
+
+        def run(self, g0, g1, g2, stream, function, metadata, launch_metadata, enter, leave, *args):
+            # the bound launcher gets the constexprs last, in the kernel's parameter order
+            names = list(self.kwargs)
+            consts = args[len(args) - len(names) + 1:]  # num_warps is not an argument
+            kwargs = dict(zip([n for n in names if n != "num_warps"], consts))
+            self.fn[(g0, g1, g2)](*args[:len(args) - len(consts)], **kwargs,
+                                  num_warps=self.kwargs["num_warps"])
+            launched.append("fast")
+
+    real_slow = runtime.KernelLauncher._slow
+
+    def slow(fn, grid, ptrs, ints, consts, warps):
+        real_slow(fn, grid, ptrs, ints, consts, warps)
+        launched.append("slow")
+        names = ("XBLOCK", "INDEX64") if len(consts) == 2 else ("XBLOCK", "RBLOCK", "INDEX64")
+        return Compiled(fn, grid, {**dict(zip(names, consts)), "num_warps": warps})
+
+    class Knobs:
+        launch_enter_hook = None
+
+    class Fast:
+        device = staticmethod(lambda: 0)
+        stream = staticmethod(lambda device: 0)
+        knobs = Knobs()
+
+    monkeypatch.setattr(runtime, "_FAST", Fast())
+    monkeypatch.setattr(runtime.KernelLauncher, "_slow", staticmethod(slow))
+    rec = check(lambda x, y: torch.softmax(x * y, -1), (randn(4, 8), randn(8)), compiles=None)
+    for launcher in rec.last.launchers:
+        launcher.interpret = False  # the kernels still run interpreted, through Compiled.run
+    f = rec.last.call
+    for shape in [(4, 8), (4, 8), (6, 8), (6, 8), (4, 8)]:
+        x, y = randn(*shape), randn(8)
+        torch.testing.assert_close(f(x, y)[0], torch.softmax(x * y, -1), rtol=1e-4, atol=1e-5)
+    # the compile-time call (interpreted) and the first call go through Triton; later calls of
+    # either size take the bound launcher, since one variant serves both sizes
+    assert launched == ["slow", "slow", "fast", "fast", "fast", "fast"]
+    assert rec.last.launchers[0].fast_launches == 4

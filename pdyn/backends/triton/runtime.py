@@ -231,31 +231,80 @@ class KernelLauncher:
         if split is not None:
             self.finish = getattr(load_kernel(_finish_source(), interpret), f"finish_{split.kind}")
         self.compiled: dict[tuple, tuple] = {}  # (function, constexprs, warps, device) -> launcher
+        self.plans: dict[Any, list] = {}  # actual size(s) -> launch plan
         self.fast_launches = 0  # observed by tests
 
+    # Per call: a plan per actual size (variant, grid, constexprs; cached, bounded), then the bound
+    # launcher if every argument specializes as at its first launch, else the general path.
     def pointwise(self, ptrs: tuple, sizes: tuple, xnumel: int) -> None:
-        if xnumel <= 0:
-            return
-        xblock, warps = pointwise_config(xnumel)
-        index64 = needs_int64(xnumel, *ptrs)
-        self.launch(self.functions["pointwise"], (cdiv(xnumel, xblock), 1, 1), ptrs, sizes + (xnumel,),
-                    (xblock, index64), warps)
+        plan = self.plans.get(xnumel)
+        if plan is None:
+            if xnumel <= 0:
+                return
+            xblock, warps = pointwise_config(xnumel)
+            plan = self._plan(xnumel, [self.functions["pointwise"], (cdiv(xnumel, xblock), 1, 1),
+                                       (xnumel,), (xblock, False), warps, xnumel > INT32_MAX])
+        if not self._fast_call(plan, ptrs, sizes):
+            self.launch(plan[0], plan[1], ptrs, sizes + plan[2],
+                        (plan[3][0], plan[5] or needs_int64(xnumel, *ptrs)), plan[4])
 
     def reduce(self, ptrs: tuple, sizes: tuple, xnumel: int, rnumel: int) -> None:
-        if xnumel <= 0:
-            return
-        variant, xblock, rblock, warps, chunks = reduction_config(
-            xnumel, rnumel, self.inner, self.finish is not None)
+        plan = self.plans.get((xnumel, rnumel))
+        if plan is None:
+            if xnumel <= 0:
+                return
+            variant, xblock, rblock, warps, chunks = reduction_config(
+                xnumel, rnumel, self.inner, self.finish is not None)
+            if variant == "split":
+                self._split(ptrs, sizes, xnumel, rnumel, xblock, rblock, warps, chunks)
+                return
+            plan = self._plan((xnumel, rnumel), [
+                self.functions[variant], (cdiv(xnumel, xblock), 1, 1), (xnumel, rnumel),
+                (xblock, rblock, False), warps, xnumel * max(rnumel, 1) > INT32_MAX])
+        if not self._fast_call(plan, ptrs, sizes):
+            index64 = plan[5] or needs_int64(xnumel * max(rnumel, 1), *ptrs)
+            self.launch(plan[0], plan[1], ptrs, sizes + plan[2], plan[3][:2] + (index64,), plan[4])
+
+    def _plan(self, key: Any, plan: list) -> list:
+        """[function, grid, trailing ints, constexprs (32-bit), warps, needs int64, bound launcher]"""
+        if len(self.plans) > 1024:
+            self.plans.clear()
+        plan.append(None)
+        self.plans[key] = plan
+        return plan
+
+    def _fast_call(self, plan: list, ptrs: tuple, sizes: tuple) -> bool:
+        bound = plan[6]
+        if bound is None or plan[5]:
+            if plan[5] or self.interpret or _fast() is None:
+                return False
+            bound = plan[6] = self.compiled.get((plan[0], plan[3], plan[4], _FAST.device()))
+            if bound is None:
+                return False
+        if sizes and (max(sizes) > INT32_MAX or min(sizes) < -INT32_MAX - 1):
+            return False
+        for t in ptrs:  # NOTE: Triton specializes on 16-byte alignment; storage < 2 GiB: 32-bit ok
+            if t.data_ptr() & 15 or t.untyped_storage().nbytes() > INT32_MAX:
+                return False
+        fast = _FAST
+        device = fast.device()
+        run, function, metadata, enter, leave, bound_device = bound
+        if device != bound_device or fast.knobs.launch_enter_hook is not enter:
+            return False
+        grid = plan[1]
+        run(grid[0], grid[1], grid[2], fast.stream(device), function, metadata, None, enter, leave,
+            *ptrs, *sizes, *plan[2], *plan[3])
+        self.fast_launches += 1
+        return True
+
+    def _split(self, ptrs: tuple, sizes: tuple, xnumel: int, rnumel: int, xblock: int, rblock: int,
+               warps: int, chunks: int) -> None:
+        """Stage 1: partial results per r chunk into a [chunks, xnumel] buffer; stage 2: combine."""
         index64 = needs_int64(xnumel * max(rnumel, 1), *ptrs)
-        grid0 = cdiv(xnumel, xblock)
-        if variant != "split":
-            self.launch(self.functions[variant], (grid0, 1, 1), ptrs, sizes + (xnumel, rnumel),
-                        (xblock, rblock, index64), warps)
-            return
         out = ptrs[self.split.out]
         partial = torch.empty((chunks, xnumel), dtype=self.split.acc_dtype, device=out.device)
         rchunk = cdiv(cdiv(rnumel, chunks), rblock) * rblock
-        self.launch(self.functions["split"], (grid0, chunks, 1), ptrs + (partial,),
+        self.launch(self.functions["split"], (cdiv(xnumel, xblock), chunks, 1), ptrs + (partial,),
                     sizes + (xnumel, rnumel, rchunk), (xblock, rblock, index64), warps)
         fblock = 1024 if xnumel >= 1024 else max(32, next_pow2(xnumel))
         self.launch(self.finish, (cdiv(xnumel, fblock), 1, 1), (partial, out), (xnumel, chunks),
@@ -269,7 +318,7 @@ class KernelLauncher:
             device = fast.device()
             entry = self.compiled.get((fn, consts, warps, device))
             if entry is not None:
-                run, function, metadata, enter, leave = entry
+                run, function, metadata, enter, leave, _ = entry
                 if fast.knobs.launch_enter_hook is enter:
                     run(grid[0], grid[1], grid[2], fast.stream(device), function, metadata, None,
                         enter, leave, *ptrs, *ints, *consts)
@@ -278,7 +327,7 @@ class KernelLauncher:
             kernel = self._slow(fn, grid, ptrs, ints, consts, warps)
             try:
                 self.compiled[(fn, consts, warps, device)] = (
-                    kernel.run, kernel.function, kernel.packed_metadata, None, None)
+                    kernel.run, kernel.function, kernel.packed_metadata, None, None, device)
             except Exception:  # noqa: BLE001  # a Triton without these attributes: slow path only
                 pass
             return

@@ -40,8 +40,7 @@ class WrapperCode:
         if self.lx.layout_checks:
             self.add(f"if not ({' and '.join(self.lx.layout_checks)}):")
             self.add(fail, 2)
-        for symbol, expr in self.sym.bindings + self.lx.stride_bindings:
-            self.add(f"{symbol.name} = {expr}")
+        self.bind_sizes(self.sym.bindings + self.lx.stride_bindings)
         checks = list(dict.fromkeys(self.sym.checks))  # NOTE: guards can repeat; each costs per call
         if checks:
             self.add(f"if not ({' and '.join(f'({c})' for c in checks)}):")
@@ -53,6 +52,21 @@ class WrapperCode:
                 self.kernel(i, step)
         self.add(f"return {out_struct.format(*self.lx.outputs)}")
         return "\n".join(self.lines) + "\n"
+
+    def bind_sizes(self, bindings: list) -> None:
+        """`s0 = a0.shape[0]` per symbol, with each input's `.shape` read once (each read of a
+        tensor attribute costs on every call)."""
+        import re
+
+        shapes: dict[str, str] = {}
+        for symbol, expr in bindings:
+            m = re.fullmatch(r"(\w+)\.shape\[(\d+)\]", expr)
+            if m:
+                if m.group(1) not in shapes:
+                    shapes[m.group(1)] = f"_{m.group(1)}_shape"
+                    self.add(f"{shapes[m.group(1)]} = {m.group(1)}.shape")
+                expr = f"{shapes[m.group(1)]}[{m.group(2)}]"
+            self.add(f"{symbol.name} = {expr}")
 
     def torch_call(self, call: TorchCall) -> None:
         op = f"_op_{call.name}"
