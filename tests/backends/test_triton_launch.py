@@ -98,18 +98,19 @@ def test_fast_path_reuses_the_compiled_launcher(monkeypatch):
 
     monkeypatch.setattr(runtime, "_FAST", Fast())
     launcher = runtime.KernelLauncher.__new__(runtime.KernelLauncher)
-    launcher.interpret, launcher.compiled, launcher.fast_launches = False, {}, 0
+    launcher.interpret, launcher.compiled, launcher.plans, launcher.fast_launches = False, {}, {}, 0
     fn, t = Fn(), torch.empty(16)
-    launcher.launch(fn, (2, 1, 1), (t,), (5, 16), (128, False), 4)
-    launcher.launch(fn, (3, 1, 1), (t,), (6, 16), (128, False), 4)
+    launcher.functions = {"pointwise": fn}
+    launcher.pointwise((t,), (5,), 16)
+    launcher.pointwise((t,), (6,), 16)
     assert calls[0][0] == "slow" and calls[0][3] == {"XBLOCK": 128, "INDEX64": False, "num_warps": 4}
-    assert calls[1] == ("fast", (3, 1, 1, 7, "fn", "meta", None, None, None, t, 6, 16, 128, False))
+    assert calls[1] == ("fast", (1, 1, 1, 7, "fn", "meta", None, None, None, t, 6, 16, 128, False))
     assert launcher.fast_launches == 1
-    launcher.launch(fn, (3, 1, 1), (t[1:],), (6, 16), (128, False), 4)  # misaligned: Triton's path
-    launcher.launch(fn, (3, 1, 1), (t,), (2**31, 16), (128, False), 4)  # an i64 argument: same
-    assert [c[0] for c in calls[2:]] == ["slow", "slow"]
-    launcher.launch(fn, (3, 1, 1), (t,), (6, 16), (256, False), 4)  # another variant: compiled once
-    assert calls[-1][0] == "slow"
+    launcher.pointwise((t[1:],), (6,), 16)  # misaligned: Triton's path
+    launcher.pointwise((t,), (2**31,), 16)  # an i64 argument: same
+    launcher.pointwise((t,), (32,), 16)  # another specialization (multiple of 16): Triton's, once
+    launcher.pointwise((t,), (48,), 16)
+    assert [c[0] for c in calls[2:]] == ["slow", "slow", "slow", "fast"]
 
 
 def test_wrapper_calls_take_the_bound_launcher_after_the_first(monkeypatch):

@@ -227,8 +227,10 @@ class KernelCodegen:
         if self.split:  # pointers first, then ints: the order the launcher passes them in
             params = ptrs + ["psplit"] + sizes + ["xnumel", "rnumel", "rchunk"]
         consts = ["XBLOCK: tl.constexpr"] + (["RBLOCK: tl.constexpr"] if t.is_reduction else [])
-        no_spec = sizes + ["xnumel"] + (["rnumel"] if t.is_reduction else []) + (["rchunk"] if self.split else [])
-        head = [f"@triton.jit(do_not_specialize={no_spec!r})",
+        # NOTE: sizes are specialized by Triton (== 1, % 16 == 0), checked per call: the multiple-of-16
+        # case is what lets strided rows and masked blocks use vector loads
+        no_spec = ["rchunk"] if self.split else []
+        head = [f"@triton.jit(do_not_specialize={no_spec!r})" if no_spec else "@triton.jit",
                 f"def {name}({', '.join(params + consts + ['INDEX64: tl.constexpr'])}):",
                 "    if INDEX64:",
                 "        xoffset = tl.program_id(0).to(tl.int64) * XBLOCK",

@@ -183,6 +183,13 @@ def _finish_source() -> str:
     return "\n".join(parts) + "\n"
 
 
+def int_spec(ints: tuple) -> tuple:
+    """How Triton specializes each int argument: equal to 1, a multiple of 16, or neither. Sizes
+    are specialized, not declared dynamic: a multiple of 16 lets Triton vectorize masked and
+    strided loads, and Triton checks it on every call (the bound path keys on it)."""
+    return tuple(1 if v == 1 else (16 if v & 15 == 0 else 0) for v in ints)
+
+
 # -- launching -------------------------------------------------------------------------------------
 class _Fast:
     """Triton's launch path without JITFunction.run's per-call binding and specialization: after a
@@ -266,34 +273,40 @@ class KernelLauncher:
             self.launch(plan[0], plan[1], ptrs, sizes + plan[2], plan[3][:2] + (index64,), plan[4])
 
     def _plan(self, key: Any, plan: list) -> list:
-        """[function, grid, trailing ints, constexprs (32-bit), warps, needs int64, bound launcher]"""
+        """[function, grid, trailing ints, constexprs (32-bit), warps, needs int64,
+        {(device, int specialization): bound launcher}]"""
         if len(self.plans) > 1024:
             self.plans.clear()
-        plan.append(None)
+        plan.append({})
         self.plans[key] = plan
         return plan
 
     def _fast_call(self, plan: list, ptrs: tuple, sizes: tuple) -> bool:
-        bound = plan[6]
-        if bound is None or plan[5]:
-            if plan[5] or self.interpret or _fast() is None:
-                return False
-            bound = plan[6] = self.compiled.get((plan[0], plan[3], plan[4], _FAST.device()))
-            if bound is None:
-                return False
-        if sizes and (max(sizes) > INT32_MAX or min(sizes) < -INT32_MAX - 1):
+        if plan[5] or self.interpret:
+            return False
+        fast = _FAST if _FAST is not False else _fast()
+        if fast is None:
+            return False
+        ints = sizes + plan[2]
+        if max(ints) > INT32_MAX or min(ints) < 0:
             return False
         for t in ptrs:  # NOTE: Triton specializes on 16-byte alignment; storage < 2 GiB: 32-bit ok
             if t.data_ptr() & 15 or t.untyped_storage().nbytes() > INT32_MAX:
                 return False
-        fast = _FAST
         device = fast.device()
-        run, function, metadata, enter, leave, bound_device = bound
-        if device != bound_device or fast.knobs.launch_enter_hook is not enter:
+        key = (device, int_spec(ints))
+        bound = plan[6].get(key)
+        if bound is None:
+            bound = self.compiled.get((plan[0], plan[3], plan[4]) + key)
+            if bound is None:
+                return False
+            plan[6][key] = bound
+        run, function, metadata, enter, leave = bound
+        if fast.knobs.launch_enter_hook is not enter:
             return False
         grid = plan[1]
         run(grid[0], grid[1], grid[2], fast.stream(device), function, metadata, None, enter, leave,
-            *ptrs, *sizes, *plan[2], *plan[3])
+            *ptrs, *ints, *plan[3])
         self.fast_launches += 1
         return True
 
@@ -312,26 +325,18 @@ class KernelLauncher:
 
     def launch(self, fn: Any, grid: tuple[int, int, int], ptrs: tuple, ints: tuple,
                consts: tuple, warps: int) -> None:
+        """The general path: through Triton (binding, specialization, compile on a miss); where the
+        call qualifies for the bound path, the compiled kernel's launcher is kept for later calls."""
         fast = None if self.interpret else _fast()
-        if fast is not None and max(ints) <= INT32_MAX and min(ints) >= -INT32_MAX - 1 \
-                and all(t.data_ptr() & 15 == 0 for t in ptrs):
-            device = fast.device()
-            entry = self.compiled.get((fn, consts, warps, device))
-            if entry is not None:
-                run, function, metadata, enter, leave, _ = entry
-                if fast.knobs.launch_enter_hook is enter:
-                    run(grid[0], grid[1], grid[2], fast.stream(device), function, metadata, None,
-                        enter, leave, *ptrs, *ints, *consts)
-                    self.fast_launches += 1
-                    return
-            kernel = self._slow(fn, grid, ptrs, ints, consts, warps)
-            try:
-                self.compiled[(fn, consts, warps, device)] = (
-                    kernel.run, kernel.function, kernel.packed_metadata, None, None, device)
-            except Exception:  # noqa: BLE001  # a Triton without these attributes: slow path only
-                pass
+        kernel = self._slow(fn, grid, ptrs, ints, consts, warps)
+        if fast is None or max(ints) > INT32_MAX or min(ints) < 0 or \
+                any(t.data_ptr() & 15 for t in ptrs):
             return
-        self._slow(fn, grid, ptrs, ints, consts, warps)
+        try:
+            bound = (kernel.run, kernel.function, kernel.packed_metadata, None, None)
+        except Exception:  # noqa: BLE001  # a Triton without these attributes: this path only
+            return
+        self.compiled[(fn, consts, warps, fast.device(), int_spec(ints))] = bound
 
     @staticmethod
     def _slow(fn: Any, grid: tuple[int, int, int], ptrs: tuple, ints: tuple, consts: tuple,
