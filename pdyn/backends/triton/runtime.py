@@ -187,7 +187,7 @@ def int_spec(ints: tuple) -> tuple:
     """How Triton specializes each int argument: equal to 1, a multiple of 16, or neither. Sizes
     are specialized, not declared dynamic: a multiple of 16 lets Triton vectorize masked and
     strided loads, and Triton checks it on every call (the bound path keys on it)."""
-    return tuple(1 if v == 1 else (16 if v & 15 == 0 else 0) for v in ints)
+    return tuple([1 if v == 1 else (16 if v & 15 == 0 else 0) for v in ints])
 
 
 # -- launching -------------------------------------------------------------------------------------
@@ -274,7 +274,7 @@ class KernelLauncher:
 
     def _plan(self, key: Any, plan: list) -> list:
         """[function, grid, trailing ints, constexprs (32-bit), warps, needs int64,
-        {(device, int specialization): bound launcher}]"""
+        {int arguments: bound launcher}]"""
         if len(self.plans) > 1024:
             self.plans.clear()
         plan.append({})
@@ -294,14 +294,15 @@ class KernelLauncher:
             if t.data_ptr() & 15 or t.untyped_storage().nbytes() > INT32_MAX:
                 return False
         device = fast.device()
-        key = (device, int_spec(ints))
-        bound = plan[6].get(key)
-        if bound is None:
-            bound = self.compiled.get((plan[0], plan[3], plan[4]) + key)
+        bound = plan[6].get(ints)  # the same sizes again: no specialization to recompute
+        if bound is None or bound[5] != device:
+            bound = self.compiled.get((plan[0], plan[3], plan[4], device, int_spec(ints)))
             if bound is None:
                 return False
-            plan[6][key] = bound
-        run, function, metadata, enter, leave = bound
+            if len(plan[6]) > 256:
+                plan[6].clear()
+            plan[6][ints] = bound
+        run, function, metadata, enter, leave, _ = bound
         if fast.knobs.launch_enter_hook is not enter:
             return False
         grid = plan[1]
@@ -333,10 +334,11 @@ class KernelLauncher:
                 any(t.data_ptr() & 15 for t in ptrs):
             return
         try:
-            bound = (kernel.run, kernel.function, kernel.packed_metadata, None, None)
+            device = fast.device()
+            bound = (kernel.run, kernel.function, kernel.packed_metadata, None, None, device)
         except Exception:  # noqa: BLE001  # a Triton without these attributes: this path only
             return
-        self.compiled[(fn, consts, warps, fast.device(), int_spec(ints))] = bound
+        self.compiled[(fn, consts, warps, device, int_spec(ints))] = bound
 
     @staticmethod
     def _slow(fn: Any, grid: tuple[int, int, int], ptrs: tuple, ints: tuple, consts: tuple,
