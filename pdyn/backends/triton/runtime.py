@@ -365,8 +365,36 @@ class TorchOp:
             self.target = _fetch_attr(gm, node.target)
         if target is not None:
             self.op = "call_function"
+        self.plan = self._plan()
+
+    def _plan(self) -> tuple[list, dict] | None:
+        """Where each argument comes from, decided once: (True, input position) for a node, (False,
+        value) for a constant. None where a node sits inside a container (map_arg then)."""
+        if self.op != "call_function":
+            return None
+        pos = {n: i for i, n in enumerate(self.inputs)}
+
+        def spec(a: Any) -> tuple[bool, Any] | None:
+            if isinstance(a, torch.fx.Node):
+                return (True, pos[a])
+            found: list[Any] = []
+            torch.fx.node.map_arg(a, found.append)
+            return None if found else (False, a)
+
+        args = [spec(a) for a in self.args]
+        kwargs = {k: spec(v) for k, v in self.kwargs.items()}
+        if any(a is None for a in args) or any(v is None for v in kwargs.values()):
+            return None
+        return args, kwargs  # type: ignore[return-value]
 
     def __call__(self, *values: Any) -> Any:
+        plan = self.plan
+        if plan is not None:  # NOTE: the per-call path: no dict, no recursive map_arg
+            args = [values[a] if node else a for node, a in plan[0]]
+            if plan[1]:
+                return self.target(*args, **{k: values[a] if node else a
+                                             for k, (node, a) in plan[1].items()})
+            return self.target(*args)
         if self.op == "get_attr":
             return self.target
         env = dict(zip(self.inputs, values))
