@@ -128,26 +128,28 @@ def pointwise_config(xnumel: int) -> tuple[int, int]:
     return 128, 4
 
 
-OUTER_PERSISTENT_MAX = 256  # an outer (strided) reduction keeps >= 32 columns per block in registers
-SPLIT_MIN_R = 2048          # a split pays off only for long reductions
+OUTER_PERSISTENT_MAX = 64  # an outer (strided) reduction keeps 64 columns per block: coalesced rows
+SPLIT_MIN_R = 1024          # a split pays off only for long reductions
 SPLIT_TARGET_PROGRAMS = 1024  # enough blocks to fill the GPU several times over
+MIN_PROGRAMS = 256  # row blocks shrink until a reduction has this many (about 2 per SM)
 
 
 def reduction_config(xnumel: int, rnumel: int, inner: bool, can_split: bool) -> tuple[str, int, int, int, int]:
     """(variant, XBLOCK, RBLOCK, num_warps, chunks): persistent when the reduced extent fits one
     block, split over r (`chunks` > 1) when the kept extent is too short to fill the GPU and the
     reduced one is long, looped otherwise."""
-    persistent_max = PERSISTENT_MAX if inner else OUTER_PERSISTENT_MAX
-    if rnumel <= persistent_max:
+    if rnumel <= (PERSISTENT_MAX if inner else OUTER_PERSISTENT_MAX):
         rblock = next_pow2(max(rnumel, 1))
         xblock = max(1, min(32 if inner else 64, 4096 // rblock))
+        while xblock > 1 and cdiv(xnumel, xblock) < MIN_PROGRAMS:
+            xblock //= 2
         return "persistent", xblock, rblock, min(max(xblock * rblock // 256, 1), 8), 1
     xblock, rblock = (1, 2048) if inner else (64, 64)
     warps = 8
     if can_split and rnumel >= SPLIT_MIN_R:
         xprograms = cdiv(xnumel, xblock)
         if xprograms * 4 < SPLIT_TARGET_PROGRAMS:
-            chunks = min(cdiv(SPLIT_TARGET_PROGRAMS, xprograms), cdiv(rnumel, 4 * rblock))
+            chunks = min(cdiv(SPLIT_TARGET_PROGRAMS, xprograms), cdiv(rnumel, 2 * rblock))
             if chunks > 1:
                 rchunk = cdiv(cdiv(rnumel, chunks), rblock) * rblock
                 return "split", xblock, rblock, warps, cdiv(rnumel, rchunk)
