@@ -126,6 +126,14 @@ class KernelCodegen:
         rs, rdefs = dim_vars("r", RINDEX, t.r_ranges)
         b.x_syms = {s for s in xs if isinstance(s, sympy.Symbol)}
         b.r_syms = {s for s in rs if isinstance(s, sympy.Symbol)}
+        for flat_sym, syms, ranges in ((XINDEX, xs, t.x_ranges), (RINDEX, rs, t.r_ranges)):
+            real = [s for s in syms if isinstance(s, sympy.Symbol)]
+            if real:
+                flat, inner = sympy.Integer(0), sympy.Integer(1)
+                for sym, n in reversed(list(zip(syms, ranges))):
+                    flat += sym * inner
+                    inner *= n
+                b.flats.append((flat_sym, set(real), real[-1], sympy.expand(flat)))
         self.xs, self.rs, self.rdefs = xs, rs, rdefs
         for sym, expr in xdefs:
             b.line(f"{sym} = {b.index_text(expr)}")

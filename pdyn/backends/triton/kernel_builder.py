@@ -81,6 +81,8 @@ class KernelBuilder:
         self.x_syms: set[sympy.Symbol] = set()
         self.r_syms: set[sympy.Symbol] = set()
         self.extra_masks: list[str] = []
+        # (flat symbol, its dim symbols, innermost dim symbol, flat index over the dims)
+        self.flats: list[tuple[sympy.Symbol, set[sympy.Symbol], sympy.Symbol, sympy.Expr]] = []
         self.persistent = True
 
     # -- text -------------------------------------------------------------------------------
@@ -100,7 +102,23 @@ class KernelBuilder:
         self.scope.lines.append(text)
 
     def index_text(self, expr: sympy.Expr) -> str:
-        return KERNEL_PRINTER.doprint(self.hoist(sympy.expand(expr)))
+        return KERNEL_PRINTER.doprint(self.hoist(self.flatten(sympy.expand(expr))))
+
+    def flatten(self, expr: sympy.Expr) -> sympy.Expr:
+        """Write `c * (x0*n1 + x1) + rest` as `c * xindex + rest` (and likewise for r): a dense
+        walk over the iteration space then needs no division or modulo per element, and Triton
+        sees a contiguous index it can vectorize."""
+        for flat_sym, syms, last, flat in self.flats:
+            if last not in expr.free_symbols:
+                continue
+            c = expr.coeff(last)
+            if c == 0 or c.free_symbols & (self.x_syms | self.r_syms):
+                continue
+            rest = sympy.expand(expr - c * flat)
+            if rest.free_symbols & syms:
+                continue
+            expr = c * flat_sym + rest
+        return expr
 
     def hoist(self, e: sympy.Expr) -> sympy.Expr:
         """Replace each index-free part of `e` with a size argument."""
