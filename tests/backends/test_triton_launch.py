@@ -162,3 +162,24 @@ def test_wrapper_calls_take_the_bound_launcher_after_the_first(monkeypatch):
     # either size take the bound launcher, since one variant serves both sizes
     assert launched == ["slow", "slow", "fast", "fast", "fast", "fast"]
     assert rec.last.launchers[0].fast_launches == 4
+
+
+def test_dense_indices_use_the_flat_index():
+    """A contiguous walk loads at xindex (rindex), with no per-element division or modulo, so
+    Triton can vectorize; broadcast operands still index their own dims."""
+    rec = check(lambda x, y: torch.sigmoid(x * y + 1), (randn(4, 8), randn(8)), (randn(6, 8), randn(8)))
+    src = rec.last.kernel_sources[0]
+    assert "tl.load(ptr0 + (xindex)" in src and "tl.store(ptr2 + (xindex)" in src
+    rec = check(lambda x: torch.softmax(x, -1), (randn(2, 3, 8),), (randn(3, 5, 8),), kernels=1)
+    assert "tl.load(ptr0 + (rindex + xindex*ks" in rec.last.kernel_sources[0]
+    check(lambda x: x.sum((1, 2)), (randn(2, 3, 8),), (randn(3, 5, 7),))  # two reduced dims: rindex
+    check(lambda x: x.transpose(0, 1) * 2, (randn(3, 4),), (randn(5, 6),))  # not dense: per dim
+
+
+def test_sizes_are_specialized_by_triton_not_declared_dynamic():
+    """Triton checks each size for a multiple of 16 per call (vector loads); only the split chunk
+    length stays unspecialized."""
+    rec = check(lambda x: x.sum(0), (randn(9, 6),), (randn(3000, 4),), compiles=None)
+    src = rec.last.kernel_sources[0]
+    assert "do_not_specialize=['rchunk']" in src and src.count("@triton.jit\ndef kernel_") == 2
+    assert runtime.int_spec((1, 32, 7, 0)) == (1, 16, 0, 16)
