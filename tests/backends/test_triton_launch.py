@@ -3,6 +3,8 @@ across sizes), block sizes per size, and the bound launcher path."""
 
 from __future__ import annotations
 
+import types
+
 import pytest
 import torch
 
@@ -89,12 +91,13 @@ def test_fast_path_reuses_the_compiled_launcher(monkeypatch):
             return launch
 
     class Knobs:
-        launch_enter_hook = None
+        launch_enter_hook = launch_exit_hook = None
 
     class Fast:
         device = staticmethod(lambda: 0)
         stream = staticmethod(lambda device: 7)
         knobs = Knobs()
+        hooks = runtime._Fast.hooks
 
     monkeypatch.setattr(runtime, "_FAST", Fast())
     launcher = runtime.KernelLauncher.__new__(runtime.KernelLauncher)
@@ -111,6 +114,20 @@ def test_fast_path_reuses_the_compiled_launcher(monkeypatch):
     launcher.pointwise((t,), (32,), 16)  # another specialization (multiple of 16): Triton's, once
     launcher.pointwise((t,), (48,), 16)
     assert [c[0] for c in calls[2:]] == ["slow", "slow", "slow", "fast"]
+    Knobs.launch_enter_hook = types.SimpleNamespace(calls=[print])  # a profiler's hook: Triton's path
+    launcher.pointwise((t,), (48,), 16)
+    Knobs.launch_enter_hook = types.SimpleNamespace(calls=[])  # an empty HookChain: bound path
+    launcher.pointwise((t,), (48,), 16)
+    assert [c[0] for c in calls[6:]] == ["slow", "fast"]
+
+    def wrong_arity(*args):
+        raise TypeError("function takes exactly 12 arguments")
+
+    monkeypatch.setattr(Compiled, "run", staticmethod(wrong_arity))
+    launcher.compiled.clear(), launcher.plans.clear()
+    launcher.pointwise((t,), (48,), 16)
+    launcher.pointwise((t,), (48,), 16)  # a launcher of another shape: Triton's path from then on
+    assert [c[0] for c in calls[8:]] == ["slow", "slow"] and runtime._FAST is None
 
 
 def test_wrapper_calls_take_the_bound_launcher_after_the_first(monkeypatch):
@@ -142,12 +159,13 @@ def test_wrapper_calls_take_the_bound_launcher_after_the_first(monkeypatch):
         return Compiled(fn, grid, {**dict(zip(names, consts)), "num_warps": warps})
 
     class Knobs:
-        launch_enter_hook = None
+        launch_enter_hook = launch_exit_hook = None
 
     class Fast:
         device = staticmethod(lambda: 0)
         stream = staticmethod(lambda device: 0)
         knobs = Knobs()
+        hooks = runtime._Fast.hooks
 
     monkeypatch.setattr(runtime, "_FAST", Fast())
     monkeypatch.setattr(runtime.KernelLauncher, "_slow", staticmethod(slow))
