@@ -181,6 +181,16 @@ def test_wrapper_calls_take_the_bound_launcher_after_the_first(monkeypatch):
     assert launched == ["slow", "slow", "fast", "fast", "fast", "fast"]
     assert rec.last.launchers[0].fast_launches == 4
 
+    # a split column sum: both stages take bound launchers after their first launch
+    launched.clear()
+    rec = check(lambda x: x.sum(0), (randn(2100, 3),), compiles=None)
+    launcher = rec.last.launchers[0]
+    launcher.interpret = False
+    for rows in (2100, 2100, 2200):
+        x = randn(rows, 3)
+        torch.testing.assert_close(rec.last.call(x)[0], x.sum(0), rtol=1e-4, atol=1e-4)
+    assert launched == ["slow"] * 4 + ["fast"] * 4 and launcher.fast_launches == 4
+
 
 def test_dense_indices_use_the_flat_index():
     """A contiguous walk loads at xindex (rindex), with no per-element division or modulo, so

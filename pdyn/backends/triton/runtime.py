@@ -264,8 +264,9 @@ class KernelLauncher:
             xblock, warps = pointwise_config(xnumel)
             plan = self._plan(xnumel, [self.functions["pointwise"], (cdiv(xnumel, xblock), 1, 1),
                                        (xnumel,), (xblock, False), warps, xnumel > INT32_MAX])
-        if not self._fast_call(plan, ptrs, sizes):
-            self.launch(plan[0], plan[1], ptrs, sizes + plan[2],
+        ints = sizes + plan[2]
+        if not self._fast_call(plan, ptrs, ints):
+            self.launch(plan[0], plan[1], ptrs, ints,
                         (plan[3][0], plan[5] or needs_int64(xnumel, *ptrs)), plan[4])
 
     def reduce(self, ptrs: tuple, sizes: tuple, xnumel: int, rnumel: int) -> None:
@@ -273,17 +274,31 @@ class KernelLauncher:
         if plan is None:
             if xnumel <= 0:
                 return
-            variant, xblock, rblock, warps, chunks = reduction_config(
-                xnumel, rnumel, self.inner, self.finish is not None)
-            if variant == "split":
-                self._split(ptrs, sizes, xnumel, rnumel, xblock, rblock, warps, chunks)
-                return
-            plan = self._plan((xnumel, rnumel), [
-                self.functions[variant], (cdiv(xnumel, xblock), 1, 1), (xnumel, rnumel),
-                (xblock, rblock, False), warps, xnumel * max(rnumel, 1) > INT32_MAX])
-        if not self._fast_call(plan, ptrs, sizes):
+            plan = self._reduction_plan(xnumel, rnumel)
+        if len(plan) > 7:
+            self._split(plan, ptrs, sizes, xnumel, rnumel)
+            return
+        ints = sizes + plan[2]
+        if not self._fast_call(plan, ptrs, ints):
             index64 = plan[5] or needs_int64(xnumel * max(rnumel, 1), *ptrs)
-            self.launch(plan[0], plan[1], ptrs, sizes + plan[2], plan[3][:2] + (index64,), plan[4])
+            self.launch(plan[0], plan[1], ptrs, ints, plan[3][:2] + (index64,), plan[4])
+
+    def _reduction_plan(self, xnumel: int, rnumel: int) -> list:
+        variant, xblock, rblock, warps, chunks = reduction_config(
+            xnumel, rnumel, self.inner, self.finish is not None)
+        big = xnumel * max(rnumel, 1) > INT32_MAX
+        if variant != "split":
+            return self._plan((xnumel, rnumel), [
+                self.functions[variant], (cdiv(xnumel, xblock), 1, 1), (xnumel, rnumel),
+                (xblock, rblock, False), warps, big])
+        rchunk = cdiv(cdiv(rnumel, chunks), rblock) * rblock
+        plan = self._plan((xnumel, rnumel), [
+            self.functions["split"], (cdiv(xnumel, xblock), chunks, 1), (xnumel, rnumel, rchunk),
+            (xblock, rblock, False), warps, big])
+        fblock = 1024 if xnumel >= 1024 else max(32, next_pow2(xnumel))
+        plan.append([self.finish, (cdiv(xnumel, fblock), 1, 1), (xnumel, chunks), (fblock, False), 4,
+                     big, {}])
+        return plan
 
     def _plan(self, key: Any, plan: list) -> list:
         """[function, grid, trailing ints, constexprs (32-bit), warps, needs int64,
@@ -294,13 +309,12 @@ class KernelLauncher:
         self.plans[key] = plan
         return plan
 
-    def _fast_call(self, plan: list, ptrs: tuple, sizes: tuple) -> bool:
+    def _fast_call(self, plan: list, ptrs: tuple, ints: tuple) -> bool:
         if plan[5] or self.interpret:
             return False
         fast = _FAST if _FAST is not False else _fast()
         if fast is None:
             return False
-        ints = sizes + plan[2]
         if max(ints) > INT32_MAX or min(ints) < 0:
             return False
         for t in ptrs:  # NOTE: Triton specializes on 16-byte alignment; storage < 2 GiB: 32-bit ok
@@ -328,18 +342,19 @@ class KernelLauncher:
         self.fast_launches += 1
         return True
 
-    def _split(self, ptrs: tuple, sizes: tuple, xnumel: int, rnumel: int, xblock: int, rblock: int,
-               warps: int, chunks: int) -> None:
+    def _split(self, plan: list, ptrs: tuple, sizes: tuple, xnumel: int, rnumel: int) -> None:
         """Stage 1: partial results per r chunk into a [chunks, xnumel] buffer; stage 2: combine."""
-        index64 = needs_int64(xnumel * max(rnumel, 1), *ptrs)
         out = ptrs[self.split.out]
-        partial = torch.empty((chunks, xnumel), dtype=self.split.acc_dtype, device=out.device)
-        rchunk = cdiv(cdiv(rnumel, chunks), rblock) * rblock
-        self.launch(self.functions["split"], (cdiv(xnumel, xblock), chunks, 1), ptrs + (partial,),
-                    sizes + (xnumel, rnumel, rchunk), (xblock, rblock, index64), warps)
-        fblock = 1024 if xnumel >= 1024 else max(32, next_pow2(xnumel))
-        self.launch(self.finish, (cdiv(xnumel, fblock), 1, 1), (partial, out), (xnumel, chunks),
-                    (fblock, index64), 4)
+        partial = torch.empty((plan[1][1], xnumel), dtype=self.split.acc_dtype, device=out.device)
+        stage1, ints = ptrs + (partial,), sizes + plan[2]
+        index64 = plan[5]
+        if not self._fast_call(plan, stage1, ints):
+            index64 = index64 or needs_int64(xnumel * max(rnumel, 1), *ptrs)
+            self.launch(plan[0], plan[1], stage1, ints, plan[3][:2] + (index64,), plan[4])
+        finish = plan[7]
+        if not self._fast_call(finish, (partial, out), finish[2]):
+            index64 = index64 or needs_int64(xnumel * max(rnumel, 1), *ptrs)
+            self.launch(finish[0], finish[1], (partial, out), finish[2], (finish[3][0], index64), 4)
 
     def launch(self, fn: Any, grid: tuple[int, int, int], ptrs: tuple, ints: tuple,
                consts: tuple, warps: int) -> None:
