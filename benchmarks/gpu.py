@@ -240,6 +240,11 @@ def main() -> None:
         for row in run_workload(name, fn, make, sizes, hidden, reps, skip):
             print(row, flush=True)
     print(f"\nmemory-bound workloads (TB/s compared with the copy bandwidth): {sorted(MEMORY_BOUND)}")
+    from pdyn.backends.triton import runtime
+
+    bound = runtime._FAST not in (False, None)
+    print(f"pdyn launch path: {'bound CompiledKernel launchers' if bound else 'Triton JITFunction calls'}"
+          " (PDYN_TRITON_FAST_LAUNCH=0 turns the bound path off)")
 
 
 if __name__ == "__main__":

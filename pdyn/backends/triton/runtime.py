@@ -141,7 +141,8 @@ def reduction_config(xnumel: int, rnumel: int, inner: bool, can_split: bool) -> 
     if rnumel <= (PERSISTENT_MAX if inner else OUTER_PERSISTENT_MAX):
         rblock = next_pow2(max(rnumel, 1))
         xblock = max(1, min(32 if inner else 64, 4096 // rblock))
-        while xblock > 1 and cdiv(xnumel, xblock) < MIN_PROGRAMS:
+        floor = 1 if inner else min(xblock, 16)  # outer: keep 64-byte row segments (coalesced)
+        while xblock > floor and cdiv(xnumel, xblock) < MIN_PROGRAMS:
             xblock //= 2
         return "persistent", xblock, rblock, min(max(xblock * rblock // 256, 1), 8), 1
     xblock, rblock = (1, 2048) if inner else (64, 64)
