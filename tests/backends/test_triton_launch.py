@@ -211,3 +211,8 @@ def test_sizes_are_specialized_by_triton_not_declared_dynamic():
     src = rec.last.kernel_sources[0]
     assert "do_not_specialize=['rchunk']" in src and src.count("@triton.jit\ndef kernel_") == 2
     assert runtime.int_spec((1, 32, 7, 0)) == (1, 16, 0, 16)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_split_reduction_in_low_precision_accumulates_in_fp32(dtype):
+    check(lambda x: x.sum(0), (randn(2100, 3, dtype=dtype),), (randn(5, 3, dtype=dtype),))

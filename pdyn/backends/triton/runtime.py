@@ -251,7 +251,8 @@ class KernelLauncher:
         self.finish = None
         if split is not None:
             self.finish = getattr(load_kernel(_finish_source(), interpret), f"finish_{split.kind}")
-        self.compiled: dict[tuple, tuple] = {}  # (function, constexprs, warps, device) -> launcher
+        # (function, constexprs, warps, device, int specialization) -> bound launcher
+        self.compiled: dict[tuple, tuple] = {}
         self.plans: dict[Any, list] = {}  # actual size(s) -> launch plan
         self.fast_launches = 0  # observed by tests
 
