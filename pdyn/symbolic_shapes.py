@@ -241,33 +241,30 @@ class ShapeEnv:
                 yield origin, self.simplify(sym)
 
 
-class FloorDiv(sympy.Function):
-    """`a // b`, kept as written. (sympy's own floor(a / b) can drop the floor when it wrongly takes
-    a / b for an integer: floor(Max(0, 2*s0) / 6) comes back as Max(0, 2*s0) / 6.)"""
+class _RoundedDiv(sympy.Function):
+    """Integer division kept as written. (sympy's own floor(a / b) can drop the floor when it
+    wrongly takes a / b for an integer: floor(Max(0, 2*s0) / 6) comes back as Max(0, 2*s0) / 6.)"""
 
     is_integer = True
+    rounding: Callable[[fractions.Fraction], int] = math.floor
 
     @classmethod
     def eval(cls, a: sympy.Basic, b: sympy.Basic) -> sympy.Basic | None:
         if a.is_Number and b.is_Number:
-            return sympy.Integer(math.floor(fractions.Fraction(str(a)) / fractions.Fraction(str(b))))
-        if b == 1:
-            return a
-        return None
+            return sympy.Integer(cls.rounding(fractions.Fraction(str(a)) / fractions.Fraction(str(b))))
+        return a if b == 1 else None
 
 
-class CeilDiv(sympy.Function):
-    """`-(-a // b)`: the ceiling of a / b, kept as written (see FloorDiv)."""
+class FloorDiv(_RoundedDiv):
+    """`a // b`."""
 
-    is_integer = True
+    rounding = staticmethod(math.floor)
 
-    @classmethod
-    def eval(cls, a: sympy.Basic, b: sympy.Basic) -> sympy.Basic | None:
-        if a.is_Number and b.is_Number:
-            return sympy.Integer(math.ceil(fractions.Fraction(str(a)) / fractions.Fraction(str(b))))
-        if b == 1:
-            return a
-        return None
+
+class CeilDiv(_RoundedDiv):
+    """`-(-a // b)`: the ceiling of a / b."""
+
+    rounding = staticmethod(math.ceil)
 
 
 _RELATIONS = {sympy.Gt: operator.gt, sympy.Lt: operator.lt, sympy.Ge: operator.ge, sympy.Le: operator.le,
