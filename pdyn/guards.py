@@ -6,6 +6,7 @@ and the sentence that names it. `guard_codegen` turns a GuardSet into one functi
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -18,7 +19,7 @@ Hoist = Callable[[Any, str], str]  # (object, name hint) -> name of a constant i
 
 
 @dataclass(frozen=True, eq=False)
-class Guard:
+class Guard(ABC):
     """One assumption about the value at `source`; `loc` is the user line that made it."""
 
     source: Source | None
@@ -27,11 +28,13 @@ class Guard:
     def key(self) -> tuple[Any, ...]:
         return (type(self), self.source)
 
+    @abstractmethod
     def fail_expr(self, v: str, hoist: Hoist) -> str:
-        raise NotImplementedError(type(self).__name__)
+        """Python source that is true when the guard fails, over the bound name `v`."""
 
+    @abstractmethod
     def sentence(self) -> str:
-        raise NotImplementedError(type(self).__name__)
+        """What the guard asserts, as the recompile log and the guard source show it."""
 
     def checks(self, v: str, hoist: Hoist) -> list[tuple[str, str]]:
         """(condition under which it fails, the sentence that then failed), cheapest first."""

@@ -6,15 +6,17 @@ plus one rendering; guards and the code that reads graph inputs are built from `
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
-class Source:
+class Source(ABC):
     """Where a traced value came from: an expression over L (locals) and G (globals)."""
 
+    @abstractmethod
     def expr(self) -> str:
-        raise NotImplementedError(type(self).__name__)
+        """The Python expression that reads the value from L and G."""
 
     def root(self) -> Source:
         return self
