@@ -62,7 +62,8 @@ class CodeCache:
         return out
 
 
-CACHES: dict[types.CodeType, CodeCache] = {}
+# NOTE: keyed by backend too: an entry compiled for one backend never serves a wrapper made for another
+CACHES: dict[tuple[types.CodeType, Any], CodeCache] = {}
 
 
 @dataclass
@@ -75,10 +76,11 @@ class Recorder:
 RECORDERS: list[Recorder] = []
 
 
-def cache_for(code: types.CodeType) -> CodeCache:
-    if code not in CACHES:
-        CACHES[code] = CodeCache(code)
-    return CACHES[code]
+def cache_for(code: types.CodeType, backend: Any) -> CodeCache:
+    key = (code, backend)
+    if key not in CACHES:
+        CACHES[key] = CodeCache(code)
+    return CACHES[key]
 
 
 class Frame:
@@ -92,7 +94,7 @@ class Frame:
         self.backend = backend
         self.config = config
         self.fullgraph = fullgraph
-        self.cache = cache if cache is not None else cache_for(self.code)
+        self.cache = cache if cache is not None else cache_for(self.code, backend)
         self.call_original = _make_caller(fn)
 
     def dispatch(self, L: dict[str, Any]) -> Any:
@@ -152,7 +154,7 @@ class Frame:
         """`fn` (a resume function, or a function a graph break calls) optimized as this frame is:
         in the shared caches, or under `explain` in caches private to that call."""
         cache = None
-        if CACHES.get(self.code) is not self.cache:
+        if CACHES.get((self.code, self.backend)) is not self.cache:
             private = self.cache.private
             cache = private.setdefault(fn.__code__, CodeCache(fn.__code__, private=private))
         return make_wrapper(Frame(fn, self.backend, self.config, self.fullgraph, cache, self.dynamic))

@@ -98,6 +98,7 @@ def test_fast_path_reuses_the_compiled_launcher(monkeypatch):
         stream = staticmethod(lambda device: 7)
         knobs = Knobs()
         hooks = runtime._Fast.hooks
+        direct = False
 
     monkeypatch.setattr(runtime, "_FAST", Fast())
     launcher = runtime.KernelLauncher.__new__(runtime.KernelLauncher)
@@ -169,6 +170,7 @@ def test_wrapper_calls_take_the_bound_launcher_after_the_first(monkeypatch):
         stream = staticmethod(lambda device: 0)
         knobs = Knobs()
         hooks = runtime._Fast.hooks
+        direct = False
 
     monkeypatch.setattr(runtime, "_FAST", Fast())
     monkeypatch.setattr(runtime.KernelLauncher, "_slow", staticmethod(slow))

@@ -118,20 +118,29 @@ def needs_int64(numel: int, *tensors: torch.Tensor) -> bool:
 
 
 # -- block sizes from the actual sizes, at every call ---------------------------------------------
+# (at least this many elements, XBLOCK, num_warps), largest first: few variants, so a handful of
+# compiles cover every size; large inputs get 1024-element blocks (8 elements per thread:
+# vectorized loads) to reach memory bandwidth. benchmarks/launch_configs.py sweeps these.
+POINTWISE_CONFIGS = [(1 << 18, 1024, 4), ((1 << 13) + 1, 512, 4), (0, 128, 4)]
+
+
 def pointwise_config(xnumel: int) -> tuple[int, int]:
-    """(XBLOCK, num_warps): few variants, so a handful of compiles cover every size; large inputs
-    get 1024-element blocks (8 elements per thread: vectorized loads) to reach memory bandwidth."""
-    if xnumel >= 1 << 18:
-        return 1024, 4
-    if xnumel > 1 << 13:
-        return 512, 4
-    return 128, 4
+    """(XBLOCK, num_warps) for `xnumel` elements."""
+    for least, xblock, warps in POINTWISE_CONFIGS:
+        if xnumel >= least:
+            return xblock, warps
+    return POINTWISE_CONFIGS[-1][1:]  # type: ignore[return-value]
 
 
 OUTER_PERSISTENT_MAX = 64  # an outer (strided) reduction keeps 64 columns per block: coalesced rows
 SPLIT_MIN_R = 1024          # a split pays off only for long reductions
 SPLIT_TARGET_PROGRAMS = 1024  # enough blocks to fill the GPU several times over
 MIN_PROGRAMS = 256  # row blocks shrink until a reduction has this many (about 2 per SM)
+LOOPED_INNER = (1, 2048)  # (XBLOCK, RBLOCK) of a looped reduction over contiguous elements
+LOOPED_OUTER = (64, 64)   # ... over strided rows: 64 contiguous columns per block
+LOOPED_WARPS = 8
+PERSISTENT_ELEMENTS_PER_WARP = 256  # a persistent block gets a warp per this many elements ...
+PERSISTENT_MAX_WARPS = 8            # ... up to this many
 
 
 def reduction_config(xnumel: int, rnumel: int, inner: bool, can_split: bool) -> tuple[str, int, int, int, int]:
@@ -144,9 +153,10 @@ def reduction_config(xnumel: int, rnumel: int, inner: bool, can_split: bool) -> 
         floor = 1 if inner else min(xblock, 16)  # outer: keep 64-byte row segments (coalesced)
         while xblock > floor and cdiv(xnumel, xblock) < MIN_PROGRAMS:
             xblock //= 2
-        return "persistent", xblock, rblock, min(max(xblock * rblock // 256, 1), 8), 1
-    xblock, rblock = (1, 2048) if inner else (64, 64)
-    warps = 8
+        warps = min(max(xblock * rblock // PERSISTENT_ELEMENTS_PER_WARP, 1), PERSISTENT_MAX_WARPS)
+        return "persistent", xblock, rblock, warps, 1
+    xblock, rblock = LOOPED_INNER if inner else LOOPED_OUTER
+    warps = LOOPED_WARPS
     if can_split and rnumel >= SPLIT_MIN_R:
         xprograms = cdiv(xnumel, xblock)
         if xprograms * 4 < SPLIT_TARGET_PROGRAMS:
@@ -206,15 +216,44 @@ class _Fast:
         from triton import knobs
         from triton.runtime.driver import driver
 
-        self.device = driver.active.get_current_device
+        # NOTE: torch's own getter is the same answer as Triton's driver, without two Python layers
+        self.device = getattr(torch._C, "_cuda_getDevice", None) or driver.active.get_current_device
         self.stream = driver.active.get_current_stream
         self.knobs = knobs.runtime
+        self.direct = _direct_launch_layout()
 
     def hooks(self) -> bool:
         """Whether launch hooks are installed (None or an empty HookChain means none)."""
         k = self.knobs
         enter, leave = k.launch_enter_hook, k.launch_exit_hook
         return bool(getattr(enter, "calls", enter) or getattr(leave, "calls", leave))
+
+
+# The C launcher's leading arguments in the Triton releases whose CudaLauncher we call past:
+# grid x/y/z, stream, function, cooperative, pdl, global and profile scratch, metadata,
+# launch metadata, enter and exit hooks; then the kernel's arguments.
+_DIRECT_FORMAT = "iiiKKppOOOOOO"
+
+
+def _direct_launch_layout() -> bool:
+    """Whether Triton's CUDA launcher has the C entry point whose arguments pdyn knows; then a
+    launch skips the Python layer in front of it and passes pointers as integers, which also skips
+    one driver query per pointer (pdyn has already checked the device by its guards)."""
+    try:
+        from triton.backends.nvidia import driver as nvidia
+    except Exception:  # noqa: BLE001  # no CUDA backend in this Triton
+        return False
+    return getattr(nvidia, "_BASE_ARGS_FORMAT", None) == _DIRECT_FORMAT
+
+
+def _direct_entry(launcher: Any) -> tuple | None:
+    """(C launch, cooperative, pdl) of a bound CudaLauncher that needs no scratch memory, else None."""
+    try:
+        if launcher.global_scratch_size or launcher.profile_scratch_size:
+            return None
+        return launcher.launch, launcher.launch_cooperative_grid, launcher.launch_pdl
+    except AttributeError:
+        return None
 
 
 def _fast() -> _Fast | None:
@@ -319,9 +358,12 @@ class KernelLauncher:
             return False
         if max(ints) > INT32_MAX or min(ints) < 0:
             return False
+        addresses = []
         for t in ptrs:  # NOTE: Triton specializes on 16-byte alignment; storage < 2 GiB: 32-bit ok
-            if t.data_ptr() & 15 or t.untyped_storage().nbytes() > INT32_MAX:
+            address = t.data_ptr()
+            if address & 15 or t.untyped_storage().nbytes() > INT32_MAX:
                 return False
+            addresses.append(address)
         device = fast.device()
         bound = plan[6].get(ints)  # the same sizes again: no specialization to recompute
         if bound is None or bound[5] != device:
@@ -333,11 +375,16 @@ class KernelLauncher:
             plan[6][ints] = bound
         if fast.hooks():
             return False  # a profiler's launch hooks: Triton's path calls them
-        run, function, metadata, enter, leave, _ = bound
+        run, function, metadata, enter, leave, _, direct = bound
         grid = plan[1]
         try:
-            run(grid[0], grid[1], grid[2], fast.stream(device), function, metadata, None, enter, leave,
-                *ptrs, *ints, *plan[3])
+            if direct is not None:
+                launch, cooperative, pdl = direct
+                launch(grid[0], grid[1], grid[2], fast.stream(device), function, cooperative, pdl, None, None,
+                       metadata, None, None, None, *addresses, *ints, *plan[3])
+            else:
+                run(grid[0], grid[1], grid[2], fast.stream(device), function, metadata, None, enter, leave,
+                    *ptrs, *ints, *plan[3])
         except TypeError:  # NOTE: a launcher that takes other arguments (another Triton): the
             _disable_fast()  # arguments are parsed before anything is enqueued, so Triton's
             return False     # path can still launch this call
@@ -369,7 +416,8 @@ class KernelLauncher:
             return
         try:
             device = fast.device()
-            bound = (kernel.run, kernel.function, kernel.packed_metadata, None, None, device)
+            direct = _direct_entry(kernel.run) if fast.direct else None
+            bound = (kernel.run, kernel.function, kernel.packed_metadata, None, None, device, direct)
         except Exception:  # noqa: BLE001  # a Triton without these attributes: this path only
             return
         self.compiled[(fn, consts, warps, device, int_spec(ints))] = bound
@@ -379,6 +427,21 @@ class KernelLauncher:
               warps: int) -> Any:
         names = ("XBLOCK", "INDEX64") if len(consts) == 2 else ("XBLOCK", "RBLOCK", "INDEX64")
         return fn[grid](*ptrs, *ints, **dict(zip(names, consts)), num_warps=warps)
+
+
+def allocator(device: torch.device) -> Any:
+    """`empty(size, stride, dtype)` on `device`: torch's C++ entry that Inductor's wrappers call
+    (no Python argument parsing; about 2.5x cheaper per call), else torch.empty_strided. The CUDA
+    one allocates on the current device, which the wrapper has made `device`."""
+    fast = getattr(getattr(torch._C, "_dynamo", None), "guards", None)
+    entry = getattr(fast, f"_empty_strided_{device.type}", None)
+    if entry is not None:
+        return entry
+
+    def empty(size: tuple, stride: tuple, dtype: torch.dtype) -> torch.Tensor:
+        return torch.empty_strided(size, stride, dtype=dtype, device=device)
+
+    return empty
 
 
 def contiguous(t: Any) -> Any:

@@ -26,7 +26,7 @@ class WrapperCode:
         self.lx, self.sym, self.interpret = lx, sym, interpret
         self.lines: list[str] = []
         self.globals: dict[str, Any] = {"torch": torch, "_rt": runtime, "math": __import__("math"),
-                                        "_dev": lx.device}
+                                        "_dev": lx.device, "_empty": runtime.allocator(lx.device)}
         self.kernels: list[str] = []
         self.launchers: list[runtime.KernelLauncher] = []
 
@@ -37,6 +37,14 @@ class WrapperCode:
         params = ", ".join(name for name, _ in self.lx.inputs)
         self.add(f"def call({params}):", 0)
         fail = f"return _eager({params})"
+        if self.lx.device.type == "cuda" and not self.interpret:
+            # kernels and allocations go to the current device: make it the graph's
+            index = self.lx.device.index or 0
+            self.globals.update(_current_device=getattr(torch._C, "_cuda_getDevice", torch.cuda.current_device),
+                                _device_guard=torch.cuda.device)
+            self.add(f"if _current_device() != {index}:")
+            self.add(f"with _device_guard({index}):", 2)
+            self.add(f"return call({params})", 3)
         if self.lx.layout_checks:
             self.add(f"if not ({' and '.join(self.lx.layout_checks)}):")
             self.add(fail, 2)
@@ -106,8 +114,7 @@ class WrapperCode:
         size = ", ".join(pexpr(s) for s in buf.size)
         stride = ", ".join(pexpr(s) for s in buf.stride)
         comma = "," if len(buf.size) == 1 else ""
-        self.add(f"{buf.name} = torch.empty_strided(({size}{comma}), ({stride}{comma}), "
-                 f"dtype={buf.dtype}, device=_dev)")
+        self.add(f"{buf.name} = _empty(({size}{comma}), ({stride}{comma}), {buf.dtype})")
 
     def pointer_expr(self, buf: Buffer) -> str:
         return buf.name

@@ -1,0 +1,152 @@
+"""Where the host time of one small call goes: eager against pdyn's Triton path, piece by piece.
+
+On an 8x8 input the GPU work is nothing; the per-call time is all host work. This prints, per
+workload, eager's call, pdyn's whole call, the generated wrapper alone, and the pieces of one
+kernel launch (allocation, device and stream lookups, the bound launcher itself).
+
+    python benchmarks/launch_overhead.py     # on the GPU machine
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import time
+from typing import Any, Callable
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import pdyn  # noqa: E402
+from pdyn.backends.triton import triton_backend  # noqa: E402
+
+
+def per_call_us(fn: Callable[[], Any], n: int = 2000, trials: int = 7) -> float:
+    """Median over trials of the mean host time of n back-to-back calls (one sync per trial)."""
+    for _ in range(50):
+        fn()
+    torch.cuda.synchronize()
+    means = []
+    for _ in range(trials):
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        torch.cuda.synchronize()
+        means.append((time.perf_counter() - t0) / n * 1e6)
+    return statistics.median(means)
+
+
+def softmax(x: torch.Tensor) -> torch.Tensor:
+    return torch.softmax(x, dim=-1)
+
+
+def layernorm(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return F.layer_norm(x, (x.shape[-1],), w, b)
+
+
+def column_sum(x: torch.Tensor) -> torch.Tensor:
+    return x.sum(0)
+
+
+def linear_gelu(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return F.gelu(F.linear(x, w, b))
+
+
+def mlp_block(x, g, beta, w1, b1, w2, b2):  # type: ignore[no-untyped-def]
+    h = F.layer_norm(x, (x.shape[-1],), g, beta)
+    return x + F.linear(F.gelu(F.linear(h, w1, b1)), w2, b2)
+
+
+def main() -> None:
+    dev = "cuda"
+    r = lambda *s: torch.randn(*s, device=dev)  # noqa: E731
+    x = r(8, 8)
+    cases = {
+        "softmax": (softmax, (x,)),
+        "layernorm": (layernorm, (x, r(8), r(8))),
+        "column sum": (column_sum, (x,)),
+        "linear+bias+gelu": (linear_gelu, (x, r(32, 8), r(32))),
+        "MLP block": (mlp_block, (x, r(8), r(8), r(32, 8), r(32), r(8, 32), r(8))),
+    }
+    print("| workload | eager | pdyn | pdyn wrapper alone | pdyn, backend eager | kernels |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    last = None
+    with torch.no_grad():
+        for name, (fn, args) in cases.items():
+            compiled: list[Any] = []
+
+            def backend(gm: Any, ex: list[Any]) -> Any:
+                out = triton_backend(gm, ex)
+                compiled.append(out.pdyn_triton)
+                return out
+
+            opt = pdyn.optimize(fn, backend=backend)
+            opt(*args)
+            call = compiled[0].call
+            ref_eager = pdyn.optimize(fn, backend="eager")
+            row = [per_call_us(lambda: fn(*args)), per_call_us(lambda: opt(*args)),
+                   per_call_us(lambda: call(*args)), per_call_us(lambda: ref_eager(*args))]
+            print(f"| {name} | " + " | ".join(f"{v:.2f} µs" for v in row) +
+                  f" | {compiled[0].kernel_count} |", flush=True)
+            last = compiled[0]
+            if name == "softmax":
+                print(compiled[0].wrapper_source)
+    pieces(x, last)
+
+
+def pieces(x: torch.Tensor, compiled: Any) -> None:
+    from pdyn.backends.triton import runtime
+
+    fast = runtime._fast()
+    print("\n| piece | µs |\n| --- | --- |")
+    dev = fast.device()
+    alloc = runtime.allocator(x.device)
+    items: dict[str, Callable[[], Any]] = {
+        "torch.empty_strided 8x8": lambda: torch.empty_strided((8, 8), (8, 1), dtype=torch.float32,
+                                                                device=x.device),
+        "torch.empty 8x8": lambda: torch.empty((8, 8), device=x.device),
+        "pdyn allocator 8x8": lambda: alloc((8, 8), (8, 1), torch.float32),
+        "torch._C._cuda_getDevice()": torch._C._cuda_getDevice,
+        "x.shape": lambda: x.shape,
+        "x.is_contiguous()": lambda: x.is_contiguous(),
+        "x.data_ptr()": lambda: x.data_ptr(),
+        "x.untyped_storage().nbytes()": lambda: x.untyped_storage().nbytes(),
+        "driver get_current_device": fast.device,
+        "driver get_current_stream": lambda: fast.stream(dev),
+        "launch hooks check": fast.hooks,
+        "torch.is_grad_enabled()": torch.is_grad_enabled,
+        "torch.softmax 8x8": lambda: torch.softmax(x, -1),
+        "x + x": lambda: x + x,
+    }
+    for name, fn in items.items():
+        print(f"| {name} | {per_call_us(fn, n=20000, trials=5):.3f} |", flush=True)
+    for launcher in compiled.launchers:
+        for plan in launcher.plans.values():
+            for ints, bound in plan[6].items():
+                run, function, metadata, enter, leave, device = bound
+                grid = plan[1]
+                ptrs = tuple(torch.empty(64, device=x.device) for _ in range(8))[:_n_ptrs(launcher)]
+                stream = fast.stream(device)
+                call = lambda: run(grid[0], grid[1], grid[2], stream, function, metadata,  # noqa: E731
+                                   None, enter, leave, *ptrs, *ints, *plan[3])
+                try:
+                    call()
+                except Exception as e:  # noqa: BLE001
+                    print(f"| bound launcher | failed: {e} |")
+                    return
+                print(f"| bound launcher run ({len(ptrs)} pointers) | {per_call_us(call, n=20000, trials=5):.3f} |")
+                return
+
+
+def _n_ptrs(launcher: Any) -> int:
+    import inspect
+
+    fn = next(iter(launcher.functions.values()))
+    params = list(inspect.signature(fn.fn).parameters)
+    return sum(1 for p in params if p.startswith("ptr"))
+
+
+if __name__ == "__main__":
+    main()
