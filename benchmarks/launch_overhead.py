@@ -93,6 +93,11 @@ def main() -> None:
             last = compiled[0]
             if name == "softmax":
                 print(compiled[0].wrapper_source)
+                names = call.__globals__
+                launch = names["kernel0_launch"]
+                ptr_args = (args[0], torch.empty_like(args[0]))
+                shape = args[0].shape
+                print(f"kernel0_launch alone: {per_call_us(lambda: launch(ptr_args, (shape[1],), shape[0], shape[1])):.2f} µs")
     pieces(x, last)
 
 
@@ -122,21 +127,24 @@ def pieces(x: torch.Tensor, compiled: Any) -> None:
     }
     for name, fn in items.items():
         print(f"| {name} | {per_call_us(fn, n=20000, trials=5):.3f} |", flush=True)
+    print(f"\ndirect C launch: {fast.direct}")
     for launcher in compiled.launchers:
         for plan in launcher.plans.values():
             for ints, bound in plan[6].items():
-                run, function, metadata, enter, leave, device = bound
+                run, function, metadata, enter, leave, device, direct = bound
+                print(f"bound launcher has a direct entry: {direct is not None}")
                 grid = plan[1]
                 ptrs = tuple(torch.empty(64, device=x.device) for _ in range(8))[:_n_ptrs(launcher)]
                 stream = fast.stream(device)
-                call = lambda: run(grid[0], grid[1], grid[2], stream, function, metadata,  # noqa: E731
-                                   None, enter, leave, *ptrs, *ints, *plan[3])
-                try:
-                    call()
-                except Exception as e:  # noqa: BLE001
-                    print(f"| bound launcher | failed: {e} |")
-                    return
-                print(f"| bound launcher run ({len(ptrs)} pointers) | {per_call_us(call, n=20000, trials=5):.3f} |")
+                via_python = lambda: run(grid[0], grid[1], grid[2], stream, function, metadata,  # noqa: E731
+                                         None, enter, leave, *ptrs, *ints, *plan[3])
+                print(f"| CudaLauncher call ({len(ptrs)} pointers) | {per_call_us(via_python, n=20000, trials=5):.3f} |")
+                if direct is not None:
+                    launch, coop, pdl = direct
+                    addrs = [p.data_ptr() for p in ptrs]
+                    c_only = lambda: launch(grid[0], grid[1], grid[2], stream, function, coop, pdl,  # noqa: E731
+                                            None, None, metadata, None, None, None, *addrs, *ints, *plan[3])
+                    print(f"| C launch, integer pointers | {per_call_us(c_only, n=20000, trials=5):.3f} |")
                 return
 
 

@@ -121,7 +121,7 @@ def needs_int64(numel: int, *tensors: torch.Tensor) -> bool:
 # (at least this many elements, XBLOCK, num_warps), largest first: few variants, so a handful of
 # compiles cover every size; large inputs get 1024-element blocks (8 elements per thread:
 # vectorized loads) to reach memory bandwidth. benchmarks/launch_configs.py sweeps these.
-POINTWISE_CONFIGS = [(1 << 18, 1024, 4), ((1 << 13) + 1, 512, 4), (0, 128, 4)]
+POINTWISE_CONFIGS = [(1 << 18, 1024, 8), ((1 << 13) + 1, 512, 4), (0, 128, 4)]
 
 
 def pointwise_config(xnumel: int) -> tuple[int, int]:
@@ -135,12 +135,12 @@ def pointwise_config(xnumel: int) -> tuple[int, int]:
 OUTER_PERSISTENT_MAX = 64  # an outer (strided) reduction keeps 64 columns per block: coalesced rows
 SPLIT_MIN_R = 1024          # a split pays off only for long reductions
 SPLIT_TARGET_PROGRAMS = 1024  # enough blocks to fill the GPU several times over
-MIN_PROGRAMS = 256  # row blocks shrink until a reduction has this many (about 2 per SM)
+MIN_PROGRAMS = 1024  # row blocks shrink until a reduction has this many (about 8 per SM)
 LOOPED_INNER = (1, 2048)  # (XBLOCK, RBLOCK) of a looped reduction over contiguous elements
 LOOPED_OUTER = (64, 64)   # ... over strided rows: 64 contiguous columns per block
 LOOPED_WARPS = 8
 PERSISTENT_ELEMENTS_PER_WARP = 256  # a persistent block gets a warp per this many elements ...
-PERSISTENT_MAX_WARPS = 8            # ... up to this many
+PERSISTENT_MAX_WARPS = 4            # ... up to this many
 
 
 def reduction_config(xnumel: int, rnumel: int, inner: bool, can_split: bool) -> tuple[str, int, int, int, int]:
@@ -167,33 +167,54 @@ def reduction_config(xnumel: int, rnumel: int, inner: bool, can_split: bool) -> 
     return "looped", xblock, rblock, warps, 1
 
 
-SPLIT_FINISH = {"sum": "acc + v", "prod": "acc * v",
-                "max": "tl.where((acc > v) | (acc != acc), acc, v)",
-                "min": "tl.where((acc < v) | (acc != acc), acc, v)"}
+# How the second stage combines: a reduction of a [chunks, columns] tile along the chunks, then the
+# running value; masked-off chunks load a neutral value (max and min: the first chunk's value).
+SPLIT_FINISH = {
+    "sum": ("0", "tl.sum(v, 0)[None, :]", "acc + part"),
+    "prod": ("1", "tl.reduce(v, 0, _prod)[None, :]", "acc * part"),
+    "max": ("first", "tl.reduce(v, 0, _max)[None, :]", "_max(acc, part)"),
+    "min": ("first", "tl.reduce(v, 0, _min)[None, :]", "_min(acc, part)"),
+}
 
 
 def _finish_source() -> str:
-    """Second stage of a split reduction: combine `chunks` rows of partial results per column."""
-    parts = ["import triton", "import triton.language as tl", ""]
-    for kind, combine in SPLIT_FINISH.items():
+    """Second stage of a split reduction: combine `chunks` rows of partial results per column,
+    RBLOCK chunks at a time (one wide load, not a chain of dependent ones)."""
+    parts = ["import triton", "import triton.language as tl", "",
+             "@triton.jit", "def _prod(a, b):", "    return a * b", "",
+             "@triton.jit", "def _max(a, b):", "    return tl.where((a > b) | (a != a), a, b)", "",
+             "@triton.jit", "def _min(a, b):", "    return tl.where((a < b) | (a != a), a, b)", ""]
+    for kind, (other, part, combine) in SPLIT_FINISH.items():
+        masked = "tl.where(mask, v, first)" if other == "first" else "v"
         parts += [
             "",
             "@triton.jit(do_not_specialize=['xnumel', 'chunks'])",
-            f"def finish_{kind}(src, dst, xnumel, chunks, XBLOCK: tl.constexpr, INDEX64: tl.constexpr):",
+            f"def finish_{kind}(src, dst, xnumel, chunks, XBLOCK: tl.constexpr, RBLOCK: tl.constexpr,",
+            "                INDEX64: tl.constexpr):",
             "    if INDEX64:",
-            "        xindex = tl.program_id(0).to(tl.int64) * XBLOCK + tl.arange(0, XBLOCK)",
+            "        xindex = tl.program_id(0).to(tl.int64) * XBLOCK + tl.arange(0, XBLOCK)[None, :]",
             "    else:",
-            "        xindex = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)",
+            "        xindex = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)[None, :]",
             "    xmask = xindex < xnumel",
-            "    acc = tl.load(src + xindex, xmask, other=0)",
-            "    offset = xindex",
-            "    for _ in range(1, chunks):",
-            "        offset += xnumel",
-            "        v = tl.load(src + offset, xmask, other=0)",
+            "    cbase = tl.arange(0, RBLOCK)[:, None]",
+            "    first = tl.load(src + xindex, xmask, other=0)",
+            "    acc = first",
+            "    for c0 in range(1, chunks, RBLOCK):",
+            "        c = c0 + cbase",
+            "        mask = xmask & (c < chunks)",
+            f"        v = tl.load(src + (c * xnumel + xindex), mask, other={other if other != 'first' else 0})",
+            f"        v = {masked}",
+            f"        part = {part}",
             f"        acc = {combine}",
             "    tl.store(dst + xindex, acc.to(dst.dtype.element_ty), xmask)",
         ]
     return "\n".join(parts) + "\n"
+
+
+def finish_config(xnumel: int, chunks: int) -> tuple[int, int]:
+    """(XBLOCK, RBLOCK) of the second stage: enough column blocks to spread over the GPU, and 32
+    chunks per load (fixed, so the chunk count never picks another compile)."""
+    return min(128, max(16, next_pow2(cdiv(xnumel, 128)))), 32
 
 
 def int_spec(ints: tuple) -> tuple:
@@ -336,8 +357,8 @@ class KernelLauncher:
         plan = self._plan((xnumel, rnumel), [
             self.functions["split"], (cdiv(xnumel, xblock), chunks, 1), (xnumel, rnumel, rchunk),
             (xblock, rblock, False), warps, big])
-        fblock = 1024 if xnumel >= 1024 else max(32, next_pow2(xnumel))
-        plan.append([self.finish, (cdiv(xnumel, fblock), 1, 1), (xnumel, chunks), (fblock, False), 4,
+        fblock, cblock = finish_config(xnumel, chunks)
+        plan.append([self.finish, (cdiv(xnumel, fblock), 1, 1), (xnumel, chunks), (fblock, cblock, False), 4,
                      big, {}])
         return plan
 
@@ -403,7 +424,7 @@ class KernelLauncher:
         finish = plan[7]
         if not self._fast_call(finish, (partial, out), finish[2]):
             index64 = index64 or needs_int64(xnumel * max(rnumel, 1), *ptrs)
-            self.launch(finish[0], finish[1], (partial, out), finish[2], (finish[3][0], index64), 4)
+            self.launch(finish[0], finish[1], (partial, out), finish[2], finish[3][:2] + (index64,), 4)
 
     def launch(self, fn: Any, grid: tuple[int, int, int], ptrs: tuple, ints: tuple,
                consts: tuple, warps: int) -> None:
