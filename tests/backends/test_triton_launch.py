@@ -103,6 +103,7 @@ def test_fast_path_reuses_the_compiled_launcher(monkeypatch):
     monkeypatch.setattr(runtime, "_FAST", Fast())
     launcher = runtime.KernelLauncher.__new__(runtime.KernelLauncher)
     launcher.interpret, launcher.compiled, launcher.plans, launcher.fast_launches = False, {}, {}, 0
+    launcher.ready = {}
     fn, t = Fn(), torch.empty(16)
     launcher.functions = {"pointwise": fn}
     launcher.pointwise((t,), (5,), 16)

@@ -134,7 +134,7 @@ def pointwise_config(xnumel: int) -> tuple[int, int]:
 
 OUTER_PERSISTENT_MAX = 64  # an outer (strided) reduction keeps 64 columns per block: coalesced rows
 SPLIT_MIN_R = 1024          # a split pays off only for long reductions
-SPLIT_TARGET_PROGRAMS = 1024  # enough blocks to fill the GPU several times over
+SPLIT_TARGET_PROGRAMS = 512  # about 4 blocks per SM
 MIN_PROGRAMS = 1024  # row blocks shrink until a reduction has this many (about 8 per SM)
 LOOPED_INNER = (1, 2048)  # (XBLOCK, RBLOCK) of a looped reduction over contiguous elements
 LOOPED_OUTER = (64, 64)   # ... over strided rows: 64 contiguous columns per block
@@ -314,11 +314,15 @@ class KernelLauncher:
         # (function, constexprs, warps, device, int specialization) -> bound launcher
         self.compiled: dict[tuple, tuple] = {}
         self.plans: dict[Any, list] = {}  # actual size(s) -> launch plan
+        self.ready: dict[Any, tuple] = {}  # (sizes, xnumel[, rnumel]) -> a direct launch, all but pointers
         self.fast_launches = 0  # observed by tests
 
     # Per call: a plan per actual size (variant, grid, constexprs; cached, bounded), then the bound
     # launcher if every argument specializes as at its first launch, else the general path.
     def pointwise(self, ptrs: tuple, sizes: tuple, xnumel: int) -> None:
+        ready = self.ready.get((sizes, xnumel))
+        if ready is not None and self._launch_ready(ready, ptrs):
+            return
         plan = self.plans.get(xnumel)
         if plan is None:
             if xnumel <= 0:
@@ -327,11 +331,14 @@ class KernelLauncher:
             plan = self._plan(xnumel, [self.functions["pointwise"], (cdiv(xnumel, xblock), 1, 1),
                                        (xnumel,), (xblock, False), warps, xnumel > INT32_MAX])
         ints = sizes + plan[2]
-        if not self._fast_call(plan, ptrs, ints):
+        if not self._fast_call(plan, ptrs, ints, (sizes, xnumel)):
             self.launch(plan[0], plan[1], ptrs, ints,
                         (plan[3][0], plan[5] or needs_int64(xnumel, *ptrs)), plan[4])
 
     def reduce(self, ptrs: tuple, sizes: tuple, xnumel: int, rnumel: int) -> None:
+        ready = self.ready.get((sizes, xnumel, rnumel))
+        if ready is not None and self._launch_ready(ready, ptrs):
+            return
         plan = self.plans.get((xnumel, rnumel))
         if plan is None:
             if xnumel <= 0:
@@ -341,7 +348,7 @@ class KernelLauncher:
             self._split(plan, ptrs, sizes, xnumel, rnumel)
             return
         ints = sizes + plan[2]
-        if not self._fast_call(plan, ptrs, ints):
+        if not self._fast_call(plan, ptrs, ints, (sizes, xnumel, rnumel)):
             index64 = plan[5] or needs_int64(xnumel * max(rnumel, 1), *ptrs)
             self.launch(plan[0], plan[1], ptrs, ints, plan[3][:2] + (index64,), plan[4])
 
@@ -371,7 +378,26 @@ class KernelLauncher:
         self.plans[key] = plan
         return plan
 
-    def _fast_call(self, plan: list, ptrs: tuple, ints: tuple) -> bool:
+    def _launch_ready(self, ready: tuple, ptrs: tuple) -> bool:
+        """The per-call path once a size has launched directly: everything but the pointers and
+        the stream was decided then. The wrapper has made the graph's device current, the device
+        this entry was bound on."""
+        addresses = []
+        for t in ptrs:  # NOTE: the same two checks as _fast_call: 16-byte aligned, 32-bit extents
+            address = t.data_ptr()
+            if address & 15 or t.untyped_storage().nbytes() > INT32_MAX:
+                return False
+            addresses.append(address)
+        fast = _FAST
+        if not fast or fast.hooks():
+            return False
+        launch, g0, g1, g2, device, function, cooperative, pdl, metadata, tail = ready
+        launch(g0, g1, g2, fast.stream(device), function, cooperative, pdl, None, None, metadata, None, None,
+               None, *addresses, *tail)
+        self.fast_launches += 1
+        return True
+
+    def _fast_call(self, plan: list, ptrs: tuple, ints: tuple, key: Any = None) -> bool:
         if plan[5] or self.interpret:
             return False
         fast = _FAST if _FAST is not False else _fast()
@@ -403,6 +429,11 @@ class KernelLauncher:
                 launch, cooperative, pdl = direct
                 launch(grid[0], grid[1], grid[2], fast.stream(device), function, cooperative, pdl, None, None,
                        metadata, None, None, None, *addresses, *ints, *plan[3])
+                if key is not None:
+                    if len(self.ready) > 1024:
+                        self.ready.clear()
+                    self.ready[key] = (launch, grid[0], grid[1], grid[2], device, function, cooperative, pdl,
+                                       metadata, ints + plan[3])
             else:
                 run(grid[0], grid[1], grid[2], fast.stream(device), function, metadata, None, enter, leave,
                     *ptrs, *ints, *plan[3])
