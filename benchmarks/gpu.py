@@ -100,9 +100,9 @@ def device_ms(fn: Callable[..., Any], sets: list[tuple], reps: int) -> tuple[flo
             calls * len(sets)), "events"
 
 
-def host_us(fn: Callable[[], Any], reps: int, trials: int = 7) -> float:
-    """Per-call host time in microseconds: the median over trials of `reps` back-to-back calls,
-    synchronized once at each trial's end (on an 8x8 input this is all launch overhead)."""
+def host_us(fn: Callable[[], Any], reps: int, trials: int = 15) -> float:
+    """Per-call host time in microseconds: `reps` back-to-back calls synchronized once, the least
+    over `trials` (the host is shared; the least disturbed trial is the one to compare)."""
     for _ in range(20):
         fn()
     sync()
@@ -113,7 +113,7 @@ def host_us(fn: Callable[[], Any], reps: int, trials: int = 7) -> float:
             fn()
         sync()
         means.append((time.perf_counter() - t0) / reps * 1e6)
-    return statistics.median(means)
+    return min(means)
 
 
 # -- workloads: (function, make_args(rows, hidden), bytes moved) ------------------------------------
@@ -249,7 +249,7 @@ def run_column(name: str, col_name: str, fn: Callable[..., Any], make: Callable[
             cells.append(f"{ms:.4f} ms / {tbs:.2f} TB/s" + ("" if how == "graph" else f" ({how})"))
             del sets, args, out, ref
         tiny = make(8, 8)
-        tiny_us = host_us(lambda: col.fn(*tiny), 20 if reps < 10 else 1000)
+        tiny_us = host_us(lambda: col.fn(*tiny), 20 if reps < 10 else 500)
     return (f"| {name} | {col_name} | {' · '.join(cells)} | {col.first_call_s:.2f} s | "
             f"{col.compiles()} | {tiny_us:.1f} µs |")
 

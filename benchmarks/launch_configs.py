@@ -22,27 +22,21 @@ from pdyn.backends.triton import runtime  # noqa: E402
 
 VARIANTS: dict[str, list[dict[str, Any]]] = {
     "pointwise chain": [
-        {}, {"POINTWISE_CONFIGS": [(1 << 18, 1024, 4), (0, 128, 4)]},
-        {"POINTWISE_CONFIGS": [(1 << 18, 2048, 8), (0, 128, 4)]},
-        {"POINTWISE_CONFIGS": [(1 << 18, 512, 4), (0, 128, 4)]},
-        {"POINTWISE_CONFIGS": [(1 << 18, 256, 2), (0, 128, 4)]},
+        {}, {"POINTWISE_CONFIGS": [(1 << 20, 1024, 8), (0, 512, 4)]},
+        {"POINTWISE_CONFIGS": [(1 << 20, 1024, 8), (0, 256, 4)]},
     ],
     "softmax": [
-        {}, {"MIN_PROGRAMS": 256, "PERSISTENT_MAX_WARPS": 8}, {"MIN_PROGRAMS": 1024, "PERSISTENT_MAX_WARPS": 8},
-        {"MIN_PROGRAMS": 4096, "PERSISTENT_MAX_WARPS": 4}, {"MIN_PROGRAMS": 4096, "PERSISTENT_ELEMENTS_PER_WARP": 128},
+        {}, {"PERSISTENT_MAX_WARPS": 8}, {"PERSISTENT_MAX_WARPS": 8, "PERSISTENT_ELEMENTS_PER_WARP": 64},
+        {"PERSISTENT_MAX_WARPS": 16, "PERSISTENT_ELEMENTS_PER_WARP": 64},
     ],
     "column sum": [
-        {}, {"SPLIT_TARGET_PROGRAMS": 512}, {"SPLIT_TARGET_PROGRAMS": 256},
-        {"SPLIT_TARGET_PROGRAMS": 512, "LOOPED_OUTER": (64, 128)},
-        {"SPLIT_TARGET_PROGRAMS": 1024, "LOOPED_OUTER": (64, 128)},
-        {"SPLIT_TARGET_PROGRAMS": 512, "LOOPED_OUTER": (64, 64), "LOOPED_WARPS": 4},
-        {"SPLIT_TARGET_PROGRAMS": 512, "LOOPED_OUTER": (32, 128), "LOOPED_WARPS": 4},
-        {"SPLIT_TARGET_PROGRAMS": 2048, "LOOPED_OUTER": (64, 64)},
-        {"SPLIT_TARGET_PROGRAMS": 512, "LOOPED_OUTER": (128, 64)},
+        {}, {"OUTER_MIN_PROGRAMS": 1}, {"OUTER_MIN_PROGRAMS": 256}, {"LOOPED_WARPS": 4},
+        {"SPLIT_MIN_R": 256}, {"SPLIT_MIN_R": 256, "SPLIT_TARGET_PROGRAMS": 256},
+        {"SPLIT_TARGET_PROGRAMS": 1024},
     ],
 }
-SIZES = {"pointwise chain": [256, 1024, 4096], "softmax": [256, 1024, 4096, 16384],
-         "column sum": [1024, 4096, 16384, 65536]}
+SIZES = {"pointwise chain": [256, 1024, 4096], "softmax": [256, 1024, 4096],
+         "column sum": [256, 512, 1024, 4096, 16384]}
 LAYERNORM_VARIANTS = VARIANTS["softmax"]
 
 

@@ -139,6 +139,7 @@ MIN_PROGRAMS = 1024  # row blocks shrink until a reduction has this many (about 
 LOOPED_INNER = (1, 2048)  # (XBLOCK, RBLOCK) of a looped reduction over contiguous elements
 LOOPED_OUTER = (64, 64)   # ... over strided rows: 64 contiguous columns per block
 LOOPED_WARPS = 8
+OUTER_MIN_PROGRAMS = 128  # an unsplit strided reduction narrows its column blocks to get this many
 PERSISTENT_ELEMENTS_PER_WARP = 256  # a persistent block gets a warp per this many elements ...
 PERSISTENT_MAX_WARPS = 4            # ... up to this many
 
@@ -157,6 +158,10 @@ def reduction_config(xnumel: int, rnumel: int, inner: bool, can_split: bool) -> 
         return "persistent", xblock, rblock, warps, 1
     xblock, rblock = LOOPED_INNER if inner else LOOPED_OUTER
     warps = LOOPED_WARPS
+    if not inner and not (can_split and rnumel >= SPLIT_MIN_R):
+        # too short to split: narrower column blocks (still whole 32-byte sectors) for more programs
+        while xblock > 8 and cdiv(xnumel, xblock) < OUTER_MIN_PROGRAMS:
+            xblock, rblock = xblock // 2, min(rblock * 2, next_pow2(rnumel))
     if can_split and rnumel >= SPLIT_MIN_R:
         xprograms = cdiv(xnumel, xblock)
         if xprograms * 4 < SPLIT_TARGET_PROGRAMS:
