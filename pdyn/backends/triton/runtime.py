@@ -142,6 +142,7 @@ LOOPED_WARPS = 8
 OUTER_MIN_PROGRAMS = 128  # an unsplit strided reduction narrows its column blocks to get this many
 PERSISTENT_ELEMENTS_PER_WARP = 256  # a persistent block gets a warp per this many elements ...
 PERSISTENT_MAX_WARPS = 4            # ... up to this many
+FEW_PROGRAMS = 512  # a persistent reduction with fewer blocks than this doubles their warps
 
 
 def reduction_config(xnumel: int, rnumel: int, inner: bool, can_split: bool) -> tuple[str, int, int, int, int]:
@@ -155,6 +156,8 @@ def reduction_config(xnumel: int, rnumel: int, inner: bool, can_split: bool) -> 
         while xblock > floor and cdiv(xnumel, xblock) < MIN_PROGRAMS:
             xblock //= 2
         warps = min(max(xblock * rblock // PERSISTENT_ELEMENTS_PER_WARP, 1), PERSISTENT_MAX_WARPS)
+        if cdiv(xnumel, xblock) < FEW_PROGRAMS:
+            warps = min(warps * 2, 8)  # few blocks: more warps each keep more loads in flight
         return "persistent", xblock, rblock, warps, 1
     xblock, rblock = LOOPED_INNER if inner else LOOPED_OUTER
     warps = LOOPED_WARPS
