@@ -228,3 +228,29 @@ def test_optimize_as_decorator_with_arguments_and_on_a_method():
     m = pdyn.optimize(Box().scale)
     torch.testing.assert_close(f(torch.ones(2)), torch.full((2,), 2.0))
     torch.testing.assert_close(m(torch.ones(2)), torch.full((2,), 3.0))
+
+
+def test_entries_are_kept_per_backend():
+    """One function optimized for two backends: each call runs what its own backend compiled,
+    and a second optimize() with the same backend shares the first one's entries."""
+    ran: list[str] = []
+
+    def backend_named(name: str) -> Callable[..., Any]:
+        def backend(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
+            def run(*args: Any) -> Any:
+                ran.append(name)
+                return gm.forward(*args)
+            return run
+        return backend
+
+    def f(x):
+        return x * 2
+
+    first, second = backend_named("first"), backend_named("second")
+    a, b, a_again = pdyn.optimize(f, backend=first), pdyn.optimize(f, backend=second), pdyn.optimize(f, backend=first)
+    x = torch.ones(3)
+    for g in (a, b, a_again):
+        torch.testing.assert_close(g(x), x * 2)
+    assert ran == ["first", "second", "first"]
+    assert pdyn.stats(a)["compiles"] == 1 and pdyn.stats(b)["compiles"] == 1
+    assert pdyn.stats(a_again)["cache_hits"] == 1

@@ -222,3 +222,26 @@ def test_sizes_are_specialized_by_triton_not_declared_dynamic():
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_split_reduction_in_low_precision_accumulates_in_fp32(dtype):
     check(lambda x: x.sum(0), (randn(2100, 3, dtype=dtype),), (randn(5, 3, dtype=dtype),))
+
+
+def test_launch_tables_pick_by_size():
+    """The configuration rules tuned on the H100 (benchmarks/launch_configs.py): short strided
+    reductions narrow their column blocks instead of splitting; persistent reductions with few
+    blocks double their warps; the split's second stage loads 32 chunks at a time."""
+    variant, xblock, rblock, warps, chunks = runtime.reduction_config(1024, 256, False, True)
+    assert variant == "looped" and xblock == 8 and runtime.cdiv(1024, xblock) >= runtime.OUTER_MIN_PROGRAMS
+    assert rblock == 256 and chunks == 1
+    assert runtime.reduction_config(1024, 16384, False, True)[:3] == ("split", 64, 64)
+    few = runtime.reduction_config(256, 1024, True, True)
+    many = runtime.reduction_config(4096, 1024, True, True)
+    assert few[0] == many[0] == "persistent" and few[3] == 2 * many[3]
+    assert runtime.finish_config(1024, 64) == (16, 32) and runtime.finish_config(3, 5) == (16, 32)
+
+
+@pytest.mark.parametrize("rows", [1, 31, 32, 33, 100])
+def test_split_second_stage_covers_every_chunk_count(rows, monkeypatch):
+    """Chunk counts below, at and above the second stage's 32-chunk load, for each combine."""
+    monkeypatch.setattr(runtime, "SPLIT_MIN_R", 16)
+    monkeypatch.setattr(runtime, "SPLIT_TARGET_PROGRAMS", 4096)
+    x = randn(rows * 128 + 5, 3)
+    check(lambda x: (x.sum(0), x.amax(0), x.amin(0), (x * 0.001 + 1).prod(0)), (x,), compiles=None)
