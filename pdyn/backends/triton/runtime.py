@@ -133,7 +133,7 @@ def pointwise_config(xnumel: int) -> tuple[int, int]:
 
 
 OUTER_PERSISTENT_MAX = 64  # an outer (strided) reduction keeps 64 columns per block: coalesced rows
-SPLIT_MIN_R = 1024          # a split pays off only for long reductions
+SPLIT_MIN_R = 2048          # a split pays off only for long reductions (shorter ones narrow instead)
 SPLIT_TARGET_PROGRAMS = 512  # about 4 blocks per SM
 MIN_PROGRAMS = 1024  # row blocks shrink until a reduction has this many (about 8 per SM)
 LOOPED_INNER = (1, 2048)  # (XBLOCK, RBLOCK) of a looped reduction over contiguous elements
