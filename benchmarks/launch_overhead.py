@@ -11,64 +11,25 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 from typing import Any, Callable
 
 import torch
-import torch.nn.functional as F
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import gpu  # noqa: E402
+
 import pdyn  # noqa: E402
 from pdyn.backends.triton import triton_backend  # noqa: E402
 
 
-def per_call_us(fn: Callable[[], Any], n: int = 1000, trials: int = 15) -> float:
-    """The least over trials of the mean host time of n back-to-back calls (one sync per trial)."""
-    for _ in range(50):
-        fn()
-    torch.cuda.synchronize()
-    means = []
-    for _ in range(trials):
-        t0 = time.perf_counter()
-        for _ in range(n):
-            fn()
-        torch.cuda.synchronize()
-        means.append((time.perf_counter() - t0) / n * 1e6)
-    return min(means)
-
-
-def softmax(x: torch.Tensor) -> torch.Tensor:
-    return torch.softmax(x, dim=-1)
-
-
-def layernorm(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    return F.layer_norm(x, (x.shape[-1],), w, b)
-
-
-def column_sum(x: torch.Tensor) -> torch.Tensor:
-    return x.sum(0)
-
-
-def linear_gelu(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    return F.gelu(F.linear(x, w, b))
-
-
-def mlp_block(x, g, beta, w1, b1, w2, b2):  # type: ignore[no-untyped-def]
-    h = F.layer_norm(x, (x.shape[-1],), g, beta)
-    return x + F.linear(F.gelu(F.linear(h, w1, b1)), w2, b2)
+def per_call_us(fn: Callable[[], Any], n: int = 1000) -> float:
+    return gpu.host_us(fn, n)
 
 
 def main() -> None:
-    dev = "cuda"
-    r = lambda *s: torch.randn(*s, device=dev)  # noqa: E731
-    x = r(8, 8)
-    cases = {
-        "softmax": (softmax, (x,)),
-        "layernorm": (layernorm, (x, r(8), r(8))),
-        "column sum": (column_sum, (x,)),
-        "linear+bias+gelu": (linear_gelu, (x, r(32, 8), r(32))),
-        "MLP block": (mlp_block, (x, r(8), r(8), r(32, 8), r(32), r(8, 32), r(8))),
-    }
+    cases = {name: (fn, make(8, 8)) for name, (fn, make) in gpu.workloads(torch.float32).items()}
+    x = cases["softmax"][1][0]
     print("| workload | eager | pdyn | pdyn wrapper alone | pdyn, backend eager | kernels |")
     print("| --- | --- | --- | --- | --- | --- |")
     last = None
@@ -125,7 +86,7 @@ def pieces(x: torch.Tensor, compiled: Any) -> None:
         "x + x": lambda: x + x,
     }
     for name, fn in items.items():
-        print(f"| {name} | {per_call_us(fn, n=20000, trials=5):.3f} |", flush=True)
+        print(f"| {name} | {per_call_us(fn, n=5000):.3f} |", flush=True)
     print(f"\ndirect C launch: {fast.direct}")
     for launcher in compiled.launchers:
         for plan in launcher.plans.values():
@@ -137,13 +98,13 @@ def pieces(x: torch.Tensor, compiled: Any) -> None:
                 stream = fast.stream(device)
                 via_python = lambda: run(grid[0], grid[1], grid[2], stream, function, metadata,  # noqa: E731
                                          None, enter, leave, *ptrs, *ints, *plan[3])
-                print(f"| CudaLauncher call ({len(ptrs)} pointers) | {per_call_us(via_python, n=20000, trials=5):.3f} |")
+                print(f"| CudaLauncher call ({len(ptrs)} pointers) | {per_call_us(via_python, n=5000):.3f} |")
                 if direct is not None:
                     launch, coop, pdl = direct
                     addrs = [p.data_ptr() for p in ptrs]
                     c_only = lambda: launch(grid[0], grid[1], grid[2], stream, function, coop, pdl,  # noqa: E731
                                             None, None, metadata, None, None, None, *addrs, *ints, *plan[3])
-                    print(f"| C launch, integer pointers | {per_call_us(c_only, n=20000, trials=5):.3f} |")
+                    print(f"| C launch, integer pointers | {per_call_us(c_only, n=5000):.3f} |")
                 return
 
 
