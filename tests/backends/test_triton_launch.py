@@ -245,3 +245,20 @@ def test_split_second_stage_covers_every_chunk_count(rows, monkeypatch):
     monkeypatch.setattr(runtime, "SPLIT_TARGET_PROGRAMS", 4096)
     x = randn(rows * 128 + 5, 3)
     check(lambda x: (x.sum(0), x.amax(0), x.amin(0), (x * 0.001 + 1).prod(0)), (x,), compiles=None)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="the direct C launch is Triton's CUDA launcher")
+def test_gpu_calls_launch_directly_after_the_first():
+    """On a GPU with Triton's known launcher layout, a size's second call goes straight to the C
+    launcher with a prepared entry, and the results stay right for misaligned inputs (which take
+    Triton's own path) and new sizes."""
+    rec = check(lambda x: torch.softmax(x * 2, -1), (randn(4, 8),), (randn(4, 8),), (randn(6, 8),),
+                (randn(6, 8),))
+    launcher = rec.last.launchers[0]
+    if not runtime._fast().direct:
+        pytest.skip("this Triton's launcher has another layout: CompiledKernel.run is used")
+    assert launcher.fast_launches >= 2 and len(launcher.ready) == 2
+    x = randn(33)[1:].view(4, 8)  # contiguous but 4 bytes off alignment: Triton's path, still right
+    before = launcher.fast_launches
+    torch.testing.assert_close(rec.last.call(x)[0], torch.softmax(x * 2, -1))
+    assert launcher.fast_launches == before
