@@ -103,7 +103,7 @@ def device_ms(fn: Callable[..., Any], sets: list[tuple], reps: int) -> tuple[flo
 def host_us(fn: Callable[[], Any], reps: int, trials: int = 15) -> float:
     """Per-call host time in microseconds: `reps` back-to-back calls synchronized once, the least
     over `trials` (the host is shared; the least disturbed trial is the one to compare)."""
-    for _ in range(20):
+    for _ in range(min(reps, 20)):
         fn()
     sync()
     means = []
@@ -249,7 +249,7 @@ def run_column(name: str, col_name: str, fn: Callable[..., Any], make: Callable[
             cells.append(f"{ms:.4f} ms / {tbs:.2f} TB/s" + ("" if how == "graph" else f" ({how})"))
             del sets, args, out, ref
         tiny = make(8, 8)
-        tiny_us = host_us(lambda: col.fn(*tiny), 20 if reps < 10 else 500)
+        tiny_us = host_us(lambda: col.fn(*tiny), 2, 2) if reps < 10 else host_us(lambda: col.fn(*tiny), 500)
     return (f"| {name} | {col_name} | {' · '.join(cells)} | {col.first_call_s:.2f} s | "
             f"{col.compiles()} | {tiny_us:.1f} µs |")
 

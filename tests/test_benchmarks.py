@@ -1,0 +1,19 @@
+"""The GPU benchmark's --quick mode runs everywhere (kernels under Triton's interpreter here), so
+the script that produces README's GPU table cannot rot unnoticed."""
+
+import pathlib
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).parent.parent
+
+
+def test_gpu_benchmark_quick_mode_runs_and_compiles_once():
+    skip = "torch.compile(dynamic=False),torch.compile(dynamic=True)"  # inductor's CPU compile is slow
+    result = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu.py"), "--quick", "--only", "softmax",
+                             "--skip", skip], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert result.returncode == 0, result.stderr[-2000:]
+    rows = {line.split("|")[2].strip(): line for line in result.stdout.splitlines() if line.startswith("| softmax")}
+    assert set(rows) == {"eager", "torch.compile(dynamic=False)", "torch.compile(dynamic=True)", "pdyn"}
+    assert "error" not in result.stdout
+    assert rows["pdyn"].split("|")[5].strip() == "1"  # one compile across five sizes
