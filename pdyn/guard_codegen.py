@@ -14,7 +14,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from pdyn.guards import AliasGuard, Guard, GuardSet
+from pdyn.guards import Guard, GuardSet
 from pdyn.sources import AttrSource, DefaultSource, ItemSource, LocalSource, ModuleMemberSource, Source
 
 SYMBOL = re.compile(r"[su]\d+")
@@ -131,11 +131,7 @@ def build(guards: GuardSet, title: str) -> GuardCode:
         return bound[src]
 
     for guard in guards:
-        if isinstance(guard, AliasGuard):
-            op = "is not" if guard.same else "is"
-            checks = [(f"{bind(guard.source)} {op} {bind(guard.other)}", guard.sentence())]  # type: ignore[arg-type]
-        else:
-            checks = guard.checks(bind(guard.source) if guard.source is not None else "", namer.hoist)
+        checks = guard.bound_checks(bind, namer.hoist)
         comment = _comment(guard)
         for cond, sentence in checks:
             by_sentence.setdefault(sentence, guard)

@@ -40,6 +40,11 @@ class Guard(ABC):
         """(condition under which it fails, the sentence that then failed), cheapest first."""
         return [(self.fail_expr(v, hoist), self.sentence())]
 
+    def bound_checks(self, bind: Callable[[Source], str], hoist: Hoist) -> list[tuple[str, str]]:
+        """`checks` with every source this guard reads bound to a name by `bind` (guard_codegen
+        binds each source once per check function)."""
+        return self.checks(bind(self.source) if self.source is not None else "", hoist)
+
 
 def _type_name(t: type) -> str:
     return t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
@@ -208,7 +213,13 @@ class AliasGuard(Guard):
         return (type(self), self.source, self.other)
 
     def fail_expr(self, v: str, hoist: Hoist) -> str:
-        raise NotImplementedError("bound by guard_codegen, which knows both names")
+        return self._fail(v, self.other.expr())
+
+    def bound_checks(self, bind: Callable[[Source], str], hoist: Hoist) -> list[tuple[str, str]]:
+        return [(self._fail(bind(self.source), bind(self.other)), self.sentence())]  # type: ignore[arg-type]
+
+    def _fail(self, v: str, other: str) -> str:
+        return f"{v} {'is not' if self.same else 'is'} {other}"
 
     def sentence(self) -> str:
         return f"{self.source} is {'' if self.same else 'not '}{self.other}"

@@ -126,6 +126,18 @@ def test_alias_guard_sentence_names_both_sources():
     assert AliasGuard(X, other=LocalSource("y"), same=False).sentence() == "L['x'] is not L['y']"
 
 
+def test_alias_guard_fails_unless_the_two_sources_are_as_traced():
+    """The one-name form reads the other source from L; guard_codegen binds both instead."""
+    t, u = torch.ones(1), torch.ones(1)
+    same, apart = AliasGuard(X, other=LocalSource("y")), AliasGuard(X, other=LocalSource("y"), same=False)
+    for guard, y, failed in [(same, t, False), (same, u, True), (apart, u, False), (apart, t, True)]:
+        (cond, _), = guard.checks("v", lambda obj, hint: hint)
+        assert eval(cond, {"v": t, "L": {"y": y}}) is failed
+        names = {X: "a", LocalSource("y"): "b"}
+        (bound, _), = guard.bound_checks(names.__getitem__, lambda obj, hint: hint)
+        assert eval(bound, {"a": t, "b": y}) is failed
+
+
 def test_guard_set_keeps_the_first_guard_per_key_in_order():
     guards = GuardSet()
     first = EqualsGuard(X, 1)
