@@ -288,6 +288,19 @@ def symbol_first(expr: sympy.Basic) -> sympy.Basic:
     return expr
 
 
+def _sympy_number(value: sympy.Basic, expr: sympy.Basic) -> Any:
+    """A numeric sympy value as the Python number `evaluate` returns."""
+    if isinstance(value, sympy.logic.boolalg.BooleanAtom):
+        return bool(value)
+    if value.is_Integer:
+        return int(value)
+    if value.is_Rational:
+        return int(value) if value.q == 1 else float(value)
+    if value.is_number and value.is_real:
+        return float(value)
+    raise TypeError(f"pdyn: {expr} is not a real number at these sizes ({value})")
+
+
 def evaluate(expr: sympy.Basic, values: dict[sympy.Symbol, int]) -> Any:
     """`expr`'s Python value with `values` for its symbols; exact on integers, fast (no sympy calls)."""
     if expr.is_Symbol:
@@ -312,8 +325,8 @@ def evaluate(expr: sympy.Basic, values: dict[sympy.Symbol, int]) -> Any:
         return _RELATIONS[func](args[0], args[1])
     elif func in _NUMERIC:
         result = _NUMERIC[func](*args)
-    else:
-        raise NotImplementedError(f"pdyn cannot evaluate {func.__name__} in {expr}")
+    else:  # no fast rule: sympy evaluates it exactly once every symbol is a number (rare, slow)
+        return _sympy_number(expr.xreplace({s: sympy.Integer(values[s]) for s in expr.free_symbols}), expr)
     if isinstance(result, fractions.Fraction):
         return int(result) if result.denominator == 1 else float(result)
     return result

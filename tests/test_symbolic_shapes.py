@@ -174,10 +174,13 @@ def test_hint_evaluates_in_this_call():
     assert env.hint(sympy.Max(s0, s1) - sympy.Min(s0, s1)) == 2 and env.hint(sympy.Gt(s0, s1)) is True
 
 
-def test_evaluate_of_an_unknown_function_is_not_implemented():
+def test_evaluate_of_a_function_without_a_fast_rule_asks_sympy():
     s0 = sympy.Symbol("s0", integer=True)
-    with pytest.raises(NotImplementedError):
-        evaluate(sympy.sin(s0), {s0: 1})
+    assert evaluate(sympy.factorial(s0) + 1, {s0: 4}) == 25
+    assert evaluate(sympy.binomial(s0, 2) > 5, {s0: 4}) is True
+    assert evaluate(sympy.sin(s0), {s0: 1}) == pytest.approx(math.sin(1))
+    with pytest.raises(TypeError, match="not a real number"):
+        evaluate(sympy.log(s0), {s0: -4})
 
 
 @pytest.mark.parametrize("expr, code", [

@@ -76,9 +76,6 @@ class SequenceVariable(VariableTracker):
         self.items = list(items)
         self.source = source
 
-    def python_type(self) -> type:
-        raise NotImplementedError
-
     def is_python_constant(self) -> bool:
         return all(i.is_python_constant() for i in self.items)
 
