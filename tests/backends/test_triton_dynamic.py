@@ -94,3 +94,29 @@ def test_auto_backend_is_triton_only_with_cuda():
 
 def test_int_argument_sizes_stay_dynamic():
     check(lambda x, n: x[:, :n] * n, (randn(4, 9), 3), (randn(4, 9), 5), (randn(6, 9), 7), compiles=None)
+
+
+def test_torch_op_runs_every_kind_of_fx_node():
+    """The wrapper's calls into torch: a function, a method, an attribute and a submodule."""
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(3, 2)
+            self.scale = torch.nn.Parameter(torch.full((2,), 2.0))
+
+        def forward(self, x):
+            return torch.relu(self.lin(x).add(1)) * self.scale
+
+    m = M()
+    gm = torch.fx.symbolic_trace(m)
+    x = torch.randn(4, 3)
+    env: dict = {}
+    for node in gm.graph.nodes:
+        if node.op == "placeholder":
+            env[node] = x
+        elif node.op != "output":
+            env[node] = runtime.TorchOp(node, gm)(*[env[n] for n in node.all_input_nodes])
+    ops = {n.op for n in gm.graph.nodes}
+    assert {"call_module", "call_method", "call_function", "get_attr"} <= ops
+    out = next(n for n in gm.graph.nodes if n.op == "output").args[0]
+    torch.testing.assert_close(env[out], m(x))

@@ -518,7 +518,7 @@ class TorchOp:
         self.target = node.target if target is None else target
         self.args = node.args if args is None else args
         self.kwargs = node.kwargs if kwargs is None else kwargs
-        if self.op == "get_attr":
+        if self.op in ("get_attr", "call_module"):
             self.target = _fetch_attr(gm, node.target)
         if target is not None:
             self.op = "call_function"
@@ -559,9 +559,7 @@ class TorchOp:
         kwargs = torch.fx.node.map_arg(self.kwargs, env.__getitem__)
         if self.op == "call_method":
             return getattr(args[0], self.target)(*args[1:], **kwargs)
-        if self.op == "call_module":
-            raise NotImplementedError("call_module nodes run eagerly")
-        return self.target(*args, **kwargs)
+        return self.target(*args, **kwargs)  # a function, or the submodule of a call_module node
 
 
 def _fetch_attr(gm: torch.fx.GraphModule, target: str) -> Any:

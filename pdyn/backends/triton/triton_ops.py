@@ -16,9 +16,13 @@ TL_DTYPE = {
 }
 
 
+class NoTritonSpelling(Exception):
+    """A dtype or op that Triton cannot express; the graph then runs with torch (logged)."""
+
+
 def dtype_text(dtype: torch.dtype) -> str:
     if dtype not in TL_DTYPE:
-        raise NotImplementedError(f"no Triton dtype for {dtype}")
+        raise NoTritonSpelling(f"no Triton dtype for {dtype}")
     return TL_DTYPE[dtype]
 
 
@@ -111,7 +115,7 @@ def op_text(name: str, args: list[str], interpret: bool) -> str:
     table = INTERPRET if interpret else GPU
     template = table.get(name) or COMMON.get(name)
     if template is None:
-        raise NotImplementedError(f"no Triton spelling for op {name!r}")
+        raise NoTritonSpelling(f"no Triton spelling for op {name!r}")
     return template.format(*args)
 
 
