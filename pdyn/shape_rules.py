@@ -26,6 +26,8 @@ from pdyn.symbolic_shapes import ShapeEnv, substitute
 
 log = logging.getLogger(__name__)
 
+ONE, ZERO = sympy.Integer(1), sympy.Integer(0)
+
 Expr = sympy.Expr
 Sizes = tuple[sympy.Expr, ...]
 

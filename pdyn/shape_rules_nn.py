@@ -14,6 +14,7 @@ import torch
 import torch.nn.functional as F
 
 from pdyn.shape_rules import (
+    ONE,
     OpCall,
     ShapeError,
     Sizes,
@@ -29,7 +30,6 @@ from pdyn.symbolic_shapes import CeilDiv, FloorDiv
 
 log = logging.getLogger(__name__)
 
-ONE = sympy.Integer(1)
 
 
 @register(*targets("softmax", "log_softmax", "cumsum", "cumprod", "logcumsumexp"))

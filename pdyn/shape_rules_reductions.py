@@ -14,6 +14,7 @@ import sympy
 import torch
 
 from pdyn.shape_rules import (
+    ONE,
     OpCall,
     ShapeError,
     Sizes,
@@ -30,7 +31,6 @@ from pdyn.symbolic_shapes import CeilDiv
 
 log = logging.getLogger(__name__)
 
-ONE = sympy.Integer(1)
 
 
 # -- reductions ----------------------------------------------------------------------------------

@@ -14,6 +14,8 @@ import sympy
 import torch
 
 from pdyn.shape_rules import (
+    ONE,
+    ZERO,
     OpCall,
     ShapeError,
     Sizes,
@@ -31,8 +33,6 @@ from pdyn.symbolic_shapes import CeilDiv, ShapeEnv
 
 log = logging.getLogger(__name__)
 
-ONE = sympy.Integer(1)
-ZERO = sympy.Integer(0)
 
 
 # -- reshape -------------------------------------------------------------------------------------

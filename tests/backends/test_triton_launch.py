@@ -72,6 +72,24 @@ def test_launcher_is_bound_once_and_called_directly():
     assert len(rec.last.launchers) == 1
 
 
+def _fake_fast(stream: int) -> object:
+    """Stands in for runtime._Fast where there is no GPU: device 0, a fixed stream, no launch
+    hooks (tests may set them on the Knobs class), Triton's CompiledKernel.run path."""
+
+    class Knobs:
+        launch_enter_hook = launch_exit_hook = None
+
+    class Fast:
+        device = staticmethod(lambda: 0)
+        knobs = Knobs()
+        hooks = runtime._Fast.hooks
+        direct = False
+
+    fast = Fast()
+    fast.stream = lambda device: stream  # type: ignore[attr-defined]
+    return fast
+
+
 def test_fast_path_reuses_the_compiled_launcher(monkeypatch):
     """Without a GPU, simulate Triton's compiled kernel: the first launch goes through fn[grid]
     (binding, compile), later ones call the cached launcher with the same arguments in order."""
@@ -90,17 +108,9 @@ def test_fast_path_reuses_the_compiled_launcher(monkeypatch):
                 return Compiled()
             return launch
 
-    class Knobs:
-        launch_enter_hook = launch_exit_hook = None
-
-    class Fast:
-        device = staticmethod(lambda: 0)
-        stream = staticmethod(lambda device: 7)
-        knobs = Knobs()
-        hooks = runtime._Fast.hooks
-        direct = False
-
-    monkeypatch.setattr(runtime, "_FAST", Fast())
+    fast = _fake_fast(stream=7)
+    Knobs = type(fast.knobs)
+    monkeypatch.setattr(runtime, "_FAST", fast)
     launcher = runtime.KernelLauncher.__new__(runtime.KernelLauncher)
     launcher.interpret, launcher.compiled, launcher.plans, launcher.fast_launches = False, {}, {}, 0
     launcher.ready = {}
@@ -163,17 +173,7 @@ def test_wrapper_calls_take_the_bound_launcher_after_the_first(monkeypatch):
         names = ("XBLOCK", "INDEX64") if len(consts) == 2 else ("XBLOCK", "RBLOCK", "INDEX64")
         return Compiled(fn, grid, {**dict(zip(names, consts)), "num_warps": warps})
 
-    class Knobs:
-        launch_enter_hook = launch_exit_hook = None
-
-    class Fast:
-        device = staticmethod(lambda: 0)
-        stream = staticmethod(lambda device: 0)
-        knobs = Knobs()
-        hooks = runtime._Fast.hooks
-        direct = False
-
-    monkeypatch.setattr(runtime, "_FAST", Fast())
+    monkeypatch.setattr(runtime, "_FAST", _fake_fast(stream=0))
     monkeypatch.setattr(runtime.KernelLauncher, "_slow", staticmethod(slow))
     rec = check(lambda x, y: torch.softmax(x * y, -1), (randn(4, 8), randn(8)), compiles=None)
     for launcher in rec.last.launchers:
