@@ -29,7 +29,7 @@ from pdyn.shape_rules import (
     sizes_arg,
     targets,
 )
-from pdyn.symbolic_shapes import CeilDiv, ShapeEnv
+from pdyn.symbolic_shapes import CeilDiv, FloorDiv, ShapeEnv
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +46,14 @@ def _divides(c: OpCall, numel: sympy.Expr, part: sympy.Expr) -> None:
         return
     cond = sympy.Eq(sympy.Mod(numel, part, evaluate=False), 0, evaluate=False)
     c.require(cond, f"the -1 size needs {part} to divide {numel}")
+
+
+def exact_quotient(numel: sympy.Expr, part: sympy.Expr) -> sympy.Expr:
+    """`numel / part` where `part` divides `numel`, as an integer expression (a true division
+    would leave `s0*s1/s2`, which evaluates through a float)."""
+    quotient = sympy.cancel(numel / part)
+    num, den = sympy.fraction(quotient)
+    return quotient if den == 1 else FloorDiv(num, den)
 
 
 def reshape_sizes(c: OpCall, sizes: Sizes, shape: list[Any]) -> Sizes:
@@ -65,7 +73,7 @@ def reshape_sizes(c: OpCall, sizes: Sizes, shape: list[Any]) -> Sizes:
         if c.is_zero(others):
             raise ShapeError(f"{c.name()}: the -1 size is ambiguous next to a 0")
         _divides(c, numel, others)
-        out[infer[0]] = sympy.cancel(numel / others) if numel.free_symbols else numel / others
+        out[infer[0]] = exact_quotient(numel, others)
     elif sympy.expand(prod(out) - numel) != 0:
         c.require(sympy.Eq(prod(out), numel, evaluate=False), "a view keeps the number of elements")
     return tuple(out)

@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterable
 import sympy
 from sympy.printing.pycode import PythonCodePrinter
 
+from pdyn import sym_float
 from pdyn.errors import SourceLoc, Unsupported
 from pdyn.sources import Source
 
@@ -274,6 +275,7 @@ _NUMERIC = {
     sympy.floor: math.floor, sympy.ceiling: math.ceil, sympy.Min: min,
     sympy.Max: max, sympy.Abs: abs, sympy.Not: operator.not_,
     sympy.And: lambda *xs: all(xs), sympy.Or: lambda *xs: any(xs),
+    sym_float.TruncToInt: int, **{op: op.op for op in sym_float.OPS},
 }
 
 
@@ -319,8 +321,9 @@ def evaluate(expr: sympy.Basic, values: dict[sympy.Symbol, int]) -> Any:
         result = sum(args)
     elif func is sympy.Mul:
         result = math.prod(args)
-    elif func is sympy.Pow:
-        result = args[0] ** args[1]
+    elif func is sympy.Pow:  # an integer to a negative power is a fraction until the end
+        base = fractions.Fraction(args[0]) if isinstance(args[0], int) and args[1] < 0 else args[0]
+        result = base ** args[1]
     elif func in _RELATIONS:
         return _RELATIONS[func](args[0], args[1])
     elif func in _NUMERIC:
@@ -372,6 +375,9 @@ class _PythonPrinter(PythonCodePrinter):
 
     def _print_CeilDiv(self, expr: sympy.Basic) -> str:
         return f"(-((-({self._print(expr.args[0])})) // ({self._print(expr.args[1])})))"
+
+    def _print_TruncToInt(self, expr: sympy.Basic) -> str:
+        return f"int({self._print(expr.args[0])})"
 
     def _print_Mod(self, expr: sympy.Basic) -> str:
         # parenthesized: inside a product `-2*Mod(s0, 2)` must not print as `-2*s0 % 2`

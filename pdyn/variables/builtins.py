@@ -287,8 +287,8 @@ def _minmax(pick_left: Callable[[Any, Any], Any]) -> Rule:
         items = tx.iterate(args[0]) if len(args) == 1 else list(args)
         if not items:
             raise UserException(ValueError("min()/max() arg is an empty sequence"))
-        if any(isinstance(i, SymIntVariable) for i in items) and all(
-                isinstance(i, SymIntVariable) or isinstance(i.as_python_constant(), (int, float)) for i in items):
+        if any(isinstance(i, SymIntVariable) for i in items) and all(  # ints only: min(n, 2.5) has n's or 2.5's type
+                i.pytype is int if isinstance(i, SymIntVariable) else type(i.as_python_constant()) is int for i in items):
             best = items[0]  # sizes: min(n, 4) stays symbolic (sympy Min), no guard
             for item in items[1:]:
                 best = sym_binary(tx.output, min if pick_left is operator.lt else max, best, item)

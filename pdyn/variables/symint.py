@@ -16,6 +16,7 @@ import sympy
 import torch.fx
 
 from pdyn.errors import UserException
+from pdyn import sym_float
 from pdyn.symbolic_shapes import FloorDiv
 from pdyn.sources import Source
 from pdyn.variables.base import VariableTracker
@@ -31,9 +32,10 @@ def _floordiv(a: Any, b: Any) -> Any:
     return FloorDiv(a, b)
 
 
+# int-valued arithmetic on ints: sympy is exact there (float-valued results go to sym_float)
 SYMPY_OPS: dict[Callable[..., Any], Callable[..., Any]] = {
     operator.add: operator.add, operator.sub: operator.sub, operator.mul: operator.mul,
-    operator.truediv: operator.truediv, operator.floordiv: _floordiv, operator.pow: operator.pow,
+    operator.floordiv: _floordiv, operator.pow: operator.pow,
     operator.mod: lambda a, b: sympy.Mod(a, b, evaluate=False),
     operator.lt: lambda a, b: sympy.Lt(a, b, evaluate=False), operator.le: lambda a, b: sympy.Le(a, b, evaluate=False),
     operator.gt: lambda a, b: sympy.Gt(a, b, evaluate=False), operator.ge: lambda a, b: sympy.Ge(a, b, evaluate=False),
@@ -44,9 +46,15 @@ SYMPY_OPS: dict[Callable[..., Any], Callable[..., Any]] = {
 PLAIN_OF = {operator.iadd: operator.add, operator.isub: operator.sub, operator.imul: operator.mul,
             operator.ifloordiv: operator.floordiv, operator.imod: operator.mod, operator.itruediv: operator.truediv,
             operator.ipow: operator.pow}
+# unary ops that stay symbolic, by the Python type of their operand
 UNARY_SYMPY_OPS: dict[Callable[..., Any], Callable[..., Any]] = {
     operator.neg: operator.neg, operator.pos: lambda a: a, abs: sympy.Abs,
-    math.floor: sympy.floor, math.ceil: sympy.ceiling, math.sqrt: sympy.sqrt, int: sympy.floor,
+    math.floor: sympy.floor, math.ceil: sympy.ceiling, math.sqrt: sym_float.Sqrt, int: lambda a: a,
+    float: sym_float.ToFloat,
+}
+UNARY_FLOAT_OPS: dict[Callable[..., Any], Callable[..., Any]] = {
+    **sym_float.UNARY, operator.pos: lambda a: a, math.floor: sympy.floor, math.ceil: sympy.ceiling,
+    int: sym_float.TruncToInt,
 }
 
 
@@ -56,23 +64,25 @@ def is_boolean(expr: sympy.Basic) -> bool:
 
 
 class SymIntVariable(VariableTracker):
-    """An int/float/bool whose value is a sympy expression over sizes; `node` computes it in the graph."""
+    """An int, float or bool (`pytype`, decided by Python's rules when it was computed) whose value
+    is a sympy expression over sizes; `node` computes it in the graph."""
 
     def __init__(self, output: OutputGraph, expr: sympy.Basic, make_node: Callable[[], torch.fx.Node] | None,
-                 source: Source | None = None, input_sources: frozenset[Source] = frozenset()):
+                 source: Source | None = None, input_sources: frozenset[Source] = frozenset(),
+                 pytype: type = int):
         self.output = output
         self.expr = expr
         self._make_node = make_node
         self._node: torch.fx.Node | None = None
         self.source = source
         self.input_sources = input_sources
+        self.pytype = bool if is_boolean(expr) else pytype
 
     @property
     def node(self) -> Any:
-        """The graph value: an int where the expression is now a constant, else a node."""
-        expr = self.output.shape_env.simplify(self.expr)
-        if expr.is_Number:
-            return int(expr) if expr.is_Integer else float(expr)
+        """The graph value: a number where the expression is now a constant, else a node."""
+        if self.is_python_constant():
+            return self.hint()
         if self._node is None:
             assert self._make_node is not None, f"no way to compute {self.expr} in the graph"
             self._node = self._make_node()
@@ -81,15 +91,15 @@ class SymIntVariable(VariableTracker):
         return self._node
 
     def hint(self) -> Any:
-        return self.output.shape_env.hint(self.expr)
+        """This call's value, of the Python type the program computed (`n / n` is 1.0, not 1)."""
+        return as_pytype(self.output.shape_env.hint(self.expr), self.pytype)
 
     def python_type(self) -> type:
-        if is_boolean(self.expr):
-            return bool
-        return int if self.expr.is_integer else float
+        return self.pytype
 
     def is_python_constant(self) -> bool:
-        return bool(self.output.shape_env.simplify(self.expr).is_Number)
+        expr = self.output.shape_env.simplify(self.expr)
+        return bool(expr.is_Number or isinstance(expr, sympy.logic.boolalg.BooleanAtom))
 
     def as_python_constant(self) -> Any:
         if self.is_python_constant():
@@ -98,17 +108,22 @@ class SymIntVariable(VariableTracker):
 
     def value_read(self, why: str) -> Any:
         """Python needs the concrete value: specialize (TENSOR_MATCH_STATIC on the dims in it)."""
-        return self.output.shape_env.specialize(self.expr, self.output.loc, why)
+        return as_pytype(self.output.shape_env.specialize(self.expr, self.output.loc, why), self.pytype)
 
     def binary_op(self, tx: Tracer, fn: Callable[[Any, Any], Any], other: VariableTracker) -> VariableTracker:
         return sym_binary(tx.output, fn, self, other)
 
     def unary_op(self, tx: Tracer, fn: Callable[[Any], Any]) -> VariableTracker:
-        if fn not in UNARY_SYMPY_OPS:
+        table = UNARY_FLOAT_OPS if self.pytype is float else UNARY_SYMPY_OPS
+        if self.pytype is bool or fn not in table:
             return ConstantVariable(fn(self.value_read(f"{getattr(fn, '__name__', fn)}()")))
-        return SymIntVariable(self.output, UNARY_SYMPY_OPS[fn](self.expr),
+        try:
+            pytype = type(fn(self.hint()))
+        except (ArithmeticError, ValueError) as e:  # math.sqrt(-n): Python's own error
+            raise UserException(e, self.output.loc) from None
+        return SymIntVariable(self.output, table[fn](self.expr),
                               lambda: self.output.graph.call_function(fn, (self.node,)),
-                              input_sources=self.input_sources)
+                              input_sources=self.input_sources, pytype=pytype)
 
     def truth(self, tx: Tracer) -> bool:
         expr = self.expr
@@ -120,7 +135,15 @@ class SymIntVariable(VariableTracker):
         return codegen.constant(self.value_read("returned to Python"))
 
     def __repr__(self) -> str:
-        return f"SymIntVariable({self.expr})"
+        return f"SymIntVariable({self.expr}: {self.pytype.__name__})"
+
+
+def as_pytype(value: Any, pytype: type) -> Any:
+    """`value` (int, float, bool or an exact Fraction from `evaluate`) as a `pytype`."""
+    if pytype is int and not isinstance(value, int):
+        assert value == int(value), f"pdyn: an int-valued size expression came out as {value}"
+        return int(value)
+    return pytype(value) if type(value) is not pytype else value
 
 
 def _expr(vt: VariableTracker) -> Any:
@@ -128,34 +151,45 @@ def _expr(vt: VariableTracker) -> Any:
     return vt.expr if isinstance(vt, SymIntVariable) else sympy.sympify(vt.as_python_constant())
 
 
-def _number(expr: sympy.Basic) -> int | float:
-    return int(expr) if expr.is_Integer else float(expr)
-
-
 def _graph_value(vt: VariableTracker) -> Any:
     """The graph value of an operand: a node (made now, on first use) or a number."""
     return vt.node if isinstance(vt, SymIntVariable) else vt.as_python_constant()
 
 
+def _hint(vt: VariableTracker) -> Any:
+    return vt.hint() if isinstance(vt, SymIntVariable) else vt.as_python_constant()
+
+
 def sym_binary(output: OutputGraph, fn: Callable[[Any, Any], Any], lhs: VariableTracker,
                rhs: VariableTracker) -> VariableTracker:
-    """`fn(lhs, rhs)` where one side is symbolic and the other symbolic or a number."""
+    """`fn(lhs, rhs)` where one side is symbolic and the other symbolic or a number.
+
+    Python decides the result: it is computed once on this call's values, so an error Python would
+    raise (`n // 0`, `0 ** -n`) is the user's, and the result's type (`n / 2` is a float) is the
+    type of the symbolic value."""
     fn = PLAIN_OF.get(fn, fn)
     for side in (lhs, rhs):
         if not isinstance(side, SymIntVariable) and not isinstance(side.as_python_constant(), (int, float, bool)):
             return ConstantVariable(fn(*[_value(v, fn) for v in (lhs, rhs)]))
-    a, b = _expr(lhs), output.shape_env.simplify(_expr(rhs))
-    a = output.shape_env.simplify(a)
-    if a.is_Number and b.is_Number:  # folded already (`n - n`): plain Python arithmetic, exact
-        return ConstantVariable(fn(_number(a), _number(b)))
-    if fn not in SYMPY_OPS:
+    if any(isinstance(v, SymIntVariable) and v.pytype is bool for v in (lhs, rhs)) or fn not in SYMPY_OPS \
+            and fn not in sym_float.BINARY:
         return ConstantVariable(fn(_value(lhs, fn), _value(rhs, fn)))
-    if fn in (operator.floordiv, operator.mod, operator.truediv) and output.shape_env.hint(b) == 0:
-        raise UserException(ZeroDivisionError("division by zero"), output.loc)
-    expr = SYMPY_OPS[fn](a, b)
+    try:
+        result = fn(_hint(lhs), _hint(rhs))
+    except ArithmeticError as e:
+        raise UserException(e, output.loc) from None
+    a, b = (output.shape_env.simplify(_expr(v)) for v in (lhs, rhs))
+    if a.is_Number and b.is_Number:  # folded already (`n - n`): plain Python arithmetic, exact
+        return ConstantVariable(result)
+    pytype = type(result)
+    if pytype not in (int, float, bool) or fn in (min, max) and type(_hint(lhs)) is not type(_hint(rhs)):
+        return ConstantVariable(fn(_value(lhs, fn), _value(rhs, fn)))  # min(n, 2.5): its type is its value's
+    if fn is operator.pow and pytype is int and b.free_symbols:  # `n ** m` is an int while m >= 0
+        output.shape_env.evaluate_bool(sympy.Ge(b, 0, evaluate=False), output.loc, "an int power")
+    expr = sym_float.BINARY[fn](a, b) if pytype is float and fn in sym_float.BINARY else SYMPY_OPS[fn](a, b)
     sources = frozenset().union(*(getattr(v, "input_sources", frozenset()) for v in (lhs, rhs)))
     return SymIntVariable(output, expr, lambda: output.graph.call_function(
-        fn, (_graph_value(lhs), _graph_value(rhs))), input_sources=sources)
+        fn, (_graph_value(lhs), _graph_value(rhs))), input_sources=sources, pytype=pytype)
 
 
 def _value(vt: VariableTracker, fn: Any) -> Any:
