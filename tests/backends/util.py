@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import pytest
 import torch
+from torch.utils._pytree import tree_leaves
 
 import pdyn
 from pdyn.backends.triton import CompiledGraph, triton_backend
@@ -84,3 +86,27 @@ def _recast(ref: Any, out: Any) -> Any:
 
 def randn(*shape: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
     return torch.randn(*shape, device=DEVICE).to(dtype)
+
+
+def check_like_eager(fn: Callable[..., Any], *calls: tuple[Any, ...], backend: Any = "triton") -> None:
+    """Each call through pdyn raises what eager raises (the same exception type) or returns what
+    eager returns, with eager's strides."""
+    compiled = pdyn.optimize(fn, backend=backend)
+    for args in calls:
+        try:
+            ref = fn(*args)
+        except Exception as e:  # noqa: BLE001  # whatever eager raises, pdyn must raise
+            with pytest.raises(type(e)):
+                compiled(*args)
+            continue
+        out, ref = tree_leaves(compiled(*args)), tree_leaves(ref)
+        assert_matches(out, ref)
+        assert_strides(out, ref)
+
+
+def assert_strides(out: Any, ref: Any) -> None:
+    outs = out if isinstance(out, (tuple, list)) else [out]
+    refs = ref if isinstance(ref, (tuple, list)) else [ref]
+    for o, r in zip(outs, refs):
+        if isinstance(r, torch.Tensor):
+            assert o.stride() == r.stride(), (tuple(o.shape), o.stride(), r.stride())

@@ -10,7 +10,6 @@ inputs break an assumption (eager for that call), or the whole graph (eager, wit
 from __future__ import annotations
 
 import logging
-import operator
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -82,21 +81,16 @@ def _entry(gm: torch.fx.GraphModule, compiled: CompiledGraph) -> Callable[..., A
     return run
 
 
-MUTATING = {operator.setitem, operator.iadd, operator.isub, operator.imul, operator.itruediv,
-            operator.ifloordiv, operator.imod, operator.ipow, operator.iand, operator.ior}
-
-
 def _eager_reason(gm: torch.fx.GraphModule) -> str | None:
     """Graphs this backend leaves to torch entirely: mutation (the IR reads lazily, so a write
     could be observed too early or too late) and module calls."""
+    from pdyn.backends.triton.mutation import mutates
+
     for node in gm.graph.nodes:
-        name = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
         if node.op == "call_module":
             return f"module call {node.target}"
-        if node.target in MUTATING or (node.op != "get_attr" and name.endswith("_")
-                                       and not name.startswith("_")):
-            return f"in-place op {name}"
-        if node.kwargs.get("out") is not None or node.kwargs.get("inplace"):
+        if mutates(node):
+            name = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
             return f"in-place op {name}"
     return None
 

@@ -209,9 +209,7 @@ class KernelCodegen:
         if node.name not in self.stored:
             return
         ptr = self.b.args.pointer(buf)
-        text = self.b.index_text(at)
-        if not (at.free_symbols & (self.b.x_syms | self.b.r_syms)):
-            text = f"{text} + 0 * xindex"  # a block of pointers, so the mask's shape applies
+        text = self.b.block_index(at, "xmask" in mask, "rmask" in mask)
         value = val.text if val.dtype == buf.dtype else f"{val.text}.to({dtype_text(buf.dtype)})"
         self.b.line(f"tl.store({ptr} + ({text}), {value}, {mask})")
 

@@ -12,6 +12,8 @@ import sympy
 import torch
 import torch.fx
 
+from pdyn.backends.triton.eager_check import EagerCheck
+from pdyn.backends.triton.layout import dense, order_checks
 from pdyn.backends.triton.ir import (
     Buffer, ComputedBuffer, Pointwise, Reduction, Scalar, SchedulerNode, TorchCall, View,
     buffer_value, contiguous_strides,
@@ -46,6 +48,7 @@ class GraphLowering:
         self.producer: dict[int, torch.fx.Node] = {}
         self.layout_checks: list[str] = []  # each call's inputs must match the layouts assumed
         self.stride_bindings: list[tuple[sympy.Symbol, str]] = []  # id(value) -> the node that made it
+        self.eager_check = EagerCheck(gm, sym)
 
     def new_name(self, prefix: str) -> str:
         self.counter += 1
@@ -58,8 +61,15 @@ class GraphLowering:
     def ranges(self, node: torch.fx.Node) -> list[sympy.Expr]:
         return [sym_expr(s) for s in self.fake(node).shape]
 
-    def strides(self, node: torch.fx.Node) -> list[sympy.Expr]:
-        return [sym_expr(s) for s in self.fake(node).stride()]
+    def strides(self, node: torch.fx.Node, item: int | None = None) -> list[sympy.Expr]:
+        """Eager's strides for the node's result (item `item` of a tuple result): dense in the
+        order eager laid it out, where the eager check saw it run, else the fake's."""
+        fake, layout = self.fake(node), self.eager_check.layouts.get(node)
+        if item is not None:
+            fake, layout = fake[item], layout[item] if layout is not None else None
+        if layout is None:
+            return [sym_expr(s) for s in fake.stride()]
+        return dense([sym_expr(s) for s in fake.shape], layout)
 
     # -- the walk ------------------------------------------------------------------------------
     def run(self) -> None:
@@ -72,6 +82,7 @@ class GraphLowering:
                 continue
             if node.op == "output":
                 self.finish_outputs(node.args[0])
+                self.eager_check.forget()
                 continue
             self.env[node] = self.lower_node(node, LOWERINGS)
 
@@ -92,7 +103,8 @@ class GraphLowering:
     def input_strides(self, name: str, fake: torch.Tensor, size: list[sympy.Expr]) -> list[sympy.Expr]:
         """Contiguous inputs use strides from their sizes (the wrapper checks contiguity on each
         call); others carry stride symbols bound from the call, except that a dim of stride 1 stays 1
-        (checked too), so the innermost loads stay contiguous."""
+        (checked too), so the innermost loads stay contiguous, and keep their order of strides
+        (checked: eager lays results out by it)."""
         if fake.is_contiguous():
             self.layout_checks.append(f"{name}.is_contiguous()")
             return contiguous_strides(size)
@@ -107,6 +119,8 @@ class GraphLowering:
                 symbol = sympy.Symbol(f"{name}_st{d}", integer=True)
                 self.stride_bindings.append((symbol, f"{name}.stride({d})"))
                 strides.append(symbol)
+        example = {d: self.sym.hint(sym_expr(s)) for d, (s, n) in enumerate(zip(fake.stride(), size)) if n != 1}
+        self.layout_checks += order_checks(name, example)
         return strides
 
     def lower_node(self, node: torch.fx.Node, table: dict[Any, Any]) -> Any:
@@ -117,8 +131,8 @@ class GraphLowering:
             return self.fallback(node)
         key = node.target
         fn = table.get(key)
-        if fn is None:
-            return self.fallback(node)
+        if fn is None or not self.eager_check.accepts(node):
+            return self.fallback(node)  # NOTE: a lowering never computes what eager rejects
         args = torch.fx.node.map_arg(node.args, lambda n: self.env[n])
         kwargs = torch.fx.node.map_arg(node.kwargs, lambda n: self.env[n])
         try:
@@ -139,8 +153,9 @@ class GraphLowering:
         return buf
 
     def schedule_reduction(self, red: Reduction, dtype: torch.dtype, reads: frozenset[str],
-                           size: list[sympy.Expr], keep_index: Any) -> Pointwise:
-        buf = Buffer(self.new_name("buf"), dtype, size, contiguous_strides(size))
+                           size: list[sympy.Expr], keep_index: Any,
+                           stride: list[sympy.Expr] | None = None) -> Pointwise:
+        buf = Buffer(self.new_name("buf"), dtype, size, stride or contiguous_strides(size))
         self.scheduled.append(ComputedBuffer(buf, red, reads, keep_index))
         return buffer_value(buf)
 
@@ -149,8 +164,16 @@ class GraphLowering:
         if value.buffer is not None or len(node.users) < 2:
             return value
         if value.ops > REALIZE_OPS or len(value.reads) > REALIZE_READS:
-            return buffer_value(self.schedule_pointwise(value))
+            return buffer_value(self.schedule_pointwise(value, stride=self.strides(node)))
         return value
+
+    def eager_strides(self, value: Pointwise) -> list[sympy.Expr] | None:
+        """The strides eager gives the node that produced `value`, if a node did: a realized value
+        has eager's layout, so torch ops (views above all) see what they would in eager."""
+        node = self.producer.get(id(value))
+        if node is None or not isinstance(self.fake(node), torch.Tensor):
+            return None
+        return self.strides(node) if self.ranges(node) == list(value.ranges) else None
 
     def runtime(self, value: Any) -> str:
         """A wrapper expression holding `value` as a real tensor or Python number."""
@@ -167,7 +190,7 @@ class GraphLowering:
         elif value.buffer is not None:
             name = value.buffer.name
         else:
-            name = self.schedule_pointwise(value).name
+            name = self.schedule_pointwise(value, stride=self.eager_strides(value)).name
         self.runtime_names[id(value)] = name
         return name
 
@@ -238,10 +261,8 @@ class GraphLowering:
         self.outputs = [one(self.env[v]) if isinstance(v, torch.fx.Node) else repr(v) for v in flat]
 
     def output_buffer(self, value: Pointwise) -> str:
-        """Stored with eager's strides, taken from the fake result of the producing node."""
-        node = self.producer.get(id(value))
-        stride = self.strides(node) if node is not None else None
-        buf = self.schedule_pointwise(value, stride=stride)
+        """Stored with eager's strides (code after the graph may view it)."""
+        buf = self.schedule_pointwise(value, stride=self.eager_strides(value))
         self.output_buffers.add(buf.name)
         self.runtime_names[id(value)] = buf.name
         return buf.name

@@ -19,11 +19,13 @@ import torch.fx
 
 @dataclass(frozen=True)
 class Val:
-    """A value inside a kernel being generated: a Triton expression (usually a CSE name) and the
-    dtype it is computed in (float32 for float16/bfloat16 storage)."""
+    """A value inside a kernel being generated: a Triton expression (usually a CSE name), the
+    dtype it is computed in (float32 for float16/bfloat16 storage), and whether it is a block
+    (False: a 0-d constant or size argument)."""
 
     text: str
     dtype: torch.dtype
+    block: bool = True
 
 
 class Handler(Protocol):

@@ -15,7 +15,9 @@ import torch
 
 from pdyn.backends.triton.ir import Buffer, Val, compute_dtype
 from pdyn.backends.triton.symbolic import KERNEL_PRINTER
-from pdyn.backends.triton.triton_ops import constant_text, dtype_text, op_text
+from pdyn.backends.triton.triton_ops import (
+    NoTritonSpelling, constant_text, dtype_text, in_domain, op_text,
+)
 
 
 class CannotFuse(Exception):
@@ -86,14 +88,14 @@ class KernelBuilder:
         self.persistent = True
 
     # -- text -------------------------------------------------------------------------------
-    def emit(self, text: str, dtype: torch.dtype, cse: bool = True) -> Val:
+    def emit(self, text: str, dtype: torch.dtype, cse: bool = True, block: bool = True) -> Val:
         found = self.scope.lookup(text) if cse else None
         if found is not None:
             return found
         name = f"tmp{self.counter}"
         self.counter += 1
         self.scope.lines.append(f"{name} = {text}")
-        val = Val(name, dtype)
+        val = Val(name, dtype, block)
         if cse:
             self.scope.cse[text] = val
         return val
@@ -103,6 +105,16 @@ class KernelBuilder:
 
     def index_text(self, expr: sympy.Expr) -> str:
         return KERNEL_PRINTER.doprint(self.hoist(self.flatten(sympy.expand(expr))))
+
+    def block_index(self, expr: sympy.Expr, x: bool, r: bool) -> str:
+        """Index text that spans the x lanes (and the r lanes) even where `expr` does not vary along
+        them (size-1 dims): Triton needs a pointer block at least as large as its mask."""
+        text = self.index_text(expr)
+        if x and not expr.free_symbols & self.x_syms:
+            text += " + 0 * xindex"
+        if r and not expr.free_symbols & self.r_syms:
+            text += " + 0 * rindex"
+        return text
 
     def flatten(self, expr: sympy.Expr) -> sympy.Expr:
         """Write `c * (x0*n1 + x1) + rest` as `c * xindex + rest` (and likewise for r): a dense
@@ -155,7 +167,9 @@ class KernelBuilder:
             return self._local(buffer, local, index)
         ptr = self.args.pointer(buffer)
         mask = self.mask_for(index)
-        text = f"tl.load({ptr} + ({self.index_text(index)})"
+        # NOTE: a constant index still loads a block: Triton's interpreter gets the dtype of a
+        # comparison of 0-d values wrong once it is broadcast
+        text = f"tl.load({ptr} + ({self.block_index(index, mask is None, False)})"
         text += f", {mask}, other=0)" if mask else ")"
         val = self.emit(text, buffer.dtype)
         return self.cast(val, compute_dtype(buffer.dtype))
@@ -169,28 +183,39 @@ class KernelBuilder:
 
     def constant(self, value: Any, dtype: torch.dtype) -> Val:
         dtype = compute_dtype(dtype)
-        return self.emit(f"tl.full([], {constant_text(value, dtype)}, {dtype_text(dtype)})", dtype)
+        return self.emit(f"tl.full([], {constant_text(value, dtype)}, {dtype_text(dtype)})", dtype,
+                         block=False)
 
     def scalar(self, expr: sympy.Expr, dtype: torch.dtype) -> Val:
+        """A size (or a float a torch call returned) as a 0-d value; tl.full, not `.to`: under the
+        interpreter a float argument stays a Python float."""
         dtype = compute_dtype(dtype)
         if expr.is_number:
             return self.constant(expr, dtype)
         arg = KERNEL_PRINTER.doprint(self.args.size(expr))
-        return self.emit(f"{arg}.to({dtype_text(dtype)})", dtype)
+        return self.emit(f"tl.full([], {arg}, {dtype_text(dtype)})", dtype, block=False)
 
     def index_value(self, expr: sympy.Expr, dtype: torch.dtype) -> Val:
         text = self.index_text(expr)
-        return self.cast(self.emit(f"({text})", torch.int64), dtype)
+        block = bool(expr.free_symbols & (self.x_syms | self.r_syms))
+        return self.cast(self.emit(f"({text})", torch.int64, block=block), dtype)
 
     def cast(self, v: Val, dtype: torch.dtype) -> Val:
         dtype = compute_dtype(dtype)
         if v.dtype == dtype:
             return v
         if dtype == torch.bool:
-            return self.emit(f"({v.text} != 0)", dtype)
-        return self.emit(f"{v.text}.to({dtype_text(dtype)})", dtype)
+            return self.emit(f"({v.text} != 0)", dtype, block=v.block)
+        return self.emit(f"{v.text}.to({dtype_text(dtype)})", dtype, block=v.block)
 
     def op(self, name: str, dtype: torch.dtype, *args: Val) -> Val:
+        if args and not any(a.block for a in args):
+            # NOTE: an op of 0-d values runs on a block: Triton's interpreter gets the dtype of a
+            # 0-d comparison wrong once it is broadcast
+            first = self.emit(f"tl.broadcast_to({args[0].text}, xindex.shape)", args[0].dtype)
+            args = (first, *args[1:])
+        if not all(in_domain(name, a.dtype) for a in args):
+            raise NoTritonSpelling(f"{name} of {[a.dtype for a in args]}")
         text = op_text(name, [a.text for a in args], self.interpret)
         return self.emit(f"({text})", compute_dtype(dtype))
 

@@ -16,6 +16,7 @@ import torch.nn.functional as F
 
 from pdyn.backends.triton.graph_lowering import GraphLowering, NotLowered
 from pdyn.backends.triton.ir import Handler, Index, Pointwise, Scalar, Val, compute_dtype
+from pdyn.backends.triton.triton_ops import in_domain
 
 LOWERINGS: dict[Any, Callable[..., Any]] = {}
 
@@ -48,6 +49,8 @@ def operand(x: Any, ranges: list[sympy.Expr], dtype: torch.dtype) -> tuple[Loade
         return load, x.reads, x.ops
     if isinstance(x, Scalar):
         expr = x.expr
+        if x.is_float and not expr.is_number and dtype == torch.float64:
+            raise NotLowered("Triton passes a float argument as float32")
         return (lambda h, idx: h.scalar(expr, dtype)), frozenset(), 0
     if isinstance(x, (bool, int, float)):
         return (lambda h, idx: h.constant(x, dtype)), frozenset(), 0
@@ -80,6 +83,8 @@ def pointwise(lx: GraphLowering, node: Any, name: str, inputs: list[Any],
     fake = lx.fake(node)
     ranges, out_dtype = lx.ranges(node), fake.dtype
     compute = compute_dtype(compute or out_dtype)
+    if not in_domain(name, compute):
+        raise NotLowered(f"{name} in {compute}")
     parts = [operand(x, ranges, compute) for x in inputs]
     result = compute_dtype(out_dtype)
 
@@ -112,6 +117,8 @@ def _binary(name: str) -> Callable[..., Any]:
             if name not in ("add", "sub"):
                 raise NotLowered("alpha")
             b = _scaled(lx, node, b, alpha)
+        if name == "add" and lx.fake(node).dtype == torch.bool:
+            return pointwise(lx, node, "or", [a, b])  # torch saturates (True + True is True)
         return pointwise(lx, node, name, [a, b])
 
     return lower
@@ -219,11 +226,18 @@ UNARY = {
 
 def _unary(name: str) -> Callable[..., Any]:
     def lower(lx: GraphLowering, node: Any, x: Any) -> Pointwise:
-        if name in ("floor", "ceil") and not x.dtype.is_floating_point:
+        if _unchanged(name, x.dtype):
             return pointwise(lx, node, "identity", [x])
         return pointwise(lx, node, name, [x])
 
     return lower
+
+
+def _unchanged(name: str, dtype: torch.dtype) -> bool:
+    """floor and ceil of integers, sign of bools: eager returns a copy of the values."""
+    if name in ("floor", "ceil"):
+        return not dtype.is_floating_point
+    return name == "sign" and dtype == torch.bool
 
 
 for _name, _targets in UNARY.items():

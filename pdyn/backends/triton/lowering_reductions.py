@@ -27,8 +27,9 @@ def norm_dims(dim: Any, ndim: int) -> tuple[int, ...]:
 
 
 def reduce(lx: GraphLowering, x: Pointwise, dims: tuple[int, ...], kind: str,
-           dtype: torch.dtype, keepdim: bool) -> Pointwise:
-    """Schedule a reduction of `x`; the result is a stored buffer of `dtype` (keepdim or not)."""
+           dtype: torch.dtype, keepdim: bool, stride: list[sympy.Expr] | None = None) -> Pointwise:
+    """Schedule a reduction of `x`; the result is a stored buffer of `dtype` (keepdim or not),
+    contiguous unless `stride` (eager's, for a node's result) says otherwise."""
     if not dims:
         raise NotLowered("reduction over no dims of a 0-dim tensor")
     acc = compute_dtype(dtype) if kind not in ("argmax", "argmin") else compute_dtype(x.dtype)
@@ -43,7 +44,7 @@ def reduce(lx: GraphLowering, x: Pointwise, dims: tuple[int, ...], kind: str,
             return [sympy.Integer(0) if d in dims else next(it) for d in range(len(x.ranges))]
     else:
         size, keep_index = red.out_ranges, None  # type: ignore[assignment]  # identity
-    return lx.schedule_reduction(red, dtype, x.reads, size, keep_index)
+    return lx.schedule_reduction(red, dtype, x.reads, size, keep_index, stride)
 
 
 def scale(lx: GraphLowering, ranges: list[sympy.Expr], x: Pointwise, divisor: sympy.Expr,
@@ -74,13 +75,13 @@ def lower_reduction(lx: GraphLowering, node: Any, x: Any, dim: Any = None, keepd
     dims = norm_dims(dim, len(x.ranges))
     if kind in ("argmax", "argmin") and dim is None:
         flat = Pointwise([reduced_count(x, dims)], x.dtype, _flat_fn(x), x.reads, x.ops)
-        return reduce(lx, flat, (0,), kind, out.dtype, False)
+        return reduce(lx, flat, (0,), kind, out.dtype, False, lx.strides(node))
     if kind == "mean":
         total = reduce(lx, x, dims, "sum", out.dtype, keepdim)
         return scale(lx, lx.ranges(node), total, reduced_count(x, dims), out.dtype)
     if kind == "prod" and dim is not None and not isinstance(dim, int):
         raise NotLowered("prod takes one dim")
-    return reduce(lx, x, dims, kind, out.dtype, keepdim)
+    return reduce(lx, x, dims, kind, out.dtype, keepdim, lx.strides(node))
 
 
 def _flat_fn(x: Pointwise) -> Any:
@@ -99,10 +100,10 @@ def lower_max_dim(lx: GraphLowering, node: Any, x: Any, dim: Any = None, keepdim
 
         return lower_max_min(lx, node, x, dim)
     if dim is None:
-        return reduce(lx, x, norm_dims(None, len(x.ranges)), name, out.dtype, False)
+        return reduce(lx, x, norm_dims(None, len(x.ranges)), name, out.dtype, False, lx.strides(node))
     dims = norm_dims(dim, len(x.ranges))
-    values = reduce(lx, x, dims, name, out[0].dtype, keepdim)
-    indices = reduce(lx, x, dims, "arg" + name, torch.int64, keepdim)
+    values = reduce(lx, x, dims, name, out[0].dtype, keepdim, lx.strides(node, 0))
+    indices = reduce(lx, x, dims, "arg" + name, torch.int64, keepdim, lx.strides(node, 1))
     return torch.return_types.max((values, indices)) if name == "max" else torch.return_types.min((values, indices))
 
 

@@ -228,8 +228,10 @@ def finish_config(xnumel: int, chunks: int) -> tuple[int, int]:
 def int_spec(ints: tuple) -> tuple:
     """How Triton specializes each int argument: equal to 1, a multiple of 16, or neither. Sizes
     are specialized, not declared dynamic: a multiple of 16 lets Triton vectorize masked and
-    strided loads, and Triton checks it on every call (the bound path keys on it)."""
-    return tuple([1 if v == 1 else (16 if v & 15 == 0 else 0) for v in ints])
+    strided loads, and Triton checks it on every call (the bound path keys on it). A float (a
+    value a torch call returned) is an fp32 argument, never specialized."""
+    return tuple(["f" if isinstance(v, float) else 1 if v == 1 else (16 if v & 15 == 0 else 0)
+                  for v in ints])
 
 
 # -- launching -------------------------------------------------------------------------------------

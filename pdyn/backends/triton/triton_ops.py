@@ -91,7 +91,7 @@ COMMON = {
     "sin": "tl.sin({0})", "cos": "tl.cos({0})", "erf": "tl.erf({0})", "floor": "tl.floor({0})",
     "ceil": "tl.ceil({0})", "sigmoid": "tl.sigmoid({0})", "reciprocal": "1.0 / {0}",
     "isnan": "{0} != {0}", "relu": "tl.where({0} < 0, 0, {0})", "square": "{0} * {0}",
-    "silu": "{0} * tl.sigmoid({0})", "sign": "tl.where({0} > 0, 1, tl.where({0} < 0, -1, 0))",
+    "silu": "{0} * tl.sigmoid({0})", "sign": "(({0} > 0).to({0}.dtype) - ({0} < 0).to({0}.dtype))",
     "gelu": "0.5 * {0} * (1.0 + tl.erf({0} * 0.7071067811865476))",
     "floordiv_int": "_floordiv_int({0}, {1})", "floordiv_float": "tl.floor({0} / {1})",
     "mod_int": "_mod_int({0}, {1})", "mod_float": "({0} - tl.floor({0} / {1}) * {1})",
@@ -109,6 +109,26 @@ INTERPRET = {
     "tanh": "_tanh_safe({0})", "pow": "_pow_safe({0}, {1})",
     "gelu_tanh": "0.5 * {0} * (1.0 + _tanh_safe(0.7978845608028654 * ({0} + 0.044715 * {0} * {0} * {0})))",
 }
+
+
+# Operand domains: Triton rejects (or retypes) these ops on other operands, so a lowering computes
+# them in a dtype of their domain or leaves the node to torch.
+FLOAT_OPS = frozenset({
+    "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "erf", "floor", "ceil", "sigmoid",
+    "tanh", "gelu", "gelu_tanh", "silu", "pow", "log1p", "expm1", "reciprocal", "truediv",
+    "floordiv_float", "mod_float", "truncdiv_float"})
+INTEGER_OPS = frozenset({"and", "or", "xor", "invert", "floordiv_int", "mod_int", "truncdiv_int"})
+NUMBER_OPS = frozenset({"relu"})  # not on bool
+BOOL_RESULT_OPS = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "not", "isnan"})
+
+
+def in_domain(name: str, dtype: torch.dtype) -> bool:
+    """Whether op `name` computed on operands of `dtype` is valid Triton of that dtype."""
+    if name in FLOAT_OPS:
+        return dtype.is_floating_point
+    if name in INTEGER_OPS:
+        return not dtype.is_floating_point and (dtype != torch.bool or name in ("and", "or", "xor"))
+    return dtype != torch.bool or name not in NUMBER_OPS
 
 
 def op_text(name: str, args: list[str], interpret: bool) -> str:
@@ -130,4 +150,12 @@ def constant_text(value: object, dtype: torch.dtype) -> str:
         if v in (float("inf"), float("-inf")):
             return 'float("inf")' if v > 0 else 'float("-inf")'
         return repr(v)
-    return str(int(value))  # type: ignore[call-overload]  # a Python number by construction
+    return str(wrap_int(int(value), dtype))  # type: ignore[call-overload]  # a Python number by construction
+
+
+def wrap_int(value: int, dtype: torch.dtype) -> int:
+    """`value` as torch casts a Python int to `dtype`: two's complement wraparound (uint8 -1 is 255)."""
+    bits = torch.iinfo(dtype).bits
+    value &= (1 << bits) - 1
+    signed = torch.iinfo(dtype).min < 0
+    return value - (1 << bits) if signed and value >= 1 << (bits - 1) else value

@@ -1,0 +1,119 @@
+"""What eager does with a node, learnt by running it: whether torch accepts its arguments, and the
+layout torch gives its result. A lowering computes whatever dtypes it is given, and fake tensors
+skip the checks torch's kernels make (softmax or gelu of int64, layer_norm with a float64 weight)
+and lay out results by other rules (the strides of size-1 dims), so before a node is lowered its op
+runs once on small real tensors with the dtypes, devices and layouts eager would give it. A node
+torch rejects is left to torch, which raises its own error on each call.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from typing import Any
+
+import sympy
+import torch
+import torch.fx
+
+from pdyn.backends.triton.layout import dense, layout_of, order
+from pdyn.backends.triton.runtime import TorchOp
+from pdyn.backends.triton.symbolic import SymbolicGraph
+
+log = logging.getLogger("pdyn.lowering")
+
+SMALL_SIZES = (2, 4, 8)  # every size symbol at most this, if torch's guards still hold
+Assignment = dict[sympy.Symbol, int]
+
+
+class EagerCheck:
+    """Runs nodes with torch on real tensors whose sizes come from one assignment of the size
+    symbols: small sizes that satisfy every guard torch's shape functions recorded and empty no
+    tensor, then (if the op fails there) the example call's own sizes. A node's inputs are the
+    results of the nodes it ran before (views stay views), else made from the fakes. `layouts`
+    holds the layout of each result it saw (a tuple for a tuple result; None if not dense)."""
+
+    def __init__(self, gm: torch.fx.GraphModule, sym: SymbolicGraph) -> None:
+        self.gm, self.sym = gm, sym
+        small = next((a for a in map(self._small, SMALL_SIZES) if self._valid(a)), None)
+        self.assignments = [a for a in (small, dict(sym.hints)) if a is not None]
+        self.layouts: dict[torch.fx.Node, Any] = {}
+        self.results: dict[tuple[torch.fx.Node, int], Any] = {}  # (node, assignment index) -> value
+
+    def accepts(self, node: torch.fx.Node) -> bool:
+        error: Exception | None = None
+        for i, assignment in enumerate(self.assignments):
+            try:
+                values = [self.real(n, i) for n in node.all_input_nodes]
+                with torch.no_grad(), warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    result = TorchOp(node, self.gm)(*values)
+            except Exception as e:  # noqa: BLE001  # NOTE: any error: eager would not return
+                error = e
+                continue
+            self.layouts[node] = _layouts(result)
+            self.results[(node, i)] = result
+            return True
+        log.debug("eager rejects %s: %s", node.format_node(), error)
+        return False
+
+    def real(self, node: torch.fx.Node, i: int) -> Any:
+        """A real stand-in for the node's value under assignment `i`: what this check computed for
+        it, else ones of the fake's dtype, device and stride order."""
+        if (node, i) in self.results:
+            return self.results[(node, i)]
+        return _real(self.sym.values[node], self.assignments[i], self.sym.hints)
+
+    def forget(self) -> None:
+        """Drop the real values (lowering is done; layouts stay)."""
+        self.results.clear()
+
+    def _small(self, limit: int) -> Assignment:
+        return {s: min(v, limit) for s, v in self.sym.hints.items()}
+
+    def _valid(self, assignment: Assignment) -> bool:
+        """Every recorded guard holds, and no tensor that has elements in the example is empty
+        (an empty tensor skips the dtype checks of some kernels)."""
+        env = self.sym.shape_env
+        try:
+            if env is not None and not all(bool(evaluate(g.expr, assignment)) for g in env.guards):
+                return False
+        except TypeError:  # a guard on a size only known at run time
+            return False
+        for value in self.sym.values.values():
+            if isinstance(value, torch.Tensor) and any(
+                    evaluate(d, self.sym.hints) >= 1 > evaluate(d, assignment) for d in value.shape):
+                return False
+        return True
+
+
+def evaluate(size: Any, assignment: Assignment) -> Any:
+    """A size (int, SymInt, SymFloat or sympy) under `assignment`; symbols it lacks (sizes known
+    only at run time) take the smallest small size."""
+    expr = sympy.sympify(size.node.expr if isinstance(size, (torch.SymInt, torch.SymFloat)) else size)
+    expr = expr.xreplace({s: sympy.Integer(assignment.get(s, SMALL_SIZES[0])) for s in expr.free_symbols})
+    if expr.is_Relational or expr in (sympy.true, sympy.false):
+        return bool(expr)
+    return int(expr) if expr.is_integer else float(expr)
+
+
+def _real(value: Any, assignment: Assignment, hints: Assignment) -> Any:
+    if isinstance(value, torch.Tensor):  # dense in the fake's stride order: eager's for inputs
+        shape = [evaluate(d, assignment) for d in value.shape]
+        layout = order([evaluate(d, hints) for d in value.shape], [evaluate(s, hints) for s in value.stride()])
+        t = torch.empty_strided(shape, dense(shape, layout), dtype=value.dtype, device=value.device)
+        return t.fill_(1)
+    if isinstance(value, (torch.SymInt, torch.SymFloat)):
+        return evaluate(value, assignment)
+    if isinstance(value, (tuple, list)):
+        items = [_real(v, assignment, hints) for v in value]
+        return type(value)(items) if type(value) in (tuple, list) else tuple(items)
+    return value
+
+
+def _layouts(result: Any) -> Any:
+    if isinstance(result, torch.Tensor):
+        return layout_of(list(result.shape), list(result.stride()))
+    if isinstance(result, (tuple, list)):
+        return tuple(_layouts(r) for r in result)
+    return None
