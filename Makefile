@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench clean
+.PHONY: demo test bench fuzz clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -22,6 +22,11 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/overhead.py
+
+# differential fuzzing against eager; reduced failures go to fuzz_failures/
+fuzz: $(STAMP)
+	$(PY) -m tests.fuzz --backend eager --count 10000 --seed 0
+	$(PY) -m tests.fuzz --backend triton --count 1000 --seed 0
 
 clean:
 	rm -rf $(VENV) .pytest_cache
