@@ -24,9 +24,10 @@ from pdyn.bytecode_transform import (JUMPED, NEXT, ResumePoint, break_effect, is
                                      resume_code, resume_index, step_code, why_not_resumable)
 from pdyn.config import Config
 from pdyn.errors import Unsupported
-from pdyn.frame_codegen import FrameCodegen, ResumeCodegen, build_frame_function
+from pdyn.frame_codegen import EagerRerun, FrameCodegen, ResumeCodegen, build_frame_function
 from pdyn.instructions import Instruction
 from pdyn.guard_codegen import GuardCode, build
+from pdyn.op_effects import draws_random, writes_an_input
 from pdyn.output_graph import OutputGraph
 from pdyn.recompile_policy import TracePlan
 from pdyn.shape_guards import shape_guards
@@ -79,14 +80,14 @@ def compile_frame(code: types.CodeType, f_locals: dict[str, Any], f_globals: dic
     try:
         result = _trace(tx, f_locals)
         assert result is not None
-        return _finish(output, result, backend, title, number, start)
+        return _finish(output, result, backend, title, number, start, call_original)
     except Unsupported as e:
         if fullgraph:
             raise
         why = "no resume function without pdyn's hook"
         if optimize is not None:
             retrace = lambda stop_at: _retrace(code, f_locals, f_globals, config, plan, stop_at)  # noqa: E731
-            entry, why = _break_entry(e, code, retrace, backend, optimize, title, number)
+            entry, why = _break_entry(e, code, retrace, backend, optimize, title, number, call_original)
             if entry is not None:
                 entry.compile_seconds = time.perf_counter() - start
                 return entry
@@ -120,7 +121,8 @@ def _retrace(code: types.CodeType, f_locals: dict[str, Any], f_globals: dict[str
 
 
 def _finish(output: OutputGraph, result: VariableTracker | None, backend: Backend, title: str, number: int,
-            start: float, codegen: FrameCodegen | None = None, tail: list[str] | None = None) -> CacheEntry:
+            start: float, call_original: Callable[[dict[str, Any]], Any], codegen: FrameCodegen | None = None,
+            tail: list[str] | None = None) -> CacheEntry:
     """The entry for a finished trace (`result` is the frame's return value), or with `tail` for a
     trace that stopped at a graph break (`codegen` then already holds the stack and locals)."""
     codegen = codegen or FrameCodegen()
@@ -129,14 +131,16 @@ def _finish(output: OutputGraph, result: VariableTracker | None, backend: Backen
     graph = output.graph
     graph_inputs = output.ordered_inputs()
     has_ops = any(n.op not in ("placeholder", "output") for n in graph.nodes)
-    compiled = gm = None
+    compiled = gm = rerun = None
     if has_ops:
         graph.output(tuple(codegen.outputs))
         gm = torch.fx.GraphModule(torch.nn.Module(), graph, class_name="PdynGraph")
         graph_log.info("graph of %s:\n%s", title, gm.print_readable(print_output=False))
         compiled = backend(gm, [value for _, value in graph_inputs])
+        if not writes_an_input(graph):
+            rerun = EagerRerun(call_original, title, any(draws_random(node) for node in graph.nodes))
     inputs = [source.expr() for source, _ in graph_inputs]
-    run, frame_source = build_frame_function(codegen, result_expr, effects, inputs, compiled, title, tail)
+    run, frame_source = build_frame_function(codegen, result_expr, effects, inputs, compiled, title, tail, rerun)
     guard = _build_guards(output, title)
     guards_log.info("%s", guard.source)
     code_log.info("%s", frame_source)
@@ -146,7 +150,7 @@ def _finish(output: OutputGraph, result: VariableTracker | None, backend: Backen
 
 def _break_entry(e: Unsupported, code: types.CodeType, retrace: Callable[[int], InstructionTranslator],
                  backend: Backend, optimize: Callable[[types.FunctionType], Any], title: str,
-                 number: int) -> tuple[CacheEntry | None, str]:
+                 number: int, call_original: Callable[[dict[str, Any]], Any]) -> tuple[CacheEntry | None, str]:
     """The entry for a graph break at `e`, or (None, why no resume function can be built)."""
     at = getattr(e, "break_at", None)
     if at is None:
@@ -158,7 +162,7 @@ def _break_entry(e: Unsupported, code: types.CodeType, retrace: Callable[[int], 
         return None, why
     try:
         tx = retrace(step)
-        entry = _resume_entry(e, tx, inst, original, index, backend, optimize, title, number)
+        entry = _resume_entry(e, tx, inst, original, index, backend, optimize, title, number, call_original)
     except Unsupported as failed:
         return None, failed.message
     breaks_log.info("graph break in %s: %s", title_of(code), e)
@@ -167,7 +171,7 @@ def _break_entry(e: Unsupported, code: types.CodeType, retrace: Callable[[int], 
 
 def _resume_entry(e: Unsupported, tx: InstructionTranslator, inst: Instruction, original: types.CodeType,
                   index: int, backend: Backend, optimize: Callable[[types.FunctionType], Any], title: str,
-                  number: int) -> CacheEntry:
+                  number: int, call_original: Callable[[dict[str, Any]], Any]) -> CacheEntry:
     """Frame code that runs the graph so far, rebuilds stack and locals, replays side effects,
     runs `inst` in a step function and returns what the resume function for its branch returns."""
     taken, after_next, after_jump = break_effect(inst)
@@ -196,7 +200,7 @@ def _resume_entry(e: Unsupported, tx: InstructionTranslator, inst: Instruction, 
     if len(calls) == 2:
         tail += ["if r[-1]:", f"    {calls[1]}"]
     tail.append(calls[0])
-    entry = _finish(tx.output, None, backend, title, number, time.perf_counter(), codegen, tail)
+    entry = _finish(tx.output, None, backend, title, number, time.perf_counter(), call_original, codegen, tail)
     entry.break_reason = e
     return entry
 

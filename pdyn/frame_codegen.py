@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import sys
 import types
+import warnings
 from typing import Any, Callable
 
 import sympy
 import torch.fx
 
-from pdyn.errors import Unsupported
+from pdyn.errors import InternalError, Unsupported
 from pdyn.sources import Source
 from pdyn.variables.base import VariableTracker
 
@@ -125,13 +126,24 @@ REBUILT_BY_IDENTITY = (types.FunctionType, types.BuiltinFunctionType, types.Modu
 
 def build_frame_function(codegen: FrameCodegen, result_expr: str, effects: list[str], input_exprs: list[str],
                          compiled: Callable[..., Any] | None, title: str,
-                         tail: list[str] | None = None) -> tuple[Callable[..., Any], str]:
+                         tail: list[str] | None = None,
+                         rerun: EagerRerun | None = None) -> tuple[Callable[..., Any], str]:
     """Assemble `run(L, G)`; returns the function and its source. With `tail` (a graph break),
-    those lines end the function instead of returning `result_expr`."""
+    those lines end the function instead of returning `result_expr`. With `rerun`, a graph that
+    raises hands the call to it (the side effects after the graph have not happened yet)."""
     body: list[str] = []
     if compiled is not None:
         codegen.scope["compiled_graph"] = compiled
-        body.append(f"out = compiled_graph({', '.join(input_exprs)})")
+        call = f"out = compiled_graph({', '.join(input_exprs)})"
+        if rerun is None:
+            body.append(call)
+        else:
+            codegen.scope["rerun_eagerly"] = rerun
+            snapshot = rerun.draws_random
+            if snapshot:
+                codegen.scope["rng_state"] = rng_state
+            body += ["rng = rng_state()" if snapshot else "rng = None", "try:", f"    {call}",
+                     "except Exception as e:", "    return rerun_eagerly(L, e, rng)"]
     body += codegen.lines
     if tail is None:
         body.append(f"result = {result_expr}")
@@ -142,3 +154,38 @@ def build_frame_function(codegen: FrameCodegen, result_expr: str, effects: list[
     source = f"# pdyn frame code for {title}\ndef run(L, G):\n" + "".join(f"    {line}\n" for line in body)
     exec(compile(source, f"<pdyn frame {title}>", "exec"), codegen.scope)
     return codegen.scope["run"], source
+
+
+class EagerRerun:
+    """Where the compiled graph raises, the frame runs again eagerly from its start: the Python side
+    effects the trace deferred to after the graph then happen in eager's order, up to the raise
+    that eager raises for real. Only for graphs that write no tensor (a write would happen twice);
+    a graph that draws random numbers gets the generator state it started from back first."""
+
+    def __init__(self, call_original: Callable[[dict[str, Any]], Any], title: str, draws_random: bool):
+        self.call_original = call_original
+        self.title = title
+        self.draws_random = draws_random
+        self.warned = False
+
+    def __call__(self, L: dict[str, Any], error: Exception, rng: Any) -> Any:
+        if rng is not None:
+            set_rng_state(rng)
+        result = self.call_original(L)   # raises what eager raises, side effects first
+        if not self.warned:
+            self.warned = True
+            warnings.warn(f"pdyn: the compiled graph of {self.title} raised {type(error).__name__}: {error}, where "
+                          f"eager returns; this call's result is eager's. {InternalError.__doc__}", stacklevel=2)
+        return result
+
+
+def rng_state() -> tuple[torch.Tensor, torch.Tensor | None]:
+    cuda = torch.cuda.get_rng_state() if torch.cuda.is_initialized() else None
+    return torch.random.get_rng_state(), cuda
+
+
+def set_rng_state(state: tuple[torch.Tensor, torch.Tensor | None]) -> None:
+    cpu, cuda = state
+    torch.random.set_rng_state(cpu)
+    if cuda is not None:
+        torch.cuda.set_rng_state(cuda)

@@ -25,6 +25,7 @@ from torch._subclasses.fake_tensor import (
 from pdyn import logs
 from pdyn.errors import SourceLoc, Unsupported, UserException
 from pdyn.guards import AliasGuard, GradModeGuard, Guard, GuardSet
+from pdyn.op_effects import mutates as writes
 from pdyn.recompile_policy import TracePlan
 from pdyn.shape_rules import infer_sizes
 from pdyn.sources import Source
@@ -229,8 +230,8 @@ class OutputGraph:
             return wrap_constant_result(example)
         node = self._record(kind, target, args, kwargs, example)
         same = _returned_argument(example, args, kwargs)
-        if same is not None:  # `x.add_(1)`, `x += 1`, `x.to(x.dtype)`: eager returns x itself
-            return same       # (the node stays: it may have mutated x)
+        if same is not None and _alias_is_guarded(node, same):  # `x.add_(1)`, `x.to(x.dtype)`: eager
+            return same       # returns x itself (the node stays: it may have written x)
         sources = frozenset().union(*(getattr(a, "input_sources", frozenset()) for a in _flat(args, kwargs)))
         sizes = self._output_sizes(target, args, kwargs, example)
         return wrap_fx_result(self, node, example, sources, sizes)
@@ -327,6 +328,15 @@ def _returned_argument(example: Any, args: list[VariableTracker],
         if isinstance(a, TensorVariable) and a.example is example:
             return a
     return None
+
+
+def _alias_is_guarded(node: torch.fx.Node, argument: VariableTracker) -> bool:
+    """Whether the facts that made an op return its argument hold on every call this trace serves:
+    a write always returns it; dtype and device are fixed per trace; a layout (`contiguous`,
+    `memory_format=`) is guarded for inputs only, so `x.t().contiguous()` keeps its own value."""
+    layout = _target_name(node.target) == "contiguous" or "memory_format" in node.kwargs
+    return writes(node) or not layout or getattr(argument, "node", None) is not None \
+        and argument.node.op == "placeholder" and "memory_format" not in node.kwargs
 
 
 def _has_tensor(value: Any) -> bool:

@@ -160,6 +160,9 @@ def _hint(vt: VariableTracker) -> Any:
     return vt.hint() if isinstance(vt, SymIntVariable) else vt.as_python_constant()
 
 
+DIVISIONS = (operator.truediv, operator.floordiv, operator.mod)
+
+
 def sym_binary(output: OutputGraph, fn: Callable[[Any, Any], Any], lhs: VariableTracker,
                rhs: VariableTracker) -> VariableTracker:
     """`fn(lhs, rhs)` where one side is symbolic and the other symbolic or a number.
@@ -186,6 +189,8 @@ def sym_binary(output: OutputGraph, fn: Callable[[Any, Any], Any], lhs: Variable
         return ConstantVariable(fn(_value(lhs, fn), _value(rhs, fn)))  # min(n, 2.5): its type is its value's
     if fn is operator.pow and pytype is int and b.free_symbols:  # `n ** m` is an int while m >= 0
         output.shape_env.evaluate_bool(sympy.Ge(b, 0, evaluate=False), output.loc, "an int power")
+    if fn in DIVISIONS and b.free_symbols:  # the next call's divisor may be 0, where Python raises
+        output.shape_env.evaluate_bool(sympy.Ne(b, 0, evaluate=False), output.loc, "a divisor")
     expr = sym_float.BINARY[fn](a, b) if pytype is float and fn in sym_float.BINARY else SYMPY_OPS[fn](a, b)
     sources = frozenset().union(*(getattr(v, "input_sources", frozenset()) for v in (lhs, rhs)))
     return SymIntVariable(output, expr, lambda: output.graph.call_function(

@@ -84,7 +84,7 @@ def _entry(gm: torch.fx.GraphModule, compiled: CompiledGraph) -> Callable[..., A
 def _eager_reason(gm: torch.fx.GraphModule) -> str | None:
     """Graphs this backend leaves to torch entirely: mutation (the IR reads lazily, so a write
     could be observed too early or too late) and module calls."""
-    from pdyn.backends.triton.mutation import mutates
+    from pdyn.op_effects import mutates
 
     for node in gm.graph.nodes:
         if node.op == "call_module":
