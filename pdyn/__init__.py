@@ -5,6 +5,7 @@ The public API only: `optimize`, `explain`, `stats`, `reset`, `Unsupported`, `co
 
 from __future__ import annotations
 
+import functools
 import types
 from typing import Any, Callable
 
@@ -49,8 +50,14 @@ def _optimize(fn: Any, backend: Callable[..., Any], fullgraph: bool, cache: Code
         return fn
     if isinstance(fn, types.MethodType):
         return types.MethodType(_optimize(fn.__func__, backend, fullgraph, cache, dynamic), fn.__self__)
+    if isinstance(fn, functools.partial):  # the function is compiled; the bound arguments stay Python's
+        return functools.partial(_optimize(fn.func, backend, fullgraph, cache, dynamic), *fn.args, **fn.keywords)
+    call = getattr(type(fn), "__call__", None)
+    if not isinstance(fn, (types.FunctionType, type)) and isinstance(call, types.FunctionType):
+        return types.MethodType(_optimize(call, backend, fullgraph, cache, dynamic), fn)  # a callable object
     if not isinstance(fn, types.FunctionType):
-        raise UserError(f"pdyn.optimize takes a function, a bound method or an nn.Module, not {type(fn).__name__}")
+        raise UserError(f"pdyn.optimize takes a function, a bound method, a functools.partial, an object with a "
+                        f"Python __call__ or an nn.Module, not {type(fn).__name__}")
     fn = getattr(fn, "_pdyn_original", fn)
     return make_wrapper(Frame(fn, backend, config, fullgraph, cache, dynamic))
 
@@ -89,7 +96,7 @@ def reset() -> None:
 
 
 def _cache_of(fn: Any) -> CodeCache:
-    target = fn.forward if isinstance(fn, torch.nn.Module) else fn
+    target = fn.forward if isinstance(fn, torch.nn.Module) else fn.func if isinstance(fn, functools.partial) else fn
     frame = getattr(target, "_pdyn_frame", None)
     if frame is None:
         raise UserError(f"{fn!r} is not optimized by pdyn; pass what pdyn.optimize returned")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
+import threading
 import types
 import warnings
 from dataclasses import dataclass, field
@@ -39,6 +40,7 @@ class CodeCache:
     counters: dict[str, int] = field(default_factory=logs.empty_counters)
     run_eagerly: bool = False          # an internal error or the recompile limit
     warned_limit: bool = False
+    lock: threading.RLock = field(default_factory=threading.RLock)   # held while one thread compiles
     history: CodeHistory = field(default_factory=CodeHistory)
     # under `explain`: the caches of the resume functions and callees of its breaks, kept apart
     private: dict[types.CodeType, CodeCache] = field(default_factory=dict)
@@ -87,7 +89,9 @@ class Frame:
     """The optimized view of one function: its cache and how to call it eagerly."""
 
     def __init__(self, fn: types.FunctionType, backend: Callable[..., Any], config: Config, fullgraph: bool,
-                 cache: CodeCache | None = None, dynamic: bool | None = None):
+                 cache: CodeCache | None = None, dynamic: bool | None = None, caller: str | None = None):
+        """`caller`: the module eager's caller of `fn` is in (code that reads its caller's
+        `__name__`, as namedtuple does, sees it); by default `fn`'s own."""
         self.fn = fn
         self.dynamic = dynamic
         self.code = fn.__code__
@@ -95,7 +99,7 @@ class Frame:
         self.config = config
         self.fullgraph = fullgraph
         self.cache = cache if cache is not None else cache_for(self.code, backend)
-        self.call_original = _make_caller(fn)
+        self.call_original = _make_caller(fn, caller or fn.__globals__.get("__name__", "__main__"))
 
     def dispatch(self, L: dict[str, Any]) -> Any:
         """One call with locals `L` (arguments, then closure variables): the first entry whose
@@ -108,12 +112,26 @@ class Frame:
         return self.miss(L)
 
     def miss(self, L: dict[str, Any]) -> Any:
-        """No entry's guard holds: compile a new entry, or run eagerly."""
+        """No entry's guard holds: compile a new entry, or run eagerly. One thread compiles at a
+        time per code object; a thread that waited first tries the entries added meanwhile."""
         G = self.fn.__globals__
+        seen = len(self.cache.checks)
+        with self.cache.lock:
+            run = self._entry_for(L, G, seen)
+        return run(L, G)
+
+    def _eagerly(self, L: dict[str, Any], G: dict[str, Any]) -> Any:
+        return self.call_original(L)
+
+    def _entry_for(self, L: dict[str, Any], G: dict[str, Any], seen: int) -> Callable[..., Any]:
         cache = self.cache
+        for check, run in cache.checks[seen:]:
+            if check(L, G) is None:
+                cache.counters["cache_hits"] += 1
+                return run
         cache.counters["frames"] += 1
         if cache.run_eagerly:
-            return self.call_original(L)
+            return self._eagerly
         compiles = cache.counters["compiles"]
         plan = decide(self.config, cache.history, self.dynamic, lambda expr: _evaluate(expr, L, G))
         if isinstance(plan, RunEager):
@@ -121,15 +139,18 @@ class Frame:
                 cache.warned_limit = True
                 warnings.warn(f"pdyn: {title_of(self.code)} {plan.reason}; calls that match no compiled entry now "
                               "run eagerly. Raise pdyn.config.recompile_limit or see PDYN_LOGS=recompiles.",
-                              stacklevel=3)
-            return self.call_original(L)
+                              stacklevel=4)
+            return self._eagerly
         if cache.entries:
             self._log_recompile(L, G, compiles + 1, plan)
+        # NOTE: eager runs outside the `except` blocks: inside one, CPython changes some of the
+        # exceptions user code raises (`f(**a, **b)` raises KeyError for TypeError)
+        entry = None
         try:
             entry = compile_frame(self.code, L, G, self.backend, self.config, compiles + 1,
                                   self.call_original, self.fullgraph, plan, optimize=self.optimize_callee)
         except UserException:
-            return self.call_original(L)  # eager raises the user's exception for real
+            pass  # eager raises the user's exception for real
         except Unsupported:
             raise
         except Exception as e:
@@ -137,9 +158,10 @@ class Frame:
                 raise
             cache.run_eagerly = True
             warnings.warn(f"pdyn: internal error while compiling {title_of(self.code)}; running it eagerly "
-                          f"from now on. {type(e).__name__}: {e}. {InternalError.__doc__}", stacklevel=3)
+                          f"from now on. {type(e).__name__}: {e}. {InternalError.__doc__}", stacklevel=4)
             log.debug("internal error", exc_info=True)
-            return self.call_original(L)
+        if entry is None:
+            return self._eagerly
         cache.history.record(entry.pinned, plan.changing)
         cache.add(entry)
         cache.counters["compiles"] += 1
@@ -148,7 +170,7 @@ class Frame:
         cache.counters["graph_breaks"] += int(entry.break_reason is not None)
         for recorder in RECORDERS:
             recorder.entries.append(entry)
-        return entry.run(L, G)
+        return entry.run
 
     def optimize_callee(self, fn: types.FunctionType) -> types.FunctionType:
         """`fn` (a resume function, or a function a graph break calls) optimized as this frame is:
@@ -157,7 +179,8 @@ class Frame:
         if CACHES.get((self.code, self.backend)) is not self.cache:
             private = self.cache.private
             cache = private.setdefault(fn.__code__, CodeCache(fn.__code__, private=private))
-        return make_wrapper(Frame(fn, self.backend, self.config, self.fullgraph, cache, self.dynamic))
+        return make_wrapper(Frame(fn, self.backend, self.config, self.fullgraph, cache, self.dynamic,
+                                  caller=self.call_original.__module__))
 
     def _log_recompile(self, L: dict[str, Any], G: dict[str, Any], number: int, plan: TracePlan) -> None:
         if not recompile_log.isEnabledFor(logging.INFO):
@@ -236,9 +259,9 @@ def _signature_text(code: types.CodeType) -> tuple[str, list[str], str]:
     return ", ".join(params), local_names, ", ".join(call)
 
 
-def _make_caller(fn: types.FunctionType) -> Callable[[dict[str, Any]], Any]:
+def _make_caller(fn: types.FunctionType, caller: str) -> Callable[[dict[str, Any]], Any]:
     _, _, call = _signature_text(fn.__code__)
-    scope: dict[str, Any] = {"original": fn}
+    scope: dict[str, Any] = {"original": fn, "__name__": caller}
     exec(f"def call_original(L):\n    return original({call})\n", scope)
     return scope["call_original"]  # type: ignore[no-any-return]
 
@@ -254,16 +277,20 @@ def make_wrapper(frame: Frame) -> types.FunctionType:
     code = fn.__code__
     params, local_names, _ = _signature_text(code)
     taken = set(local_names)
-    names = {k: _unused(k, taken) for k in ("L", "G", "checks", "counters", "check", "run", "miss")}
+    names = {k: _unused(k, taken) for k in ("L", "G", "checks", "counters", "check", "run", "miss", "unset",
+                                            "default")}
     L, G = names["L"], names["G"]
     scope: dict[str, Any] = {names["G"]: fn.__globals__, names["checks"]: frame.cache.checks,
-                             names["counters"]: frame.cache.counters, names["miss"]: frame.miss}
+                             names["counters"]: frame.cache.counters, names["miss"]: frame.miss,
+                             names["unset"]: UNSET, names["default"]: functools.partial(current_default, fn)}
     items = [f"{n!r}: {n}" for n in local_names]
     for i, (name, cell) in enumerate(zip(code.co_freevars, fn.__closure__ or ())):
         scope[_unused(f"cell{i}", taken)] = cell
         items.append(f"{name!r}: {_unused(f'cell{i}', taken)}.cell_contents")
+    defaulted = _defaulted(fn)
     source = "\n".join([
         f"def wrapper({params}):",
+        *(f"    if {n} is {names['unset']}: {n} = {names['default']}({n!r})" for n in defaulted),
         f"    {L} = {{{', '.join(items)}}}",
         f"    for {names['check']}, {names['run']} in {names['checks']}:",
         f"        if {names['check']}({L}, {G}) is None:",
@@ -273,14 +300,46 @@ def make_wrapper(frame: Frame) -> types.FunctionType:
     ]) + "\n"
     exec(compile(source, f"<pdyn wrapper {code.co_name}>", "exec"), scope)
     wrapper: types.FunctionType = scope["wrapper"]
-    wrapper.__defaults__ = fn.__defaults__
-    wrapper.__kwdefaults__ = fn.__kwdefaults__
+    # defaults are read from `fn` on each call (a later `fn.__defaults__ = ...` applies, as in eager)
+    wrapper.__defaults__ = (UNSET,) * len(fn.__defaults__ or ())
+    wrapper.__kwdefaults__ = dict.fromkeys(fn.__kwdefaults__, UNSET) if fn.__kwdefaults__ else None
     wrapper.__code__ = wrapper.__code__.replace(co_name=code.co_name, co_qualname=code.co_qualname)
     functools.update_wrapper(wrapper, fn)
     wrapper._pdyn_original = fn  # type: ignore[attr-defined]
     wrapper._pdyn_frame = frame  # type: ignore[attr-defined]
     wrapper._pdyn_source = source  # type: ignore[attr-defined]
     return wrapper
+
+
+class _Unset:
+    """The wrapper's default for a parameter that has one: the argument was not passed."""
+
+    def __repr__(self) -> str:
+        return "<default>"
+
+
+UNSET = _Unset()
+
+
+def _defaulted(fn: types.FunctionType) -> list[str]:
+    code = fn.__code__
+    positional = code.co_varnames[code.co_argcount - len(fn.__defaults__ or ()):code.co_argcount]
+    return [*positional, *(fn.__kwdefaults__ or {})]
+
+
+def current_default(fn: types.FunctionType, name: str) -> Any:
+    """`fn`'s default for parameter `name` now; CPython's TypeError where it no longer has one."""
+    code = fn.__code__
+    if name in code.co_varnames[:code.co_argcount]:
+        defaults = fn.__defaults__ or ()
+        at = code.co_varnames.index(name) - (code.co_argcount - len(defaults))
+        if at >= 0:
+            return defaults[at]
+        raise TypeError(f"{code.co_qualname}() missing 1 required positional argument: {name!r}")
+    kwdefaults = fn.__kwdefaults__ or {}
+    if name in kwdefaults:
+        return kwdefaults[name]
+    raise TypeError(f"{code.co_qualname}() missing 1 required keyword-only argument: {name!r}")
 
 
 def _unused(name: str, taken: set[str]) -> str:

@@ -40,6 +40,8 @@ def assert_same(actual: Any, expected: Any, path: str = "result") -> None:
             assert_same(actual[k], expected[k], f"{path}[{k!r}]")
     elif isinstance(expected, float) and expected != expected:
         assert actual != actual, f"{path}: {actual} is not nan"
+    elif isinstance(expected, float):
+        assert repr(actual) == repr(expected), f"{path}: {actual!r} != {expected!r}"  # -0.0, the last bit
     else:
         assert actual == expected, f"{path}: {actual!r} != {expected!r}"
 
@@ -96,4 +98,34 @@ def check(fn: Callable[..., Any], *args: Any, graphs: int = 1, fallbacks: int = 
     stats = pdyn.stats(optimized)
     assert len(backend.graphs) == graphs, f"{len(backend.graphs)} graphs compiled, expected {graphs}: {stats}"
     assert stats["eager_fallbacks"] == fallbacks, f"{stats['eager_fallbacks']} eager fallbacks, expected {fallbacks}"
+    return optimized
+
+
+def check_calls(fn: Callable[..., Any], *calls: tuple[Any, ...], compiles: int | None = None,
+                backend: Any = "eager") -> Any:
+    """One optimized `fn` over a sequence of calls (shapes and values that cross its guards), each
+    compared with eager: result, exception (type and message), the arguments after the call.
+    Asserts the number of compiles when given. Returns the optimized function."""
+    optimized = pdyn.optimize(fn, backend=backend)
+    for number, args in enumerate(calls):
+        eager_args, opt_args = _copy(args), _copy(args)
+        try:
+            expected, expected_exc = fn(*eager_args), None
+        except Exception as e:
+            expected, expected_exc = None, e
+        try:
+            actual, actual_exc = optimized(*opt_args), None
+        except Exception as e:
+            actual, actual_exc = None, e
+        where = f"call {number}"
+        if expected_exc is not None:
+            assert type(actual_exc) is type(expected_exc) and str(actual_exc) == str(expected_exc), \
+                f"{where}: pdyn {'raised ' + repr(actual_exc) if actual_exc else 'returned ' + repr(actual)}, " \
+                f"eager raised {expected_exc!r}"
+        else:
+            assert actual_exc is None, f"{where}: pdyn raised {actual_exc!r}, eager returned {expected!r}"
+            assert_same(actual, expected, f"{where}: result")
+        assert_same(opt_args, eager_args, f"{where}: arguments after the call")
+    if compiles is not None:
+        assert pdyn.stats(optimized)["compiles"] == compiles, pdyn.stats(optimized)
     return optimized

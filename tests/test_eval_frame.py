@@ -3,6 +3,7 @@ the recompile limit and eager fallback (pdyn/eval_frame.py, pdyn/__init__.py).""
 
 from __future__ import annotations
 
+import functools
 import inspect
 import warnings
 from typing import Any, Callable
@@ -34,7 +35,23 @@ def test_wrapper_keeps_the_signature_name_and_defaults():
     assert w.__code__.co_argcount == 3 and w.__code__.co_posonlyargcount == 2
     assert w.__code__.co_kwonlyargcount == 2
     assert (w.__name__, w.__qualname__) == ("signature_zoo", "signature_zoo")
-    assert w.__defaults__ == (2, 3) and w.__kwdefaults__ == {"e": 5}
+    assert len(w.__defaults__) == 2 and set(w.__kwdefaults__) == {"e"}
+
+
+def test_defaults_changed_after_optimize_apply_as_in_eager():
+    def f(x, k=2, *, m=1):
+        return x * k + m
+
+    w = pdyn.optimize(f)
+    x = torch.ones(2)
+    assert w(x).tolist() == [3.0, 3.0]
+    f.__defaults__ = (5,)
+    f.__kwdefaults__ = {"m": 0}
+    assert w(x).tolist() == f(x).tolist() == [5.0, 5.0]
+    assert w(x, 3, m=1).tolist() == [4.0, 4.0]   # passed explicitly: the defaults do not apply
+    f.__defaults__ = None
+    with pytest.raises(TypeError, match="missing 1 required positional argument: 'k'"):
+        w(x)
 
 
 @pytest.mark.parametrize("args, kwargs", [
@@ -207,6 +224,25 @@ def test_without_fullgraph_unsupported_runs_eagerly_and_counts_a_fallback():
     torch.testing.assert_close(w(torch.ones(2)), torch.full((2,), 2.0))
     stats = pdyn.stats(w)
     assert stats["eager_fallbacks"] == 1 and stats["compiles"] == 1 and stats["cache_hits"] == 1
+
+
+def test_optimize_accepts_a_partial_and_a_callable_object():
+    def scaled(x, y, scale):
+        return x * scale + y
+
+    class Affine:
+        def __init__(self, a):
+            self.a = a
+
+        def __call__(self, x):
+            return x * self.a
+
+    p = pdyn.optimize(functools.partial(scaled, scale=2))
+    x = torch.ones(3)
+    assert p(x, x).tolist() == [3.0] * 3 and p(x, x, scale=3).tolist() == [4.0] * 3
+    assert pdyn.stats(p)["compiles"] == 1 and pdyn.stats(p)["cache_hits"] == 1   # scale is a symbolic int
+    a = pdyn.optimize(Affine(4.0))
+    assert a(x).tolist() == [4.0] * 3 and pdyn.stats(a)["compiles"] == 1
 
 
 def test_optimize_rejects_what_it_cannot_trace():
