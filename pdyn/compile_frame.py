@@ -36,6 +36,7 @@ from pdyn.variables.base import NULL, VariableTracker
 from pdyn.variables.builder import wrap
 from pdyn.variables.containers import DictVariable, IteratorVariable, ListVariable
 from pdyn.variables.functions import UserFunctionVariable, UserMethodVariable
+from pdyn.variables.generator import GeneratorVariable
 
 graph_log = logs.topic("graph")
 guards_log = logs.topic("guards")
@@ -209,6 +210,8 @@ def _stack_value(codegen: ResumeCodegen, vt: VariableTracker, kind: str) -> str 
     """A name in the frame code bound to one stack value (None for a NULL)."""
     if kind == "null":
         return None
+    if isinstance(vt, GeneratorVariable):  # its frame lives only in the trace; it holds no item list
+        raise Unsupported("resume", "pdyn cannot rebuild a generator that the code after the break consumes")
     expr = codegen.remaining(vt) if kind == "iter" else codegen.reconstruct(vt)
     name = f"v{len(codegen.lines)}"
     codegen.lines.append(f"{name} = {expr}")

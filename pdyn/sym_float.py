@@ -39,6 +39,13 @@ class PyFloatOp(sympy.Function):
         return self.template.format(*(printer._print(a) for a in self.args))
 
 
+def number(value: int | float | bool) -> sympy.Basic:
+    """A Python number as sympy holds it exactly: -0.0 keeps its sign (as `-(0.0)`)."""
+    if type(value) is float and value == 0 and math.copysign(1, value) < 0:
+        return FloatNeg(sympy.Float(0.0))
+    return sympy.sympify(value)
+
+
 def python_number(value: sympy.Basic) -> int | float:
     return int(value) if value.is_Integer else float(value)
 

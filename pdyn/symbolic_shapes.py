@@ -367,6 +367,9 @@ class _PythonPrinter(PythonCodePrinter):
             return f"(-((-({self._print(num)})) // ({self._print(den)})))"
         return f"math.ceil({self._print(expr.args[0])})"
 
+    def _print_Float(self, expr: sympy.Float) -> str:
+        return repr(float(expr))  # every bit of the float (sympy prints 15 digits)
+
     def _print_Symbol(self, expr: sympy.Symbol) -> str:
         return expr.name
 

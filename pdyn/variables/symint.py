@@ -148,7 +148,7 @@ def as_pytype(value: Any, pytype: type) -> Any:
 
 def _expr(vt: VariableTracker) -> Any:
     """The sympy value of an operand of symbolic arithmetic."""
-    return vt.expr if isinstance(vt, SymIntVariable) else sympy.sympify(vt.as_python_constant())
+    return vt.expr if isinstance(vt, SymIntVariable) else sym_float.number(vt.as_python_constant())
 
 
 def _graph_value(vt: VariableTracker) -> Any:

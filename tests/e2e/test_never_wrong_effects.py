@@ -162,3 +162,10 @@ def test_concurrent_first_calls_compile_once():
         t.join()
     assert all(torch.equal(out[i], (xs[i] * 2).sum(0) + 5) for i in range(len(xs)))
     assert pdyn.stats(f)["compiles"] == 1 and pdyn.stats(f)["cache_hits"] == len(xs) - 1
+
+
+def test_a_generator_consumed_after_a_graph_break_yields_every_item():
+    def f(r):
+        return ",".join(str(d) for d in r), [str(d) for d in r]
+
+    check_calls(f, (torch.arange(3),), (torch.arange(4),))

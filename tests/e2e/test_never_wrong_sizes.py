@@ -106,3 +106,13 @@ def test_bool_sizes_stay_bools():
         return big, big + 1, type(big + 1).__name__, -big
 
     check_calls(f, (ones(2),), (ones(5),), (ones(7),))
+
+
+def test_float_constants_keep_every_bit_and_their_sign_across_a_break():
+    def f(x, y):
+        scaled = x.shape[1] * math.pi
+        signed = x.shape[1] * -0.0
+        y.tolist()   # a graph break: both are rebuilt from the size in the code after it
+        return scaled, signed, f"{x.shape[1] * 0.1}"
+
+    check_calls(f, (ones(3, 3), ones(2)), (ones(3, 4), ones(2)), (ones(3, 7), ones(2)))
