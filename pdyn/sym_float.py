@@ -36,7 +36,7 @@ class PyFloatOp(sympy.Function):
         return None  # -0.0, inf, nan or a complex: no sympy number holds it exactly
 
     def _pythoncode(self, printer: Any) -> str:  # sympy's Python printers call this
-        return self.template.format(*(printer._print(a) for a in self.args))
+        return self.template.format(*(f"({printer._print(a)})" for a in self.args))  # `1 / (s0 + 1)`
 
 
 def number(value: int | float | bool) -> sympy.Basic:

@@ -116,3 +116,13 @@ def test_float_constants_keep_every_bit_and_their_sign_across_a_break():
         return scaled, signed, f"{x.shape[1] * 0.1}"
 
     check_calls(f, (ones(3, 3), ones(2)), (ones(3, 4), ones(2)), (ones(3, 7), ones(2)))
+
+
+def test_float_steps_over_sums_keep_their_grouping_across_a_break():
+    def f(x, y):
+        ratio = 1 / (x.size(1) + 1)
+        scaled = (x.size(0) - 1) * 2.5 ** (x.size(1) - 2)
+        y.tolist()
+        return ratio, scaled, repr(ratio)
+
+    check_calls(f, (ones(2, 5), ones(1)), (ones(3, 4), ones(1)), (ones(4, 7), ones(1)))
