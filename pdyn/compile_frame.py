@@ -140,7 +140,7 @@ def _finish(output: OutputGraph, result: VariableTracker | None, backend: Backen
         compiled = backend(gm, [value for _, value in graph_inputs])
         if not writes_an_input(graph):
             rerun = EagerRerun(call_original, title, any(draws_random(node) for node in graph.nodes))
-    inputs = [source.expr() for source, _ in graph_inputs]
+    inputs = [codegen.source_expr(source) for source, _ in graph_inputs]
     run, frame_source = build_frame_function(codegen, result_expr, effects, inputs, compiled, title, tail, rerun)
     guard = _build_guards(output, title)
     guards_log.info("%s", guard.source)

@@ -41,7 +41,8 @@ class FrameCodegen:
         return f"out[{self._output_index[vt.node]}]"
 
     def source_expr(self, source: Source) -> str:
-        return source.expr()
+        """The runnable read of `source`; a key that is no literal (inf, a dtype) is a constant here."""
+        return source.code(self.constant)
 
     def constant(self, value: Any, hint: str = "c") -> str:
         if type(value) in SIMPLE_LITERALS or (type(value) is float and repr(value) == repr(float(repr(value)))
@@ -114,7 +115,9 @@ class ResumeCodegen(FrameCodegen):
         for sym in symbols:
             if sym.name not in self._symbols:
                 self._symbols.add(sym.name)
-                self.lines.append(f"{sym.name} = {env.origins[sym][0].expr()}")
+                origin = env.origins[sym][0]
+                size = "" if origin.dim is None else f".size({origin.dim})"
+                self.lines.append(f"{sym.name} = {self.source_expr(origin.source)}{size}")
         text = to_python(expr)
         kind = "int" if vt.python_type() is int else "float" if vt.python_type() is float else "bool"
         return f"{kind}({text})"

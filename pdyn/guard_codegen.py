@@ -8,14 +8,13 @@ carries a comment with the user line that made it.
 from __future__ import annotations
 
 import keyword
-import math
 import re
 import sys
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from pdyn.guards import Guard, GuardSet
-from pdyn.sources import AttrSource, DefaultSource, ItemSource, LocalSource, ModuleMemberSource, Source
+from pdyn.sources import AttrSource, DefaultSource, ItemSource, LocalSource, Source
 
 SYMBOL = re.compile(r"[su]\d+")
 CheckFn = Callable[[dict[str, Any], dict[str, Any]], "str | None"]
@@ -50,11 +49,9 @@ class _Namer:
         return name
 
     def hoist(self, obj: Any, hint: str) -> str:
-        try:
-            key: Any = ("value", type(obj), obj) if not callable(obj) else ("id", id(obj))
-            hash(key)
-        except TypeError:
-            key = ("id", id(obj))
+        # NOTE: by identity: equal values may differ (0.0 and -0.0, 1 and True, (1,) and (True,));
+        # `consts` keeps each object alive, so no id is reused while the function is built
+        key = id(obj)
         if key not in self.consts:
             self.consts[key] = (self.fresh("_" + hint.lstrip("_")), obj)
         return self.consts[key][0]
@@ -66,30 +63,6 @@ def _source_hint(src: Source) -> str:
     if isinstance(src, (ItemSource, DefaultSource)):
         return f"{_source_hint(src.base)}_{src.index}"
     return getattr(src, "name", "v")
-
-
-def _rebase(src: Source, bound: dict[Source, str], namer: _Namer) -> str:
-    """`src` as an expression that starts from the nearest already-bound name."""
-    if src in bound:
-        return bound[src]
-    if isinstance(src, ModuleMemberSource):
-        return f"{_rebase(src.base, bound, namer)}.{src.table}[{src.attr!r}]"
-    if isinstance(src, AttrSource):
-        base = _rebase(src.base, bound, namer)
-        return f"{base}.{src.attr}" if src.attr.isidentifier() else f"getattr({base}, {src.attr!r})"
-    if isinstance(src, ItemSource):
-        return f"{_rebase(src.base, bound, namer)}[{_literal(src.index, namer)}]"
-    if isinstance(src, DefaultSource):
-        attr = "__kwdefaults__" if isinstance(src.index, str) else "__defaults__"
-        return f"{_rebase(src.base, bound, namer)}.{attr}[{src.index!r}]"
-    return src.expr()
-
-
-def _literal(value: Any, namer: _Namer) -> str:
-    """`value` as source text: a literal where its repr reads back as itself, else a constant."""
-    if type(value) in (int, str, bytes, bool, type(None)) or (type(value) is float and math.isfinite(value)):
-        return repr(value)
-    return namer.hoist(value, "key")
 
 
 def origin(guard: Guard) -> str:
@@ -124,7 +97,7 @@ def build(guards: GuardSet, title: str) -> GuardCode:
 
     def bind(src: Source) -> str:
         if src not in bound:
-            expr = _rebase(src, bound, namer)
+            expr = src.code(namer.hoist, bound)  # from the nearest source already bound
             name = namer.fresh(_source_hint(src))
             body.append(f"{name} = {expr}")
             bound[src] = name
@@ -159,10 +132,14 @@ def _assemble(title: str, body: list[str], consts: list[tuple[str, Any]],
 
 
 def _short_repr(obj: Any) -> str:
+    text = _printable(_name_of(obj))
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _name_of(obj: Any) -> str:
+    if type(obj) is tuple and any(isinstance(item, type) for item in obj):  # key types: (str, int)
+        return "(" + ", ".join(map(_name_of, obj)) + ("," if len(obj) == 1 else "") + ")"
     qualname, module = getattr(obj, "__qualname__", None), getattr(obj, "__module__", None)
     if isinstance(qualname, str) and isinstance(module, str):
-        text = qualname if module == "builtins" else f"{module}.{qualname}"
-    else:
-        text = repr(obj)
-    text = _printable(text)
-    return text if len(text) <= 60 else text[:57] + "..."
+        return qualname if module == "builtins" else f"{module}.{qualname}"
+    return repr(obj)

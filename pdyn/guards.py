@@ -6,6 +6,8 @@ and the sentence that names it. `guard_codegen` turns a GuardSet into one functi
 
 from __future__ import annotations
 
+import enum
+import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -13,9 +15,9 @@ from typing import Any, Callable
 import torch
 
 from pdyn.errors import SourceLoc
-from pdyn.sources import Source
+from pdyn.sources import Const, Source
 
-Hoist = Callable[[Any, str], str]  # (object, name hint) -> name of a constant in the guard's scope
+Hoist = Const  # (object, name hint) -> name of a constant in the guard's scope
 
 
 @dataclass(frozen=True, eq=False)
@@ -65,7 +67,8 @@ class TypeGuard(Guard):
 
 @dataclass(frozen=True, eq=False)
 class IdGuard(Guard):
-    """The very same object: modules, functions, classes and Python modules (ID_MATCH)."""
+    """The very same object: modules, functions, classes, Python modules, Enum members, and
+    objects whose identity an `is` decided (ID_MATCH)."""
 
     obj: Any
 
@@ -73,6 +76,8 @@ class IdGuard(Guard):
         return f"{v} is not {hoist(self.obj, getattr(self.obj, '__name__', type(self.obj).__name__))}"
 
     def sentence(self) -> str:
+        if isinstance(self.obj, enum.Enum):
+            return f"{self.source} is {type(self.obj).__qualname__}.{self.obj.name}"
         name = getattr(self.obj, "__qualname__", None) or type(self.obj).__qualname__
         kind = "class" if isinstance(self.obj, type) else f"{type(self.obj).__name__} object"
         return f"{self.source} is the same {kind} ({name})"
@@ -80,25 +85,68 @@ class IdGuard(Guard):
 
 @dataclass(frozen=True, eq=False)
 class EqualsGuard(Guard):
-    """A constant: same type and equal value (None, bools, ints, floats, strings, dtypes, ...)."""
+    """A constant: same type and same value (None, bools, ints, floats, strings, dtypes, ...);
+    -0.0 is not 0.0 and NaN is NaN, as `same_constant` says."""
 
     value: Any
 
     def fail_expr(self, v: str, hoist: Hoist) -> str:
-        if self.value is None or isinstance(self.value, bool):
-            return f"{v} is not {self.value!r}"
-        kind = type(self.value)
-        if kind is float and self.value != self.value:
-            return f"type({v}) is not float or {v} == {v}"  # NaN: the one float unequal to itself
-        if kind in (int, float, str, bytes, complex):
-            lit = repr(self.value)
-            if "nan" in lit or "inf" in lit:
-                lit = hoist(self.value, "value")
-            return f"type({v}) is not {kind.__name__} or {v} != {lit}"
-        return f"type({v}) is not {hoist(kind, kind.__name__)} or {v} != {hoist(self.value, 'value')}"
+        return constant_differs(v, self.value, hoist)
 
     def sentence(self) -> str:
         return f"{self.source} == {self.value!r}"
+
+
+# Types whose `==` within the type is sameness: the guard compares type and value, inline.
+EXACT_BY_EQUALS = (torch.dtype, torch.device, torch.layout, torch.memory_format, torch.Size)
+
+
+def constant_differs(v: str, value: Any, hoist: Hoist) -> str:
+    """Python source, true when the value bound to `v` is not the very constant `value`."""
+    kind = type(value)
+    if value is None or kind is bool:
+        return f"{v} is not {value!r}"
+    if kind is float:
+        return _float_differs(v, value, hoist)
+    if kind in (int, str, bytes):
+        return f"type({v}) is not {kind.__name__} or {v} != {value!r}"
+    if kind in EXACT_BY_EQUALS:
+        return f"type({v}) is not {hoist(kind, kind.__name__)} or {v} != {hoist(value, kind.__name__)}"
+    # tuples, complex numbers, slices, ranges: item by item (1 == True == 1.0, 0.0 == -0.0)
+    return f"not {hoist(same_constant, 'same_constant')}({v}, {hoist(value, 'value')})"
+
+
+def _float_differs(v: str, value: float, hoist: Hoist) -> str:
+    if value != value:
+        return f"type({v}) is not float or {v} == {v}"  # NaN: the one float unequal to itself
+    lit = repr(value) if math.isfinite(value) else hoist(value, "inf")
+    differs = f"type({v}) is not float or {v} != {lit}"
+    if value == 0:  # 0.0 == -0.0, but 1 / 0.0 is inf where 1 / -0.0 is -inf
+        differs += f" or {hoist(math.copysign, 'copysign')}(1.0, {v}) {'>' if _negative(value) else '<'} 0"
+    return differs
+
+
+def _negative(value: float) -> bool:
+    return math.copysign(1.0, value) < 0
+
+
+def same_constant(a: Any, b: Any) -> bool:
+    """`a` and `b` are one constant: same types all the way down, equal values, -0.0 apart from
+    0.0 and NaN equal to NaN. (`==` says 1 == True == 1.0 and 0.0 == -0.0.)"""
+    kind = type(a)
+    if kind is not type(b):
+        return False
+    if kind is float:
+        return (a == b and _negative(a) == _negative(b)) or (a != a and b != b)
+    if kind is complex:
+        return same_constant(a.real, b.real) and same_constant(a.imag, b.imag)
+    if kind in (tuple, list):
+        return len(a) == len(b) and all(same_constant(x, y) for x, y in zip(a, b))
+    if kind is frozenset:
+        return len(a) == len(b) and all(any(same_constant(x, y) for y in b) for x in a)
+    if kind in (slice, range):
+        return all(same_constant(getattr(a, f), getattr(b, f)) for f in ("start", "stop", "step"))
+    return bool(a == b)
 
 
 @dataclass(frozen=True, eq=False)
@@ -117,13 +165,20 @@ class LenGuard(Guard):
 
 @dataclass(frozen=True, eq=False)
 class DictKeysGuard(Guard):
-    """A dict with the same keys in the same order (iteration order is part of what was traced)."""
+    """A dict with the same keys in the same order (iteration order is part of what was traced),
+    each of the same type ({1: t} is not {True: t}), a float key of the same sign."""
 
     type: type
     keys: tuple[Any, ...]
 
     def fail_expr(self, v: str, hoist: Hoist) -> str:
-        return f"type({v}) is not {hoist(self.type, self.type.__name__)} or tuple({v}) != {hoist(self.keys, 'keys')}"
+        differs = f"type({v}) is not {hoist(self.type, self.type.__name__)} or tuple({v}) != {hoist(self.keys, 'keys')}"
+        if not self.keys:
+            return differs
+        if all(type(k) in (str, int, bytes) for k in self.keys):
+            types = tuple(type(k) for k in self.keys)
+            return f"{differs} or tuple(map(type, {v})) != {hoist(types, 'key_types')}"
+        return f"{differs} or not {hoist(same_constant, 'same_constant')}(tuple({v}), {hoist(self.keys, 'keys')})"
 
     def sentence(self) -> str:
         return f"{self.source} is a {self.type.__name__} with keys {list(self.keys)!r}"
@@ -203,6 +258,46 @@ class NoHooksGuard(Guard):
 
 
 @dataclass(frozen=True, eq=False)
+class NoGlobalHooksGuard(Guard):
+    """No global module hook (`register_module_forward_hook` and kin) is registered: a traced
+    module call inlined `forward`, which is what `Module.__call__` runs only without them."""
+
+    def key(self) -> tuple[Any, ...]:
+        return (type(self),)
+
+    def fail_expr(self, v: str, hoist: Hoist) -> str:
+        hooks = hoist(torch.nn.modules.module, "module_hooks")  # read afresh: torch could rebind them
+        return " or ".join(f"{hooks}.{name}" for name in GLOBAL_CALL_HOOKS)
+
+    def sentence(self) -> str:
+        return "no global nn.Module forward or backward hooks are registered"
+
+
+# The global hook tables `Module.__call__` consults on every call.
+GLOBAL_CALL_HOOKS = ("_global_forward_hooks", "_global_forward_pre_hooks", "_global_backward_hooks",
+                     "_global_backward_pre_hooks")
+
+
+@dataclass(frozen=True, eq=False)
+class HasAttrGuard(Guard):
+    """`hasattr(value, name)` is what it was when traced: an attribute the trace found missing (a
+    `getattr` default, `hasattr`, a caught AttributeError) stays missing, on the instance and on
+    its class; one it found stays there (its value is guarded by the guards of its own source)."""
+
+    name: str = ""
+    present: bool = False
+
+    def key(self) -> tuple[Any, ...]:
+        return (type(self), self.source, self.name)
+
+    def fail_expr(self, v: str, hoist: Hoist) -> str:
+        return f"{'not ' if self.present else ''}hasattr({v}, {self.name!r})"
+
+    def sentence(self) -> str:
+        return f"{self.source} {'has' if self.present else 'has no'} attribute {self.name!r}"
+
+
+@dataclass(frozen=True, eq=False)
 class AliasGuard(Guard):
     """Two sources are (or are not) the same object, as they were when traced."""
 
@@ -213,7 +308,7 @@ class AliasGuard(Guard):
         return (type(self), self.source, self.other)
 
     def fail_expr(self, v: str, hoist: Hoist) -> str:
-        return self._fail(v, self.other.expr())
+        return self._fail(v, self.other.code(hoist))
 
     def bound_checks(self, bind: Callable[[Source], str], hoist: Hoist) -> list[tuple[str, str]]:
         return [(self._fail(bind(self.source), bind(self.other)), self.sentence())]  # type: ignore[arg-type]

@@ -226,7 +226,9 @@ class OutputGraph:
             raise UserException(e, self.loc) from None
         if not mutates and not _has_tensor(example):
             from pdyn.variables.builder import wrap_constant_result
+            from pdyn.variables.torch import pin_sizes_read
 
+            pin_sizes_read(self, kind, target, args, kwargs)
             return wrap_constant_result(example)
         node = self._record(kind, target, args, kwargs, example)
         same = _returned_argument(example, args, kwargs)

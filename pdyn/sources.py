@@ -1,22 +1,62 @@
 """Sources: where a traced value came from in the frame, as a Python expression over L and G.
 
 `L` is the frame's locals (arguments and closure variables), `G` its globals. A source is data
-plus one rendering; guards and the code that reads graph inputs are built from `expr()`.
+plus one rendering, `code`: guards, frame code and resume code all read values through it, and
+`expr()` is the same text for people (a key that is no literal shown by its repr).
 """
 
 from __future__ import annotations
 
+import enum
+import math
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any, Callable
+
+# (object, name hint) -> a name bound to the object in the generated code's scope
+Const = Callable[[Any, str], str]
+NO_NAMES: Mapping[Source, str] = {}
+
+
+def reads_back(value: Any) -> bool:
+    """`repr(value)` is Python source for an equal value of the same type (so -0.0 yes, inf no)."""
+    kind = type(value)
+    if kind in (int, str, bytes, bool, type(None)):
+        return True
+    if kind is float:
+        return math.isfinite(value)
+    return kind is tuple and all(reads_back(v) for v in value)
+
+
+def literal(value: Any, const: Const) -> str:
+    """`value` as source text: its repr where that reads back as itself, else a named constant."""
+    return repr(value) if reads_back(value) else const(value, "key")
+
+
+def _shown(value: Any, hint: str) -> str:
+    if isinstance(value, enum.Enum):
+        return f"{type(value).__qualname__}.{value.name}"  # not `<Color.RED: 1>`
+    return repr(value)
 
 
 @dataclass(frozen=True)
 class Source(ABC):
     """Where a traced value came from: an expression over L (locals) and G (globals)."""
 
-    @abstractmethod
     def expr(self) -> str:
-        """The Python expression that reads the value from L and G."""
+        """The expression as people read it (not always runnable: `L['d'][inf]`)."""
+        return self.code(_shown)
+
+    def code(self, const: Const, bound: Mapping[Source, str] = NO_NAMES) -> str:
+        """The runnable expression: keys that are no literal are named by `const`, and the
+        expression starts from the nearest source already bound to a name in `bound`."""
+        name = bound.get(self) if bound else None
+        return name if name is not None else self._code(const, bound)
+
+    @abstractmethod
+    def _code(self, const: Const, bound: Mapping[Source, str]) -> str:
+        """This source's step on top of its base's `code`."""
 
     def root(self) -> Source:
         return self
@@ -31,7 +71,7 @@ class LocalSource(Source):
 
     name: str
 
-    def expr(self) -> str:
+    def _code(self, const: Const, bound: Mapping[Source, str]) -> str:
         return f"L[{self.name!r}]"
 
 
@@ -41,7 +81,7 @@ class GlobalSource(Source):
 
     name: str
 
-    def expr(self) -> str:
+    def _code(self, const: Const, bound: Mapping[Source, str]) -> str:
         return f"G[{self.name!r}]"
 
 
@@ -52,8 +92,8 @@ class AttrSource(Source):
     base: Source
     attr: str
 
-    def expr(self) -> str:
-        base = self.base.expr()
+    def _code(self, const: Const, bound: Mapping[Source, str]) -> str:
+        base = self.base.code(const, bound)
         return f"{base}.{self.attr}" if self.attr.isidentifier() else f"getattr({base}, {self.attr!r})"
 
     def root(self) -> Source:
@@ -68,8 +108,8 @@ class ModuleMemberSource(AttrSource):
 
     table: str = "_modules"
 
-    def expr(self) -> str:
-        return f"{self.base.expr()}.{self.table}[{self.attr!r}]"
+    def _code(self, const: Const, bound: Mapping[Source, str]) -> str:
+        return f"{self.base.code(const, bound)}.{self.table}[{self.attr!r}]"
 
     def __str__(self) -> str:
         base = str(self.base)
@@ -78,13 +118,14 @@ class ModuleMemberSource(AttrSource):
 
 @dataclass(frozen=True)
 class ItemSource(Source):
-    """An item of a list, tuple or dict source, by a constant index or key: `L['xs'][0]`."""
+    """An item of a list, tuple or dict source, by a constant index or key: `L['xs'][0]`. A key
+    whose repr is no literal (inf, a dtype, an Enum member) is a named constant in the code."""
 
     base: Source
     index: object
 
-    def expr(self) -> str:
-        return f"{self.base.expr()}[{self.index!r}]"
+    def _code(self, const: Const, bound: Mapping[Source, str]) -> str:
+        return f"{self.base.code(const, bound)}[{literal(self.index, const)}]"
 
     def root(self) -> Source:
         return self.base.root()
@@ -97,10 +138,9 @@ class DefaultSource(Source):
     base: Source
     index: int | str
 
-    def expr(self) -> str:
-        if isinstance(self.index, str):
-            return f"{self.base.expr()}.__kwdefaults__[{self.index!r}]"
-        return f"{self.base.expr()}.__defaults__[{self.index}]"
+    def _code(self, const: Const, bound: Mapping[Source, str]) -> str:
+        attr = "__kwdefaults__" if isinstance(self.index, str) else "__defaults__"
+        return f"{self.base.code(const, bound)}.{attr}[{self.index!r}]"
 
     def root(self) -> Source:
         return self.base.root()
@@ -112,5 +152,5 @@ class ModuleSource(Source):
 
     name: str
 
-    def expr(self) -> str:
+    def _code(self, const: Const, bound: Mapping[Source, str]) -> str:
         return f"_modules[{self.name!r}]"

@@ -61,7 +61,7 @@ def test_small_frame_guard_source_is_golden():
     source = source.replace(str(HERE), "test_guard_codegen.py")
     assert_golden(source, """
     # pdyn guards for forward() at model.py:18, cache entry 1
-    # constants: _Tensor = torch.Tensor, _dict = dict, _float32 = torch.float32, _is_grad_enabled = torch.is_grad_enabled, _keys = ('scale', 'it\\'s "quoted"')
+    # constants: _Tensor = torch.Tensor, _dict = dict, _float32 = torch.float32, _is_grad_enabled = torch.is_grad_enabled, _key_types = (str, str), _keys = ('scale', 'it\\'s "quoted"')
     def check(L, G):
         try:
             if _is_grad_enabled() is not True:
@@ -76,7 +76,7 @@ def test_small_frame_guard_source_is_golden():
             if x.stride() != (4, 1):  # argument of forward() at test_guard_codegen.py:18
                 return "L['x'].stride() == (4, 1)"
             opts = L['opts']
-            if type(opts) is not _dict or tuple(opts) != _keys:  # argument of forward() at test_guard_codegen.py:18
+            if type(opts) is not _dict or tuple(opts) != _keys or tuple(map(type, opts)) != _key_types:  # argument of forward() at test_guard_codegen.py:18
                 return 'L[\\'opts\\'] is a dict with keys [\\'scale\\', \\'it\\\\\\'s "quoted"\\']'
             opts_scale = opts['scale']
             if type(opts_scale) is not float or opts_scale != 2.5:  # test_guard_codegen.py:20  USER_LINE = "y = x * opts['scale']"

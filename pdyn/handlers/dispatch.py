@@ -12,6 +12,7 @@ from pdyn.variables.base import VariableTracker
 from pdyn.variables.constant import ConstantVariable
 from pdyn.variables.containers import DictVariable, ListVariable, SequenceVariable, SetVariable
 from pdyn.variables.symint import SymIntVariable, sym_binary
+from pdyn.variables.nn_module import pin_identity
 from pdyn.variables.tensor import TensorVariable
 
 if TYPE_CHECKING:
@@ -80,6 +81,7 @@ def is_same(tx: Tracer, lhs: VariableTracker, rhs: VariableTracker) -> bool:
         return True
     a, b = identity(lhs), identity(rhs)
     if a is not None and b is not None:
+        pin_identity(tx, lhs, rhs, a == b)
         return a == b
     try:
         if lhs.python_type() is not rhs.python_type():

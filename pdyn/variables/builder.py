@@ -5,6 +5,7 @@ trace time (no source, no guard).
 
 from __future__ import annotations
 
+import enum
 import functools
 import types
 from typing import TYPE_CHECKING, Any, Callable
@@ -80,6 +81,9 @@ def _wrap(tx: Tracer, value: Any, source: Source) -> VariableTracker:
     if kind is int and value not in (0, 1) and not tx.output.plan.static_inputs:
         _guard(tx, TypeGuard, source, int)  # an int is a size: symbolic until Python reads it
         return tx.output.add_int_input(value, source)
+    if isinstance(value, enum.Enum):  # a member decides control flow by identity: pin which one
+        _guard(tx, IdGuard, source, value)
+        return ConstantVariable(value, source)
     if is_constant_value(value) and kind not in (tuple, frozenset):
         _guard(tx, EqualsGuard, source, value)
         return ConstantVariable(value, source)

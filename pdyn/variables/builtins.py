@@ -120,24 +120,46 @@ def _type(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTra
 
 @rule(getattr)
 def _getattr(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
-    name = args[1].as_python_constant()
-    try:
-        return args[0].getattr(tx, name)
-    except UserException as e:
-        if len(args) == 3 and isinstance(e.exc, AttributeError):
-            return args[2]
-        raise
+    if len(args) != 3:
+        return args[0].getattr(tx, args[1].as_python_constant())
+    found = _lookup(tx, args[0], args[1].as_python_constant())
+    return args[2] if found is None else found
 
 
 @rule(hasattr)
 def _hasattr(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    return ConstantVariable(_lookup(tx, args[0], args[1].as_python_constant()) is not None)
+
+
+def _lookup(tx: Tracer, obj: VariableTracker, name: str) -> VariableTracker | None:
+    """`obj.name`, or None where it is missing; either answer is guarded (see `_guard_presence`)."""
     try:
-        args[0].getattr(tx, args[1].as_python_constant())
+        found = obj.getattr(tx, name)
     except UserException as e:
-        if isinstance(e.exc, AttributeError):
-            return ConstantVariable(False)
-        raise
-    return ConstantVariable(True)
+        if not isinstance(e.exc, AttributeError):
+            raise
+        _guard_presence(tx, obj, name, None)
+        return None
+    _guard_presence(tx, obj, name, found)
+    return found
+
+
+def _guard_presence(tx: Tracer, obj: VariableTracker, name: str, found: VariableTracker | None) -> None:
+    """The answer depended on `obj.name` being there (or missing): set later, on the instance or its
+    class (or deleted), the entry must not apply. A value read through its own source is already
+    guarded by reading it; an immutable constant cannot change."""
+    from pdyn.guards import HasAttrGuard
+    from pdyn.sources import AttrSource
+
+    if obj.source is None or (isinstance(obj, ConstantVariable) and type(obj.value) in CONSTANT_TYPES):
+        return
+    if found is not None:
+        read = found.source
+        if isinstance(read, AttrSource) and read.base == obj.source and read.attr == name:
+            return
+        if tx.output.side_effects.load_attr(obj, name) is found:
+            return  # the trace set it itself
+    tx.output.add_guard(HasAttrGuard(obj.source, name=name, present=found is not None, loc=tx.loc()))
 
 
 @rule(setattr)

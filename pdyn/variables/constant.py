@@ -1,11 +1,13 @@
 """ConstantVariable: an immutable Python value fixed at trace time.
 
-None, bools, numbers, strings, bytes, `...`, ranges, constant slices, dtypes and devices. Read
-from a Source it costs one EqualsGuard (added by the builder). Operations on constants are folded.
+None, bools, numbers, strings, bytes, `...`, ranges, constant slices, dtypes, devices and Enum
+members. Read from a Source it costs one EqualsGuard (an IdGuard for an Enum member), added by
+the builder. Operations on constants are folded.
 """
 
 from __future__ import annotations
 
+import enum
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -25,6 +27,10 @@ CONSTANT_TYPES = (
 
 
 def is_constant_value(value: Any) -> bool:
+    """An immutable value that `==`, `is` and its repr can stand for; Enum members included (their
+    identity is their value: read from a Source they are pinned by IdGuard, not EqualsGuard)."""
+    if isinstance(value, enum.Enum):
+        return True
     if isinstance(value, slice):
         return all(is_constant_value(v) for v in (value.start, value.stop, value.step))
     if isinstance(value, (tuple, frozenset)):

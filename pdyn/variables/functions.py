@@ -6,6 +6,7 @@ folded on constant arguments when they are pure; anything else is a graph break.
 
 from __future__ import annotations
 
+import enum
 import functools
 import inspect
 import types
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from pdyn.errors import Unsupported, UserException
 from pdyn.sources import AttrSource, DefaultSource, ItemSource, Source
 from pdyn.variables.base import VariableTracker
-from pdyn.variables.constant import ConstantVariable, ObjectConstantVariable
+from pdyn.variables.constant import ConstantVariable, ObjectConstantVariable, is_constant_value
 from pdyn.variables.containers import DictVariable, TupleVariable
 
 if TYPE_CHECKING:
@@ -261,6 +262,10 @@ class ClassVariable(ObjectConstantVariable):
             return UserMethodVariable(wrap_constant_result(attr.__func__), self)
         elif not isinstance(attr, types.FunctionType):
             attr = getattr(self.value, name)
+            if self.source is not None and is_constant_value(attr) and not isinstance(self.value, enum.EnumMeta):
+                from pdyn.variables.builder import wrap
+
+                return wrap(tx, attr, AttrSource(self.source, name))  # a class attribute can be reassigned
         return wrap_constant_result(attr)
 
     def __repr__(self) -> str:

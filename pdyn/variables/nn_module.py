@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from pdyn.errors import Unsupported, UserException
-from pdyn.guards import DictKeysGuard, LenGuard, NoHooksGuard
+from pdyn.guards import AliasGuard, DictKeysGuard, IdGuard, LenGuard, NoGlobalHooksGuard, NoHooksGuard
 from pdyn.sources import AttrSource, ItemSource, ModuleMemberSource, Source
 from pdyn.variables.base import VariableTracker
 from pdyn.variables.constant import ConstantVariable
@@ -78,6 +78,7 @@ class NNModuleVariable(VariableTracker):
             return wrap(tx, m.__dict__[name], AttrSource(self.source, name))
         found = self._member_method(name) or lookup_class_attr(tx, self, type(m), name)
         if found is None:
+            _no_custom_getattr(tx, type(m), torch.nn.Module.__getattr__)
             raise UserException(AttributeError(f"'{type(m).__name__}' object has no attribute '{name}'"), tx.loc())
         return found
 
@@ -104,6 +105,7 @@ class NNModuleVariable(VariableTracker):
         if type(m).__call__ is not torch.nn.Module.__call__:
             raise Unsupported("module_call", f"{type(m).__name__} overrides __call__", loc=tx.loc())
         tx.output.add_guard(NoHooksGuard(self.source, loc=tx.loc()))
+        tx.output.add_guard(NoGlobalHooksGuard(None, loc=tx.loc()))  # a hook registered later runs
         return self.call_method(tx, "forward", args, kwargs)
 
     def call_method(self, tx: Tracer, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
@@ -278,6 +280,7 @@ class UserObjectVariable(VariableTracker):
             return wrap(tx, instance_dict[name], AttrSource(self.source, name))
         found = lookup_class_attr(tx, self, type(self.value), name)
         if found is None:
+            _no_custom_getattr(tx, type(self.value), None)
             raise UserException(AttributeError(f"'{type(self.value).__name__}' object has no attribute '{name}'"),
                                 tx.loc())
         return found
@@ -292,6 +295,28 @@ class UserObjectVariable(VariableTracker):
         if call is None:
             raise UserException(TypeError(f"'{type(self.value).__name__}' object is not callable"), tx.loc())
         return call.call(tx, args, kwargs)
+
+
+def _no_custom_getattr(tx: Tracer, cls: type, default: Any) -> None:
+    """An attribute that normal lookup misses goes to `cls.__getattr__`, which pdyn does not run."""
+    if mro_lookup(cls, "__getattr__") is not default:
+        raise Unsupported("getattr_hook", f"{cls.__name__} defines __getattr__; pdyn cannot trace a lookup it "
+                          "answers", loc=tx.loc())
+
+
+def pin_identity(tx: Tracer, lhs: VariableTracker, rhs: VariableTracker, same: bool) -> None:
+    """`lhs is rhs` was decided by which objects they are at trace time: an object pinned only by
+    its type (a UserObjectVariable) is pinned by identity (or by aliasing, for two of them)."""
+    users = [vt for vt in (lhs, rhs) if isinstance(vt, UserObjectVariable)]
+    try:
+        if not users or lhs.python_type() is not rhs.python_type():
+            return  # objects of two exact types are never one object
+    except Unsupported:
+        pass
+    if len(users) == 2:
+        tx.output.add_guard(AliasGuard(lhs.source, other=rhs.source, same=same, loc=tx.loc()))
+    else:
+        tx.output.add_guard(IdGuard(users[0].source, users[0].value, loc=tx.loc()))
 
 
 def mro_lookup(cls: type, name: str) -> Any:

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 METADATA_ATTRS = frozenset({
     "dtype", "device", "ndim", "requires_grad", "is_cuda", "is_cpu", "is_meta", "is_leaf", "layout",
-    "is_sparse", "is_quantized", "is_mkldnn", "is_nested", "itemsize", "nbytes",
+    "is_sparse", "is_quantized", "is_mkldnn", "is_nested", "itemsize",
 })
 GRAPH_ATTRS = frozenset({"T", "mT", "H", "mH", "real", "imag", "data"})
 
@@ -97,6 +97,8 @@ class TensorVariable(VariableTracker):
     def getattr(self, tx: Tracer, name: str) -> VariableTracker:
         if name == "shape":
             return self.shape_vt(tx)
+        if name == "nbytes":  # a size fact: symbolic as numel() is
+            return tx.binary(operator.mul, self.numel_vt(tx), ConstantVariable(self.example.itemsize))
         if name in METADATA_ATTRS:
             if name == "is_leaf" and self.node.op == "placeholder" and self.example.requires_grad:
                 raise Unsupported("tensor_attr", "pdyn does not guard whether an input requiring grad is a leaf",

@@ -1,10 +1,11 @@
 """Trackers for torch's API and Python modules: torch functions become graph nodes, modules
 (`torch`, `math`, `torch.nn.functional`) are namespaces, and opaque constants (finfo) answer
-attribute reads.
+attribute reads. `pin_sizes_read` guards the non-tensor answers ops give about tensors.
 """
 
 from __future__ import annotations
 
+import operator
 import types
 from typing import TYPE_CHECKING, Any
 
@@ -14,9 +15,12 @@ from pdyn.errors import Unsupported, UserException
 from pdyn.sources import AttrSource, Source
 from pdyn.variables.base import VariableTracker
 from pdyn.variables.constant import ConstantVariable, ObjectConstantVariable
+from pdyn.variables.symint import SymIntVariable
+from pdyn.variables.tensor import TensorVariable
 
 if TYPE_CHECKING:
     from pdyn.bytecode_tracer import InstructionTranslator as Tracer
+    from pdyn.output_graph import OutputGraph
 
 # torch namespaces whose functions change global state, touch devices or autograd, or do I/O.
 UNTRACEABLE_MODULES = ("torch.cuda", "torch.distributed", "torch.autograd", "torch.jit", "torch.random",
@@ -25,10 +29,17 @@ UNTRACEABLE_MODULES = ("torch.cuda", "torch.distributed", "torch.autograd", "tor
 UNTRACEABLE_PREFIXES = ("set_", "manual_seed", "seed", "initial_seed", "save", "load", "use_deterministic",
                         "compile", "get_rng_state", "from_numpy", "is_grad_enabled", "is_inference_mode",
                         "autocast", "no_grad", "enable_grad", "inference_mode", "cond", "vmap")
-# torch functions of no tensor that answer a constant question.
-CONSTANT_FUNCTIONS = frozenset({torch.is_tensor, torch.is_floating_point, torch.is_complex, torch.numel,
-                                torch.get_default_dtype, torch.promote_types, torch.result_type, torch.can_cast,
-                                torch.is_storage})
+# torch functions that spell a Tensor method: they answer through the tensor's tracker, as the
+# method does (`torch.numel(x)` is `x.numel()`, symbolic where the sizes are).
+TENSOR_QUERIES = {torch.numel: "numel", torch.is_floating_point: "is_floating_point",
+                  torch.is_complex: "is_complex", torch.is_same_size: "is_same_size"}
+# Calls whose non-tensor answer depends on no size: on type, dtype, device, rank or requires_grad
+# only, which the inputs' TensorGuards pin (`x == None` is False whatever x's size).
+SIZE_FREE_FUNCTIONS = frozenset({torch.is_tensor, torch.is_floating_point, torch.is_complex, torch.is_storage,
+                                 torch.get_default_dtype, torch.promote_types, torch.result_type, torch.can_cast,
+                                 operator.eq, operator.ne})
+SIZE_FREE_METHODS = frozenset({"is_floating_point", "is_complex", "is_signed", "element_size", "get_device",
+                               "type", "dim", "ndimension", "__eq__", "__ne__"})
 
 
 def _torch_namespace_functions() -> dict[int, Any]:
@@ -71,10 +82,44 @@ class TorchFunctionVariable(ObjectConstantVariable):
                               loc=tx.loc())
         if "out" in kwargs:
             raise Unsupported("out_argument", f"pdyn cannot trace {name}(out=...)", loc=tx.loc())
+        method = TENSOR_QUERIES.get(self.value)
+        if method is not None and args and isinstance(args[0], TensorVariable):
+            return args[0].call_method(tx, method, list(args[1:]), kwargs)
         return tx.output.call("call_function", self.value, args, kwargs, mutates=name.endswith("_"))
 
     def __repr__(self) -> str:
         return f"TorchFunctionVariable({getattr(self.value, '__name__', self.value)})"
+
+
+def pin_sizes_read(output: OutputGraph, kind: str, target: Any, args: list[VariableTracker],
+                   kwargs: dict[str, VariableTracker]) -> None:
+    """An op answered a non-tensor (a count, a flag) from fake tensors of this trace's sizes: unless
+    its answer depends on no size, the sizes it was given are pinned (each a value read), so that
+    the answer is guarded. Symbolic answers come from the trackers (`x.numel()`), not from here."""
+    if target in (SIZE_FREE_METHODS if kind == "call_method" else SIZE_FREE_FUNCTIONS):
+        return
+    if kind == "call_method" and target == "is_contiguous" and _contiguity_guarded(args, kwargs):
+        return
+    why = f"{getattr(target, '__name__', target)}(), whose answer depends on sizes"
+    stack: list[Any] = [*args, *kwargs.values()]
+    while stack:
+        vt = stack.pop()
+        if isinstance(vt, TensorVariable):
+            for size in vt.sizes:
+                output.shape_env.specialize(size, output.loc, why)
+        elif isinstance(vt, SymIntVariable):
+            vt.value_read(why)
+        else:
+            items = getattr(vt, "items", ())
+            stack.extend(items.values() if isinstance(items, dict) else items)
+
+
+def _contiguity_guarded(args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> bool:
+    """`x.is_contiguous()` of a graph input: its TensorGuard checks exactly that."""
+    fmt = kwargs.get("memory_format", args[1] if len(args) > 1 else None)
+    default = fmt is None or (fmt.is_python_constant() and fmt.as_python_constant() is torch.contiguous_format)
+    x = args[0]
+    return default and isinstance(x, TensorVariable) and x.node.op == "placeholder"
 
 
 class PythonModuleVariable(ObjectConstantVariable):
