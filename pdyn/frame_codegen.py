@@ -145,8 +145,11 @@ def build_frame_function(codegen: FrameCodegen, result_expr: str, effects: list[
             snapshot = rerun.draws_random
             if snapshot:
                 codegen.scope["rng_state"] = rng_state
-            body += ["rng = rng_state()" if snapshot else "rng = None", "try:", f"    {call}",
-                     "except Exception as e:", "    return rerun_eagerly(L, e, rng)"]
+            # NOTE: the rerun happens outside the `except` block: inside it, CPython changes some of
+            # the exceptions user code raises (`f(**a, **b)` raises KeyError for TypeError)
+            body += ["rng = rng_state()" if snapshot else "rng = None", "failed = None", "try:", f"    {call}",
+                     "except Exception as e:", "    failed = e", "if failed is not None:",
+                     "    return rerun_eagerly(L, failed, rng)"]
     body += codegen.lines
     if tail is None:
         body.append(f"result = {result_expr}")
