@@ -54,7 +54,7 @@ class Tally:
     eager_raised: int = 0
 
     def line(self) -> str:
-        order = ["ok", "fallback", "wrong", "crash", "eager_error_mismatch", "timeout", "harness_error"]
+        order = ["ok", "fallback", "wrong", "crash", "eager_error_mismatch", "timeout", "eager_timeout", "harness_error"]
         return " ".join(f"{s} {self.statuses[s]}" for s in order if self.statuses[s])
 
 

@@ -4,7 +4,8 @@ The source is written to a real file and exec'd twice into fresh module namespac
 one for pdyn), so globals and side effects never mix. One `pdyn.optimize` serves every call. The
 first call that differs stops the run. Statuses, worst first:
 
-  timeout               the whole run took longer than its limit
+  timeout               the whole run took longer than its limit, in pdyn's part
+  eager_timeout         eager itself ran past the limit: the program never ends (not a failure)
   crash                 pdyn raised where eager returned
   eager_error_mismatch  eager raised and pdyn returned, or raised another exception type
   wrong                 results, arguments after the call, or globals differ
@@ -56,6 +57,7 @@ class Outcome:
     eager_raised: int = 0
     calls: int = 0
     stats: dict[str, int] = field(default_factory=dict)
+    phase: str = ""   # which side of a call runs now: "eager" or "pdyn"
 
     @property
     def failed(self) -> bool:
@@ -106,7 +108,9 @@ def run_source(source: str, calls: list[tuple[Any, ...]], backend: str = "eager"
                     outcome.status, outcome.detail, outcome.call = failure[0], failure[1], i
                     break
     except FuzzTimeout:
-        outcome.status, outcome.detail = "timeout", f"over {timeout:g} s"
+        # a program eager never finishes (a loop that grows what it iterates) says nothing of pdyn
+        outcome.status = "eager_timeout" if outcome.phase == "eager" else "timeout"
+        outcome.detail = f"over {timeout:g} s"
     except Exception as e:  # noqa: BLE001  # NOTE: a bug of the harness, not of pdyn; counted apart
         outcome.status, outcome.detail = "harness_error", f"{type(e).__name__}: {e}"
         outcome.trace = traceback.format_exc()
@@ -123,7 +127,9 @@ def run_source(source: str, calls: list[tuple[Any, ...]], backend: str = "eager"
 def _one_call(eager_ns: dict[str, Any], pdyn_ns: dict[str, Any], optimized: Callable[..., Any],
               call: tuple[Any, ...], backend: str, outcome: Outcome) -> tuple[str, str] | None:
     eager_args, pdyn_args = build_args(call), build_args(call)
+    outcome.phase = "eager"
     expected, expected_exc, _ = _invoke(eager_ns["f"], eager_args)
+    outcome.phase = "pdyn"
     actual, actual_exc, trace = _invoke(optimized, pdyn_args)
     outcome.eager_raised += expected_exc is not None
     if expected_exc is None and actual_exc is not None:
