@@ -83,11 +83,10 @@ resolve_neg positive einsum sum_to_size atleast_1d atleast_2d atleast_3d lift li
 @functools.lru_cache(maxsize=None)
 def _allocates(name: str) -> bool:
     """An aten op none of whose overloads returns an alias of an argument, other than an `out=`."""
-    packet = getattr(torch.ops.aten, name, None) if name and name not in RETURNS_ITS_ARGUMENT else None
-    if not isinstance(packet, torch._ops.OpOverloadPacket) or name.endswith("_"):
+    if name in RETURNS_ITS_ARGUMENT or name.endswith("_") or not _overloads(name):
         return False
     return not any(r.alias_info is not None and not r.alias_info.is_write
-                   for o in packet.overloads() for r in getattr(packet, o)._schema.returns)
+                   for op in _overloads(name) for r in op._schema.returns)
 
 
 def _name(target: Any) -> str:
@@ -110,10 +109,7 @@ def draws_random(node: torch.fx.Node) -> bool:
 
 @functools.lru_cache(maxsize=None)
 def _aten_seeded(name: str) -> bool:
-    packet = getattr(torch.ops.aten, name, None) if name and not name.startswith("_") else None
-    if not isinstance(packet, torch._ops.OpOverloadPacket):
-        return False
-    return any(torch.Tag.nondeterministic_seeded in getattr(packet, o).tags for o in packet.overloads())
+    return not name.startswith("_") and any(torch.Tag.nondeterministic_seeded in op.tags for op in _overloads(name))
 
 
 def _writes(schema: Any) -> bool:
@@ -128,10 +124,16 @@ def _aten_writes(name: str) -> bool:
     """Whether any overload of `aten::<name>` writes to an argument (add_, __ixor__, copy_...)."""
     if not name or name.startswith("_") and not name.startswith("__"):
         return False
-    packet = getattr(torch.ops.aten, name, None)
+    return any(_writes(op._schema) for op in _overloads(name))
+
+
+@functools.lru_cache(maxsize=None)
+def _overloads(name: str) -> tuple[Any, ...]:
+    """Every overload of `aten::<name>`; none where aten has no op of that name."""
+    packet = getattr(torch.ops.aten, name, None) if name else None
     if not isinstance(packet, torch._ops.OpOverloadPacket):
-        return False
-    return any(_writes(getattr(packet, o)._schema) for o in packet.overloads())
+        return ()
+    return tuple(getattr(packet, o) for o in packet.overloads())
 
 
 def _inplace_flag(node: torch.fx.Node) -> bool:
