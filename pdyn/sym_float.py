@@ -40,7 +40,10 @@ class PyFloatOp(sympy.Function):
 
 
 def number(value: int | float | bool) -> sympy.Basic:
-    """A Python number as sympy holds it exactly: -0.0 keeps its sign (as `-(0.0)`)."""
+    """A Python number as sympy holds it exactly: -0.0 keeps its sign (as `-(0.0)`); a bool is the
+    int it is in arithmetic (sympy's `true` refuses `+`)."""
+    if type(value) is bool:
+        return sympy.Integer(int(value))
     if type(value) is float and value == 0 and math.copysign(1, value) < 0:
         return FloatNeg(sympy.Float(0.0))
     return sympy.sympify(value)

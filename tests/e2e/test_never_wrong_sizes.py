@@ -126,3 +126,14 @@ def test_float_steps_over_sums_keep_their_grouping_across_a_break():
         return ratio, scaled, repr(ratio)
 
     check_calls(f, (ones(2, 5), ones(1)), (ones(3, 4), ones(1)), (ones(4, 7), ones(1)))
+
+
+def test_a_bool_constant_in_size_arithmetic_is_the_int_python_makes_of_it():
+    def f(x):
+        a = True + x.size(0)
+        b = x.size(1) * False - True
+        c = x.size(0) / True
+        return x * a, x.reshape(-1)[: a + b], x * c
+
+    check_calls(f, (ones(3, 2),), (ones(4, 2),), (ones(5, 2),), compiles=1)
+    assert pdyn.stats()["eager_fallbacks"] == 0
