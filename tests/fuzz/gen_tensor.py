@@ -7,7 +7,7 @@ when nothing in scope fits. `TENSOR_MAKERS` is the weighted table the generator 
 
 from __future__ import annotations
 
-from tests.fuzz.gen_core import Gen, Tensor
+from tests.fuzz.gen_core import FLOAT_THRESHOLD, Gen, Tensor
 from tests.fuzz.program import Stmt
 
 Shape = tuple[str, ...]
@@ -389,7 +389,7 @@ def item(g: Gen) -> list[Stmt] | None:
         return g.new_var("floats", g.pick([f"{n}.sum().item()", f"float({n}.mean())", f"{n}.abs().sum().item() + 1",
                                            f"{n}.norm().item()"]))
     if roll < 0.7:
-        return g.new_var("bools", g.pick([f"bool(({n} > 0).any())", f"({n}.sum() > 0).item()"]))
+        return g.new_var("bools", g.pick([f"bool(({n} > 0).any())", f"({n}.sum() > {FLOAT_THRESHOLD}).item()"]))
     if roll < 0.85:
         return g.new_var("ints", g.pick([f"int({n}.argmax())" if x.rank != 0 else f"int({n} > 0)",
                                          f"int(({n} > 0).sum())"]))
