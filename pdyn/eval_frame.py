@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 from pdyn import logs
 from pdyn.compile_frame import CacheEntry, compile_frame, title_of
-from pdyn.config import Config
+from pdyn.config import Config, Settings, snapshot
 from pdyn.errors import InternalError, Unsupported, UserException
 from pdyn.guard_codegen import origin
 from pdyn.recompile_policy import CodeHistory, RunEager, TracePlan, decide
@@ -88,7 +88,7 @@ def cache_for(code: types.CodeType, backend: Any) -> CodeCache:
 class Frame:
     """The optimized view of one function: its cache and how to call it eagerly."""
 
-    def __init__(self, fn: types.FunctionType, backend: Callable[..., Any], config: Config, fullgraph: bool,
+    def __init__(self, fn: types.FunctionType, backend: Callable[..., Any], config: Config | Settings, fullgraph: bool,
                  cache: CodeCache | None = None, dynamic: bool | None = None, caller: str | None = None):
         """`caller`: the module eager's caller of `fn` is in (code that reads its caller's
         `__name__`, as namedtuple does, sees it); by default `fn`'s own."""
@@ -133,7 +133,8 @@ class Frame:
         if cache.run_eagerly:
             return self._eagerly
         compiles = cache.counters["compiles"]
-        plan = decide(self.config, cache.history, self.dynamic, lambda expr: _evaluate(expr, L, G))
+        config = snapshot(self.config)  # NOTE: pdyn.config may change between compiles, not during one
+        plan = decide(config, cache.history, self.dynamic, lambda expr: _evaluate(expr, L, G))
         if isinstance(plan, RunEager):
             if not cache.warned_limit:
                 cache.warned_limit = True
@@ -147,7 +148,7 @@ class Frame:
         # exceptions user code raises (`f(**a, **b)` raises KeyError for TypeError)
         entry = None
         try:
-            entry = compile_frame(self.code, L, G, self.backend, self.config, compiles + 1,
+            entry = compile_frame(self.code, L, G, self.backend, config, compiles + 1,
                                   self.call_original, self.fullgraph, plan, optimize=self.optimize_callee)
         except UserException:
             pass  # eager raises the user's exception for real
