@@ -2,8 +2,8 @@
 dispatch, compiling on a miss, and eager fallback.
 
 pdyn intercepts at the call boundary: `optimize(fn)` returns a wrapper with `fn`'s exact signature
-(so CPython binds the arguments), which hands the frame's locals `L` and globals `G` to `dispatch`.
-The first cache entry whose guard holds runs; a miss compiles a new entry.
+(so CPython binds the arguments) and runs each cache entry's guard on the frame's locals `L` and
+globals `G`: the first entry whose guard holds runs; a miss compiles a new entry (`Frame.miss`).
 """
 
 from __future__ import annotations
@@ -100,16 +100,6 @@ class Frame:
         self.fullgraph = fullgraph
         self.cache = cache if cache is not None else cache_for(self.code, backend)
         self.call_original = _make_caller(fn, caller or fn.__globals__.get("__name__", "__main__"))
-
-    def dispatch(self, L: dict[str, Any]) -> Any:
-        """One call with locals `L` (arguments, then closure variables): the first entry whose
-        guard holds runs, else `miss`. The generated wrapper inlines this loop."""
-        G = self.fn.__globals__
-        for check, run in self.cache.checks:
-            if check(L, G) is None:
-                self.cache.counters["cache_hits"] += 1
-                return run(L, G)
-        return self.miss(L)
 
     def miss(self, L: dict[str, Any]) -> Any:
         """No entry's guard holds: compile a new entry, or run eagerly. One thread compiles at a
@@ -268,7 +258,8 @@ def _make_caller(fn: types.FunctionType, caller: str) -> Callable[[dict[str, Any
 
 
 def make_wrapper(frame: Frame) -> types.FunctionType:
-    """A function with the same signature as `frame.fn` that runs `frame.dispatch` inline.
+    """A function with the same signature as `frame.fn`: the first entry whose guard holds runs, else
+    `frame.miss`.
 
     The hot path of a cache hit is this wrapper's body: build L, loop over (check, run) pairs, count
     the hit. Everything fixed per function (globals, closure cells, the entry list) is a constant
