@@ -75,6 +75,8 @@ class Settings:
         return self._current  # type: ignore[no-any-return]
 
     def __getattr__(self, name: str) -> Any:
+        if name == "_current":  # NOTE: not set yet (copy, pickle): no recursion through the snapshot
+            raise AttributeError(name)
         return getattr(self._current, name)
 
     def __setattr__(self, name: str, value: Any) -> None:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import os
 import subprocess
@@ -77,6 +78,13 @@ def test_assignment_replaces_the_snapshot_and_leaves_taken_ones_alone():
     assert settings.recompile_limit == 3 and settings.snapshot().recompile_limit == 3
     assert before.recompile_limit == 8  # a compile that took it keeps its values
     assert snapshot(settings) is settings.snapshot() and snapshot(before) is before
+
+
+def test_settings_copy_keeps_its_own_snapshot():
+    settings = Settings(Config(recompile_limit=4))
+    copied = copy.copy(settings)
+    copied.recompile_limit = 5
+    assert (settings.recompile_limit, copied.recompile_limit) == (4, 5)
 
 
 def test_unknown_setting_is_an_error_naming_the_known_ones():
