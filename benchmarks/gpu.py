@@ -289,7 +289,7 @@ def main() -> None:
     print(f"\nmemory-bound workloads (TB/s compared with the copy bandwidth): {sorted(MEMORY_BOUND)}")
     from pdyn.backends.triton import runtime
 
-    bound = runtime._FAST not in (False, None)
+    bound = runtime.launch._FAST not in (False, None)
     print(f"pdyn launch path: {'bound CompiledKernel launchers' if bound else 'Triton JITFunction calls'}"
           " (PDYN_TRITON_FAST_LAUNCH=0 turns the bound path off)")
 

@@ -18,7 +18,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import gpu  # noqa: E402
 
 import pdyn  # noqa: E402
-from pdyn.backends.triton import runtime  # noqa: E402
+from pdyn.backends.triton.runtime import launch_config  # noqa: E402
 
 VARIANTS: dict[str, list[dict[str, Any]]] = {
     "pointwise chain": [
@@ -49,7 +49,7 @@ def time_sizes(fn: Callable[..., Any], make: Callable[[int, int], tuple], sizes:
 
 def main() -> None:
     table = gpu.workloads(torch.float32)
-    defaults = {k: getattr(runtime, k) for v in VARIANTS.values() for d in v for k in d}
+    defaults = {k: getattr(launch_config, k) for v in VARIANTS.values() for d in v for k in d}
     print("| workload | variant | µs at each size (rows × 1024) |\n| --- | --- | --- |")
     only = sys.argv[1:]  # workload names to sweep; all by default
     for name in [*VARIANTS, "layernorm"]:
@@ -63,7 +63,7 @@ def main() -> None:
         torch._dynamo.reset()
         for variant in VARIANTS.get(name, LAYERNORM_VARIANTS):
             for key, value in {**defaults, **variant}.items():
-                setattr(runtime, key, value)
+                setattr(launch_config, key, value)
             pdyn.reset()
             times = time_sizes(pdyn.optimize(fn, backend="triton"), make, sizes)
             ratios = " · ".join(f"{t:.2f} ({r / t:.2f}x)" for t, r in zip(times, ref))

@@ -64,7 +64,7 @@ def main() -> None:
 def pieces(x: torch.Tensor, compiled: Any) -> None:
     from pdyn.backends.triton import runtime
 
-    fast = runtime._fast()
+    fast = runtime.launch._fast()
     print("\n| piece | µs |\n| --- | --- |")
     dev = fast.device()
     alloc = runtime.allocator(x.device)
@@ -90,20 +90,20 @@ def pieces(x: torch.Tensor, compiled: Any) -> None:
     print(f"\ndirect C launch: {fast.direct}")
     for launcher in compiled.launchers:
         for plan in launcher.plans.values():
-            for ints, bound in plan[6].items():
+            for ints, bound in plan.bound.items():
                 run, function, metadata, enter, leave, device, direct = bound
                 print(f"bound launcher has a direct entry: {direct is not None}")
-                grid = plan[1]
+                grid = plan.grid
                 ptrs = tuple(torch.empty(64, device=x.device) for _ in range(8))[:_n_ptrs(launcher)]
                 stream = fast.stream(device)
                 via_python = lambda: run(grid[0], grid[1], grid[2], stream, function, metadata,  # noqa: E731
-                                         None, enter, leave, *ptrs, *ints, *plan[3])
+                                         None, enter, leave, *ptrs, *ints, *plan.constexprs)
                 print(f"| CudaLauncher call ({len(ptrs)} pointers) | {per_call_us(via_python, n=5000):.3f} |")
                 if direct is not None:
                     launch, coop, pdl = direct
                     addrs = [p.data_ptr() for p in ptrs]
                     c_only = lambda: launch(grid[0], grid[1], grid[2], stream, function, coop, pdl,  # noqa: E731
-                                            None, None, metadata, None, None, None, *addrs, *ints, *plan[3])
+                                            None, None, metadata, None, None, None, *addrs, *ints, *plan.constexprs)
                     print(f"| C launch, integer pointers | {per_call_us(c_only, n=5000):.3f} |")
                 return
 

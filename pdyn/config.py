@@ -1,13 +1,19 @@
 """Every knob pdyn has, its default, and the environment variable that sets it.
 
-This is the only module that reads `PDYN_*` variables. `pdyn.config` is the live instance;
-tests pass their own `Config` where they need another value.
+This is the only module that reads `PDYN_*` variables. `Config` is a frozen snapshot that
+internals read; `pdyn.config` is the user's `Settings`: assigning one of its attributes replaces
+its snapshot (`pdyn.config.recompile_limit = 3`), and `pdyn.config.patch(...)` does so for a block.
+Tests pass their own `Config` where they need another value.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import tempfile
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any, Iterator
 
 LOG_TOPICS = ("graph", "guards", "graph_breaks", "recompiles", "output_code", "dynamic", "bytecode")
 
@@ -22,9 +28,19 @@ def _env_int(name: str, default: int) -> int:
     return int(raw) if raw else default
 
 
-@dataclass
+def _env_cache_dir() -> str:
+    default = os.path.join(tempfile.gettempdir(), f"pdyn_{os.getuid()}")
+    return os.environ.get("PDYN_CACHE_DIR") or default
+
+
+def _env_fast_launch() -> bool:
+    return os.environ.get("PDYN_TRITON_FAST_LAUNCH", "1") != "0"
+
+
+@dataclass(frozen=True)
 class Config:
-    """pdyn's settings. Change them on `pdyn.config` before the first call they should affect."""
+    """pdyn's settings, fixed for one trace or one compiled graph. Build another with
+    `dataclasses.replace` or `Config(field=...)`; fields without a value come from the environment."""
 
     # compiles of one code object, then that code runs eagerly (torch.compile's default too)
     recompile_limit: int = field(default_factory=lambda: _env_int("PDYN_RECOMPILE_LIMIT", 8))
@@ -36,10 +52,60 @@ class Config:
     inline_depth_limit: int = 32
     # most instructions one trace may step through (guards against runaway loops)
     max_trace_steps: int = 200_000
-    # check each handler's stack effect against dis.stack_effect (slow; for development)
-    debug_stack: bool = False
     # PDYN_LOGS topics that are on
     logs: frozenset[str] = field(default_factory=_env_topics)
+    # PDYN_CACHE_DIR: where generated kernel modules are written (Triton finds its binaries by them)
+    cache_dir: str = field(default_factory=_env_cache_dir)
+    # PDYN_TRITON_FAST_LAUNCH=0: every launch goes through Triton's own launch path
+    triton_fast_launch: bool = field(default_factory=_env_fast_launch)
 
 
-config = Config()
+FIELDS = frozenset(f.name for f in dataclasses.fields(Config))
+
+
+class Settings:
+    """The live settings behind `pdyn.config`: attribute reads see the current snapshot, attribute
+    writes replace it. Compiles take `snapshot()` when they start, so a change affects the next
+    compile, never one in progress."""
+
+    def __init__(self, config: Config | None = None) -> None:
+        object.__setattr__(self, "_current", config or Config())
+
+    def snapshot(self) -> Config:
+        return self._current  # type: ignore[no-any-return]
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "_current":  # NOTE: not set yet (copy, pickle): no recursion through the snapshot
+            raise AttributeError(name)
+        return getattr(self._current, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        self.update(**{name: value})
+
+    def update(self, **changes: Any) -> None:
+        unknown = set(changes) - FIELDS
+        if unknown:
+            raise AttributeError(f"pdyn.config has no setting {', '.join(sorted(unknown))}; "
+                                 f"the settings are {', '.join(sorted(FIELDS))}")
+        object.__setattr__(self, "_current", dataclasses.replace(self._current, **changes))
+
+    @contextmanager
+    def patch(self, **changes: Any) -> Iterator[Config]:
+        """`with pdyn.config.patch(recompile_limit=3):` these values inside the block only."""
+        previous = self._current
+        self.update(**changes)
+        try:
+            yield self._current
+        finally:
+            object.__setattr__(self, "_current", previous)
+
+    def __repr__(self) -> str:
+        return f"pdyn.config: {self._current!r}"
+
+
+def snapshot(config: Config | Settings) -> Config:
+    """The frozen values of `config`, whether a Config already or the live settings."""
+    return config.snapshot() if isinstance(config, Settings) else config
+
+
+config = Settings()

@@ -1,8 +1,8 @@
-"""The four kinds of error pdyn raises, and SourceLoc, the user's file:line they point at.
+"""The kinds of error pdyn raises, and SourceLoc, the user's file:line they point at.
 
 `Unsupported` is a graph break (today: the frame runs eagerly); `UserError` is a wrong use of
-pdyn's API; `RecompileLimitError` is raised only where a user asked for hard failures;
-`InternalError` means an invariant of pdyn broke.
+pdyn's API; `InternalError` means an invariant of pdyn broke. Reaching the recompile limit is no
+error: the code runs eagerly from then on, with one warning.
 """
 
 from __future__ import annotations
@@ -66,10 +66,6 @@ class Unsupported(Exception):
 
 class UserError(Exception):
     """A wrong use of pdyn's API (a bad argument to optimize, mark_dynamic on a non-tensor, ...)."""
-
-
-class RecompileLimitError(Exception):
-    """A code object reached `config.recompile_limit` compiles where failing was asked for."""
 
 
 class InternalError(Exception):

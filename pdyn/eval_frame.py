@@ -2,8 +2,8 @@
 dispatch, compiling on a miss, and eager fallback.
 
 pdyn intercepts at the call boundary: `optimize(fn)` returns a wrapper with `fn`'s exact signature
-(so CPython binds the arguments), which hands the frame's locals `L` and globals `G` to `dispatch`.
-The first cache entry whose guard holds runs; a miss compiles a new entry.
+(so CPython binds the arguments) and runs each cache entry's guard on the frame's locals `L` and
+globals `G`: the first entry whose guard holds runs; a miss compiles a new entry (`Frame.miss`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 from pdyn import logs
 from pdyn.compile_frame import CacheEntry, compile_frame, title_of
-from pdyn.config import Config
+from pdyn.config import Config, Settings, snapshot
 from pdyn.errors import InternalError, Unsupported, UserException
 from pdyn.guard_codegen import origin
 from pdyn.recompile_policy import CodeHistory, RunEager, TracePlan, decide
@@ -88,7 +88,7 @@ def cache_for(code: types.CodeType, backend: Any) -> CodeCache:
 class Frame:
     """The optimized view of one function: its cache and how to call it eagerly."""
 
-    def __init__(self, fn: types.FunctionType, backend: Callable[..., Any], config: Config, fullgraph: bool,
+    def __init__(self, fn: types.FunctionType, backend: Callable[..., Any], config: Config | Settings, fullgraph: bool,
                  cache: CodeCache | None = None, dynamic: bool | None = None, caller: str | None = None):
         """`caller`: the module eager's caller of `fn` is in (code that reads its caller's
         `__name__`, as namedtuple does, sees it); by default `fn`'s own."""
@@ -100,16 +100,6 @@ class Frame:
         self.fullgraph = fullgraph
         self.cache = cache if cache is not None else cache_for(self.code, backend)
         self.call_original = _make_caller(fn, caller or fn.__globals__.get("__name__", "__main__"))
-
-    def dispatch(self, L: dict[str, Any]) -> Any:
-        """One call with locals `L` (arguments, then closure variables): the first entry whose
-        guard holds runs, else `miss`. The generated wrapper inlines this loop."""
-        G = self.fn.__globals__
-        for check, run in self.cache.checks:
-            if check(L, G) is None:
-                self.cache.counters["cache_hits"] += 1
-                return run(L, G)
-        return self.miss(L)
 
     def miss(self, L: dict[str, Any]) -> Any:
         """No entry's guard holds: compile a new entry, or run eagerly. One thread compiles at a
@@ -133,7 +123,8 @@ class Frame:
         if cache.run_eagerly:
             return self._eagerly
         compiles = cache.counters["compiles"]
-        plan = decide(self.config, cache.history, self.dynamic, lambda expr: _evaluate(expr, L, G))
+        config = snapshot(self.config)  # NOTE: pdyn.config may change between compiles, not during one
+        plan = decide(config, cache.history, self.dynamic, lambda expr: _evaluate(expr, L, G))
         if isinstance(plan, RunEager):
             if not cache.warned_limit:
                 cache.warned_limit = True
@@ -147,7 +138,7 @@ class Frame:
         # exceptions user code raises (`f(**a, **b)` raises KeyError for TypeError)
         entry = None
         try:
-            entry = compile_frame(self.code, L, G, self.backend, self.config, compiles + 1,
+            entry = compile_frame(self.code, L, G, self.backend, config, compiles + 1,
                                   self.call_original, self.fullgraph, plan, optimize=self.optimize_callee)
         except UserException:
             pass  # eager raises the user's exception for real
@@ -267,7 +258,8 @@ def _make_caller(fn: types.FunctionType, caller: str) -> Callable[[dict[str, Any
 
 
 def make_wrapper(frame: Frame) -> types.FunctionType:
-    """A function with the same signature as `frame.fn` that runs `frame.dispatch` inline.
+    """A function with the same signature as `frame.fn`: the first entry whose guard holds runs, else
+    `frame.miss`.
 
     The hot path of a cache hit is this wrapper's body: build L, loop over (check, run) pairs, count
     the hit. Everything fixed per function (globals, closure cells, the entry list) is a constant

@@ -7,6 +7,8 @@ jumps past its END_FOR, 3.12's BINARY_SLICE/STORE_SLICE/CALL_INTRINSIC_1 become 
 instructions that do the same, and MAKE_CELL is kept only where 3.12 emits it outside the prologue
 (an inlined comprehension's cell variable). 3.12's LOAD_SUPER_ATTR keeps its name: its argval is
 the attribute and `push_null` marks the method form. Jump targets are indices into the decoded list.
+Flag bits are decoded too: MAKE_FUNCTION, FORMAT_VALUE, UNPACK_EX and CALL_FUNCTION_EX carry a
+record (`FunctionParts`, `FormatArgs`, `UnpackCounts`, `CallExArgs`) as their argval.
 """
 
 from __future__ import annotations
@@ -42,6 +44,52 @@ INPLACE_OF: dict[Callable[[Any, Any], Any], Callable[[Any, Any], Any]] = {
 COMPARE_OPS: dict[Compare, Callable[[Any, Any], Any]] = {
     Compare.LT: operator.lt, Compare.LE: operator.le, Compare.EQ: operator.eq,
     Compare.NE: operator.ne, Compare.GT: operator.gt, Compare.GE: operator.ge,
+}
+
+@dataclass(frozen=True)
+class FunctionParts:
+    """MAKE_FUNCTION's flags: which optional parts sit under the code object on the stack (popped
+    in this order: closure, annotations, keyword defaults, defaults)."""
+
+    closure: bool
+    annotations: bool
+    kwdefaults: bool
+    defaults: bool
+
+
+@dataclass(frozen=True)
+class FormatArgs:
+    """FORMAT_VALUE's flags: the conversion applied before formatting (`str` for !s, `repr` for !r,
+    `ascii` for !a, else None) and whether a format spec sits above the value on the stack."""
+
+    conversion: Callable[[Any], str] | None
+    has_spec: bool
+
+
+@dataclass(frozen=True)
+class UnpackCounts:
+    """UNPACK_EX's counts: targets before and after the starred one."""
+
+    before: int
+    after: int
+
+
+@dataclass(frozen=True)
+class CallExArgs:
+    """CALL_FUNCTION_EX's flag: whether a mapping of keyword arguments sits above the arguments."""
+
+    has_kwargs: bool
+
+
+FORMAT_CONVERSIONS: dict[int, Callable[[Any], str] | None] = {0: None, 1: str, 2: repr, 3: ascii}
+
+# Decoders of an opcode's integer argument into the record its handler reads.
+FLAG_DECODERS: dict[str, Callable[[int], Any]] = {
+    "MAKE_FUNCTION": lambda arg: FunctionParts(closure=bool(arg & 0x08), annotations=bool(arg & 0x04),
+                                               kwdefaults=bool(arg & 0x02), defaults=bool(arg & 0x01)),
+    "FORMAT_VALUE": lambda arg: FormatArgs(conversion=FORMAT_CONVERSIONS[arg & 0x03], has_spec=bool(arg & 0x04)),
+    "UNPACK_EX": lambda arg: UnpackCounts(before=arg & 0xFF, after=arg >> 8),
+    "CALL_FUNCTION_EX": lambda arg: CallExArgs(has_kwargs=bool(arg & 1)),
 }
 
 RENAMED = {
@@ -119,6 +167,8 @@ def _decode_arg(opname: str, arg: Any) -> tuple[str, Any, bool, bool]:
         return (name or f"CALL_INTRINSIC_1 {arg.name}"), None, False, False
     if arg is bytecode.UNSET:
         arg = None
+    if opname in FLAG_DECODERS:
+        return opname, FLAG_DECODERS[opname](arg or 0), False, False
     return RENAMED.get(opname, opname), arg, False, False
 
 
@@ -187,7 +237,7 @@ def _expand(opname: str, arg: Any) -> list[tuple[str, Any]]:
 # instruction a step function can run on its own at a graph break; `arg` is the decoded argval.
 BREAK_EFFECTS: dict[str, Callable[[Any], tuple[int, int, int]]] = {
     "CALL": lambda arg: (arg + 2, 1, 1),
-    "CALL_FUNCTION_EX": lambda arg: (3 + (arg & 1), 1, 1),
+    "CALL_FUNCTION_EX": lambda arg: (3 + arg.has_kwargs, 1, 1),
     "POP_JUMP_IF_FALSE": lambda arg: (1, 0, 0), "POP_JUMP_IF_TRUE": lambda arg: (1, 0, 0),
     "POP_JUMP_IF_NONE": lambda arg: (1, 0, 0), "POP_JUMP_IF_NOT_NONE": lambda arg: (1, 0, 0),
     **{name: (lambda arg: (2, 1, 1)) for name in ("BINARY_OP", "COMPARE_OP", "BINARY_SUBSCR", "CONTAINS_OP",

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import sys
 
-from pdyn.config import LOG_TOPICS, Config
+from pdyn.config import LOG_TOPICS, Config, Settings, snapshot
 
 ROOT = logging.getLogger("pdyn")
 _handler: logging.Handler | None = None
@@ -20,9 +20,10 @@ def topic(name: str) -> logging.Logger:
     return logging.getLogger(f"pdyn.{name}")
 
 
-def apply(config: Config) -> None:
+def apply(settings: Config | Settings) -> None:
     """Set each topic's level from `config.logs`; attach a stderr handler if any is on."""
     global _handler
+    config = snapshot(settings)
     unknown = set(config.logs) - set(LOG_TOPICS)
     if unknown:
         ROOT.warning("PDYN_LOGS names unknown topics %s; known: %s", sorted(unknown), ", ".join(LOG_TOPICS))

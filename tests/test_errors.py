@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import pdyn
-from pdyn.errors import InternalError, RecompileLimitError, SourceLoc, Unsupported, UserError, UserException
+from pdyn.errors import InternalError, SourceLoc, Unsupported, UserError, UserException
 
 SOURCE_TEXT = "        y = print(x.shape)"  # the line the SourceLocs of these tests point at
 LINE = next(n for n, text in enumerate(open(__file__).read().splitlines(), 1) if text.startswith("SOURCE_TEXT"))
@@ -52,7 +52,7 @@ def test_unsupported_without_location_is_just_the_message():
 
 def test_public_error_classes():
     assert pdyn.Unsupported is Unsupported and pdyn.UserError is UserError
-    for cls in (Unsupported, UserError, RecompileLimitError, InternalError):
+    for cls in (Unsupported, UserError, InternalError):
         assert issubclass(cls, Exception)
     assert "PDYN_LOGS" in (InternalError.__doc__ or "")
 

@@ -6,7 +6,7 @@ import operator
 
 import torch
 
-from pdyn.instructions import OPNAMES, decode
+from pdyn.instructions import OPNAMES, CallExArgs, FormatArgs, FunctionParts, UnpackCounts, decode
 
 
 def opnames(fn) -> list[str]:
@@ -166,3 +166,45 @@ def test_repr_shows_index_name_argument_target_and_line():
 
     text = repr(decode(f.__code__)[0])
     assert text == f"<0 LOAD_FAST 'x' line {f.__code__.co_firstlineno + 1}>"
+
+
+def argvals(fn, opname: str) -> list:
+    return [inst.argval for inst in decode(fn.__code__) if inst.opname == opname]
+
+
+def test_make_function_flags_decode_into_named_parts():
+    def f(y):
+        def g(a=1, *, b=2) -> int:
+            return a + b + y
+        return g
+
+    assert argvals(f, "MAKE_FUNCTION") == [FunctionParts(closure=True, annotations=True, kwdefaults=True,
+                                                         defaults=True)]
+
+    def plain():
+        return lambda: 0
+
+    assert argvals(plain, "MAKE_FUNCTION") == [FunctionParts(False, False, False, False)]
+
+
+def test_format_value_flags_decode_into_conversion_and_spec():
+    def f(x):
+        return f"{x!r:>4}{x}{x!a}{x:3}{x!s}"
+
+    assert argvals(f, "FORMAT_VALUE") == [FormatArgs(repr, True), FormatArgs(None, False), FormatArgs(ascii, False),
+                                          FormatArgs(None, True), FormatArgs(str, False)]
+
+
+def test_unpack_ex_counts_decode_into_before_and_after():
+    def f(xs):
+        a, b, *rest, c = xs
+        return rest
+
+    assert argvals(f, "UNPACK_EX") == [UnpackCounts(before=2, after=1)]
+
+
+def test_call_function_ex_kwargs_flag_decodes():
+    def f(g, args, kw):
+        return g(*args, **kw), g(*args)
+
+    assert argvals(f, "CALL_FUNCTION_EX") == [CallExArgs(has_kwargs=True), CallExArgs(has_kwargs=False)]

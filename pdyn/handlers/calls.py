@@ -26,7 +26,7 @@ def call(tx: Tracer, inst: Instruction) -> None:
 
 @handler("CALL_FUNCTION_EX")
 def call_function_ex(tx: Tracer, inst: Instruction) -> None:
-    kwargs_vt = tx.pop() if inst.argval & 1 else DictVariable({})
+    kwargs_vt = tx.pop() if inst.argval.has_kwargs else DictVariable({})
     args = tx.iterate(tx.pop())
     fn = tx.pop()
     null = tx.pop()
@@ -39,10 +39,10 @@ def call_function_ex(tx: Tracer, inst: Instruction) -> None:
 @handler("MAKE_FUNCTION")
 def make_function(tx: Tracer, inst: Instruction) -> None:
     code = tx.pop().as_python_constant()
-    flags = inst.argval
-    closure = tx.pop().items if flags & 0x08 else []  # type: ignore[attr-defined]
-    if flags & 0x04:
+    parts = inst.argval
+    closure = tx.pop().items if parts.closure else []  # type: ignore[attr-defined]
+    if parts.annotations:
         tx.pop()  # annotations: not needed to run the function
-    kwdefaults = tx.pop() if flags & 0x02 else None
-    defaults = tx.pop().items if flags & 0x01 else []  # type: ignore[attr-defined]
+    kwdefaults = tx.pop() if parts.kwdefaults else None
+    defaults = tx.pop().items if parts.defaults else []  # type: ignore[attr-defined]
     tx.push(UserFunctionVariable.nested(code, tx.f_globals, defaults, kwdefaults, closure))

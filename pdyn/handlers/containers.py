@@ -64,12 +64,11 @@ def build_string(tx: Tracer, inst: Instruction) -> None:
 
 @handler("FORMAT_VALUE")
 def format_value(tx: Tracer, inst: Instruction) -> None:
-    flags = inst.argval
-    spec = tx.pop().as_python_constant() if flags & 0x04 else ""
+    spec = tx.pop().as_python_constant() if inst.argval.has_spec else ""
     value = tx.pop()
     if not is_known(value):
         raise Unsupported("format", f"pdyn can format only constants at trace time, not {value}", loc=tx.loc())
-    convert = {0: lambda v: v, 1: str, 2: repr, 3: ascii}[flags & 0x03]
+    convert = inst.argval.conversion or (lambda v: v)
     tx.push(fold(lambda v: format(convert(v), spec), python_value(value, "str() or formatting")))
 
 
@@ -136,7 +135,7 @@ def unpack_sequence(tx: Tracer, inst: Instruction) -> None:
 
 @handler("UNPACK_EX")
 def unpack_ex(tx: Tracer, inst: Instruction) -> None:
-    before, after = inst.argval & 0xFF, inst.argval >> 8
+    before, after = inst.argval.before, inst.argval.after
     items = tx.iterate(tx.pop())
     if len(items) < before + after:
         raise UserException(ValueError(f"not enough values to unpack (expected at least {before + after})"))

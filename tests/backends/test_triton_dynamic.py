@@ -80,10 +80,10 @@ def test_output_code_log_prints_wrapper_and_kernels(caplog):
 
 
 def test_kernels_are_cached_by_source_on_disk(tmp_path, monkeypatch):
-    monkeypatch.setenv("PDYN_CACHE_DIR", str(tmp_path))
     source = "import triton\nimport triton.language as tl\n# pdyn cache test\n"
-    module = runtime.load_kernel(source, True)
-    assert runtime.load_kernel(source, True) is module
+    with pdyn.config.patch(cache_dir=str(tmp_path)):
+        module = runtime.load_kernel(source, True)
+        assert runtime.load_kernel(source, True) is module
     assert len(list((tmp_path / "triton").glob("k*.py"))) == 1
 
 

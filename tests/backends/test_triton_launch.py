@@ -33,7 +33,7 @@ def test_column_sum_splits_on_long_reduction_and_not_on_short():
     ("sum_prologue", lambda x: (x * x + 1).sum(0)),
 ])
 def test_split_reductions_match_eager(name, fn, monkeypatch):
-    monkeypatch.setattr(runtime, "SPLIT_MIN_R", 16)  # small sizes take the split path too
+    monkeypatch.setattr(runtime.launch_config, "SPLIT_MIN_R", 16)  # small sizes take the split path too
     check(fn, (randn(40, 3),), (randn(700, 5),), (randn(3, 4),), kernels=1)
 
 
@@ -73,7 +73,7 @@ def test_launcher_is_bound_once_and_called_directly():
 
 
 def _fake_fast(stream: int) -> object:
-    """Stands in for runtime._Fast where there is no GPU: device 0, a fixed stream, no launch
+    """Stands in for runtime.fast_launch.FastLaunch where there is no GPU: device 0, a fixed stream, no launch
     hooks (tests may set them on the Knobs class), Triton's CompiledKernel.run path."""
 
     class Knobs:
@@ -82,7 +82,7 @@ def _fake_fast(stream: int) -> object:
     class Fast:
         device = staticmethod(lambda: 0)
         knobs = Knobs()
-        hooks = runtime._Fast.hooks
+        hooks = runtime.fast_launch.FastLaunch.hooks
         direct = False
 
     fast = Fast()
@@ -110,7 +110,7 @@ def test_fast_path_reuses_the_compiled_launcher(monkeypatch):
 
     fast = _fake_fast(stream=7)
     Knobs = type(fast.knobs)
-    monkeypatch.setattr(runtime, "_FAST", fast)
+    monkeypatch.setattr(runtime.launch, "_FAST", fast)
     launcher = runtime.KernelLauncher.__new__(runtime.KernelLauncher)
     launcher.interpret, launcher.compiled, launcher.plans, launcher.fast_launches = False, {}, {}, 0
     launcher.ready = {}
@@ -139,7 +139,7 @@ def test_fast_path_reuses_the_compiled_launcher(monkeypatch):
     launcher.compiled.clear(), launcher.plans.clear()
     launcher.pointwise((t,), (48,), 16)
     launcher.pointwise((t,), (48,), 16)  # a launcher of another shape: Triton's path from then on
-    assert [c[0] for c in calls[8:]] == ["slow", "slow"] and runtime._FAST is None
+    assert [c[0] for c in calls[8:]] == ["slow", "slow"] and runtime.launch._FAST is None
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason=(
@@ -173,7 +173,7 @@ def test_wrapper_calls_take_the_bound_launcher_after_the_first(monkeypatch):
         names = ("XBLOCK", "INDEX64") if len(consts) == 2 else ("XBLOCK", "RBLOCK", "INDEX64")
         return Compiled(fn, grid, {**dict(zip(names, consts)), "num_warps": warps})
 
-    monkeypatch.setattr(runtime, "_FAST", _fake_fast(stream=0))
+    monkeypatch.setattr(runtime.launch, "_FAST", _fake_fast(stream=0))
     monkeypatch.setattr(runtime.KernelLauncher, "_slow", staticmethod(slow))
     rec = check(lambda x, y: torch.softmax(x * y, -1), (randn(4, 8), randn(8)), compiles=None)
     for launcher in rec.last.launchers:
@@ -229,7 +229,7 @@ def test_launch_tables_pick_by_size():
     reductions narrow their column blocks instead of splitting; persistent reductions with few
     blocks double their warps; the split's second stage loads 32 chunks at a time."""
     variant, xblock, rblock, warps, chunks = runtime.reduction_config(1024, 256, False, True)
-    assert variant == "looped" and xblock == 8 and runtime.cdiv(1024, xblock) >= runtime.OUTER_MIN_PROGRAMS
+    assert variant == "looped" and xblock == 8 and runtime.cdiv(1024, xblock) >= runtime.launch_config.OUTER_MIN_PROGRAMS
     assert rblock == 256 and chunks == 1
     assert runtime.reduction_config(1024, 16384, False, True)[:3] == ("split", 64, 64)
     few = runtime.reduction_config(256, 1024, True, True)
@@ -241,8 +241,8 @@ def test_launch_tables_pick_by_size():
 @pytest.mark.parametrize("rows", [1, 31, 32, 33, 100])
 def test_split_second_stage_covers_every_chunk_count(rows, monkeypatch):
     """Chunk counts below, at and above the second stage's 32-chunk load, for each combine."""
-    monkeypatch.setattr(runtime, "SPLIT_MIN_R", 16)
-    monkeypatch.setattr(runtime, "SPLIT_TARGET_PROGRAMS", 4096)
+    monkeypatch.setattr(runtime.launch_config, "SPLIT_MIN_R", 16)
+    monkeypatch.setattr(runtime.launch_config, "SPLIT_TARGET_PROGRAMS", 4096)
     x = randn(rows * 128 + 5, 3)
     check(lambda x: (x.sum(0), x.amax(0), x.amin(0), (x * 0.001 + 1).prod(0)), (x,), compiles=None)
 
@@ -255,7 +255,7 @@ def test_gpu_calls_launch_directly_after_the_first():
     rec = check(lambda x: torch.softmax(x * 2, -1), (randn(4, 8),), (randn(4, 8),), (randn(6, 8),),
                 (randn(6, 8),))
     launcher = rec.last.launchers[0]
-    if not runtime._fast().direct:
+    if not runtime.launch._fast().direct:
         pytest.skip("this Triton's launcher has another layout: CompiledKernel.run is used")
     assert launcher.fast_launches >= 2 and len(launcher.ready) == 2
     x = randn(33)[1:].view(4, 8)  # contiguous but 4 bytes off alignment: Triton's path, still right

@@ -113,15 +113,12 @@ def test_greater_than_read_compiles_once_per_outcome():
 
 
 def test_greater_than_read_under_any_specializes_twice_then_guards():
-    pdyn.config.specialize_on_read = "any"
-    try:
-        def f(x):
-            return x.sum(1) if x.size(1) > 8 else x.mean(1)
+    def f(x):
+        return x.sum(1) if x.size(1) > 8 else x.mean(1)
 
+    with pdyn.config.patch(specialize_on_read="any"):
         fn, _ = run_sizes(f, lambda n: (torch.randn(2, n),), [3, 4, 5, 6, 7])
-        assert pdyn.stats(fn)["compiles"] == 2
-    finally:
-        pdyn.config.specialize_on_read = "value"
+    assert pdyn.stats(fn)["compiles"] == 2
 
 
 def test_range_read_compiles_per_value_until_the_policy_stops():
@@ -200,16 +197,12 @@ def test_dynamic_true_breaks_on_value_reads():
 
 
 def test_recompile_limit_runs_eagerly_with_one_warning():
-    pdyn.config.recompile_limit = 3
-    try:
-        fn = pdyn.optimize(lambda x: x + 1, dynamic=False)
-        with pytest.warns(UserWarning, match="recompile limit") as warned:
-            for n in range(2, 8):
-                assert_same(fn(torch.ones(n)), torch.ones(n) + 1)
-        assert len([w for w in warned if "recompile limit" in str(w.message)]) == 1
-        assert pdyn.stats(fn)["compiles"] == 3
-    finally:
-        pdyn.config.recompile_limit = 8
+    fn = pdyn.optimize(lambda x: x + 1, dynamic=False)
+    with pdyn.config.patch(recompile_limit=3), pytest.warns(UserWarning, match="recompile limit") as warned:
+        for n in range(2, 8):
+            assert_same(fn(torch.ones(n)), torch.ones(n) + 1)
+    assert len([w for w in warned if "recompile limit" in str(w.message)]) == 1
+    assert pdyn.stats(fn)["compiles"] == 3
 
 
 def _read_dim_1(x):

@@ -1,0 +1,246 @@
+"""`KernelLauncher`: launches one generated kernel on every call of the wrapper. It picks the
+variant and blocks from the actual sizes (a `LaunchPlan` per size, cached), the index width from
+the actual extents, and launches through the bound C launcher where the call specializes as an
+earlier one did, else through Triton.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+import torch
+
+from pdyn.backends.triton.runtime.cache import load_kernel
+from pdyn.backends.triton.runtime.fast_launch import (
+    BoundLauncher, FastLaunch, ReadyLaunch, direct_entry, make_fast_launch,
+)
+from pdyn.backends.triton.runtime.launch_config import (
+    INT32_MAX, cdiv, finish_config, int_spec, needs_int64, pointwise_config, reduction_config,
+)
+from pdyn.backends.triton.runtime.split_finish import finish_source
+
+# Bounds on the per-launcher caches: past them a cache starts over (sizes that never repeat must
+# not grow memory without end; a real workload sees a few dozen sizes).
+MAX_PLANS = 1024  # sizes with a launch plan
+MAX_BOUND_PER_PLAN = 256  # int arguments with a bound launcher, per plan
+MAX_READY = 1024  # sizes with a prepared direct launch
+
+
+@dataclass(slots=True, eq=False)
+class LaunchPlan:
+    """How one kernel variant launches for one actual size, decided once per size."""
+
+    function: Any  # the @triton.jit function of the variant
+    grid: tuple[int, int, int]
+    trailing_ints: tuple[int, ...]  # int arguments after the sizes: xnumel (, rnumel (, rchunk | chunks))
+    constexprs: tuple  # (XBLOCK[, RBLOCK], INDEX64) with 32-bit indexing
+    warps: int
+    index64: bool  # the iteration space alone needs 64-bit indices
+    bound: dict[tuple, BoundLauncher] = field(default_factory=dict)  # int arguments -> launcher
+    finish: LaunchPlan | None = None  # a split reduction's second stage
+
+    def constexprs_with(self, index64: bool) -> tuple:
+        return self.constexprs[:-1] + (index64,)
+
+
+# The fast path: False until first asked for, then a FastLaunch or None (Triton's path only).
+_FAST: Any = False
+
+
+def _fast() -> FastLaunch | None:
+    global _FAST
+    if _FAST is False:
+        _FAST = make_fast_launch()
+    return _FAST  # type: ignore[no-any-return]
+
+
+def _disable_fast() -> None:
+    global _FAST
+    _FAST = None
+
+
+class KernelLauncher:
+    """Launches one generated kernel (bound once at compile time, called by the wrapper on every
+    call): picks the variant and block sizes from the actual sizes, the index width from the
+    actual extents, and launches through a cached compiled launcher where it can."""
+
+    def __init__(self, module: ModuleType, reduction: bool, inner: bool,
+                 split: Any = None, interpret: bool = False) -> None:
+        self.module, self.reduction, self.inner, self.split = module, reduction, inner, split
+        self.interpret = interpret
+        self.functions = {name: getattr(module, f"kernel_{name}") for name in
+                          ("persistent", "looped", "split") if hasattr(module, f"kernel_{name}")}
+        if not reduction:
+            self.functions = {"pointwise": module.kernel}
+        self.finish = None
+        if split is not None:
+            self.finish = getattr(load_kernel(finish_source(), interpret), f"finish_{split.kind}")
+        # (function, constexprs, warps, device, int specialization) -> bound launcher
+        self.compiled: dict[tuple, BoundLauncher] = {}
+        self.plans: dict[Any, LaunchPlan] = {}  # actual size(s) -> launch plan
+        self.ready: dict[Any, ReadyLaunch] = {}  # (sizes, xnumel[, rnumel]) -> a direct launch
+        self.fast_launches = 0  # observed by tests
+
+    # Per call: a plan per actual size (variant, grid, constexprs; cached, bounded), then the bound
+    # launcher if every argument specializes as at its first launch, else the general path.
+    def pointwise(self, ptrs: tuple, sizes: tuple, xnumel: int) -> None:
+        ready = self.ready.get((sizes, xnumel))
+        if ready is not None and self._launch_ready(ready, ptrs):
+            return
+        plan = self.plans.get(xnumel)
+        if plan is None:
+            if xnumel <= 0:
+                return
+            xblock, warps = pointwise_config(xnumel)
+            plan = self._remember(xnumel, LaunchPlan(
+                self.functions["pointwise"], (cdiv(xnumel, xblock), 1, 1), (xnumel,), (xblock, False), warps,
+                xnumel > INT32_MAX))
+        ints = sizes + plan.trailing_ints
+        if not self._fast_call(plan, ptrs, ints, (sizes, xnumel)):
+            index64 = plan.index64 or needs_int64(xnumel, *ptrs)
+            self.launch(plan.function, plan.grid, ptrs, ints, plan.constexprs_with(index64), plan.warps)
+
+    def reduce(self, ptrs: tuple, sizes: tuple, xnumel: int, rnumel: int) -> None:
+        ready = self.ready.get((sizes, xnumel, rnumel))
+        if ready is not None and self._launch_ready(ready, ptrs):
+            return
+        plan = self.plans.get((xnumel, rnumel))
+        if plan is None:
+            if xnumel <= 0:
+                return
+            plan = self._reduction_plan(xnumel, rnumel)
+        if plan.finish is not None:
+            self._split(plan, ptrs, sizes, xnumel, rnumel)
+            return
+        ints = sizes + plan.trailing_ints
+        if not self._fast_call(plan, ptrs, ints, (sizes, xnumel, rnumel)):
+            index64 = plan.index64 or needs_int64(xnumel * max(rnumel, 1), *ptrs)
+            self.launch(plan.function, plan.grid, ptrs, ints, plan.constexprs_with(index64), plan.warps)
+
+    def _reduction_plan(self, xnumel: int, rnumel: int) -> LaunchPlan:
+        variant, xblock, rblock, warps, chunks = reduction_config(
+            xnumel, rnumel, self.inner, self.finish is not None)
+        big = xnumel * max(rnumel, 1) > INT32_MAX
+        if variant != "split":
+            return self._remember((xnumel, rnumel), LaunchPlan(
+                self.functions[variant], (cdiv(xnumel, xblock), 1, 1), (xnumel, rnumel),
+                (xblock, rblock, False), warps, big))
+        rchunk = cdiv(cdiv(rnumel, chunks), rblock) * rblock
+        fblock, cblock = finish_config(xnumel, chunks)
+        finish = LaunchPlan(self.finish, (cdiv(xnumel, fblock), 1, 1), (xnumel, chunks), (fblock, cblock, False),
+                            4, big)
+        return self._remember((xnumel, rnumel), LaunchPlan(
+            self.functions["split"], (cdiv(xnumel, xblock), chunks, 1), (xnumel, rnumel, rchunk),
+            (xblock, rblock, False), warps, big, finish=finish))
+
+    def _remember(self, key: Any, plan: LaunchPlan) -> LaunchPlan:
+        if len(self.plans) > MAX_PLANS:
+            self.plans.clear()
+        self.plans[key] = plan
+        return plan
+
+    def _launch_ready(self, ready: ReadyLaunch, ptrs: tuple) -> bool:
+        """The per-call path once a size has launched directly: everything but the pointers and
+        the stream was decided then. The wrapper has made the graph's device current, the device
+        this entry was bound on."""
+        addresses = []
+        for t in ptrs:  # NOTE: the same two checks as _fast_call: 16-byte aligned, 32-bit extents
+            address = t.data_ptr()
+            if address & 15 or t.untyped_storage().nbytes() > INT32_MAX:
+                return False
+            addresses.append(address)
+        fast = _FAST
+        if not fast or fast.hooks():
+            return False
+        launch, g0, g1, g2, device, function, cooperative, pdl, metadata, tail = ready
+        launch(g0, g1, g2, fast.stream(device), function, cooperative, pdl, None, None, metadata, None, None,
+               None, *addresses, *tail)
+        self.fast_launches += 1
+        return True
+
+    def _fast_call(self, plan: LaunchPlan, ptrs: tuple, ints: tuple, key: Any = None) -> bool:
+        if plan.index64 or self.interpret:
+            return False
+        fast = _FAST if _FAST is not False else _fast()
+        if fast is None:
+            return False
+        if max(ints) > INT32_MAX or min(ints) < 0:
+            return False
+        addresses = []
+        for t in ptrs:  # NOTE: Triton specializes on 16-byte alignment; storage < 2 GiB: 32-bit ok
+            address = t.data_ptr()
+            if address & 15 or t.untyped_storage().nbytes() > INT32_MAX:
+                return False
+            addresses.append(address)
+        device = fast.device()
+        bound = plan.bound.get(ints)  # the same sizes again: no specialization to recompute
+        if bound is None or bound.device != device:
+            bound = self.compiled.get((plan.function, plan.constexprs, plan.warps, device, int_spec(ints)))
+            if bound is None:
+                return False
+            if len(plan.bound) > MAX_BOUND_PER_PLAN:
+                plan.bound.clear()
+            plan.bound[ints] = bound
+        if fast.hooks():
+            return False  # a profiler's launch hooks: Triton's path calls them
+        run, function, metadata, enter, leave, _, direct = bound
+        grid, consts = plan.grid, plan.constexprs
+        try:
+            if direct is not None:
+                launch, cooperative, pdl = direct
+                launch(grid[0], grid[1], grid[2], fast.stream(device), function, cooperative, pdl, None, None,
+                       metadata, None, None, None, *addresses, *ints, *consts)
+                if key is not None:
+                    if len(self.ready) > MAX_READY:
+                        self.ready.clear()
+                    self.ready[key] = ReadyLaunch(launch, grid[0], grid[1], grid[2], device, function, cooperative,
+                                                  pdl, metadata, ints + consts)
+            else:
+                run(grid[0], grid[1], grid[2], fast.stream(device), function, metadata, None, enter, leave,
+                    *ptrs, *ints, *consts)
+        except TypeError:  # NOTE: a launcher that takes other arguments (another Triton): the
+            _disable_fast()  # arguments are parsed before anything is enqueued, so Triton's
+            return False     # path can still launch this call
+        self.fast_launches += 1
+        return True
+
+    def _split(self, plan: LaunchPlan, ptrs: tuple, sizes: tuple, xnumel: int, rnumel: int) -> None:
+        """Stage 1: partial results per r chunk into a [chunks, xnumel] buffer; stage 2: combine."""
+        out = ptrs[self.split.out]
+        partial = torch.empty((plan.grid[1], xnumel), dtype=self.split.acc_dtype, device=out.device)
+        stage1, ints = ptrs + (partial,), sizes + plan.trailing_ints
+        index64 = plan.index64
+        if not self._fast_call(plan, stage1, ints):
+            index64 = index64 or needs_int64(xnumel * max(rnumel, 1), *ptrs)
+            self.launch(plan.function, plan.grid, stage1, ints, plan.constexprs_with(index64), plan.warps)
+        finish = plan.finish
+        assert finish is not None, "a split plan has a second stage"
+        if not self._fast_call(finish, (partial, out), finish.trailing_ints):
+            index64 = index64 or needs_int64(xnumel * max(rnumel, 1), *ptrs)
+            self.launch(finish.function, finish.grid, (partial, out), finish.trailing_ints,
+                        finish.constexprs_with(index64), finish.warps)
+
+    def launch(self, fn: Any, grid: tuple[int, int, int], ptrs: tuple, ints: tuple,
+               consts: tuple, warps: int) -> None:
+        """The general path: through Triton (binding, specialization, compile on a miss); where the
+        call qualifies for the bound path, the compiled kernel's launcher is kept for later calls."""
+        fast = None if self.interpret else _fast()
+        kernel = self._slow(fn, grid, ptrs, ints, consts, warps)
+        if fast is None or max(ints) > INT32_MAX or min(ints) < 0 or \
+                any(t.data_ptr() & 15 for t in ptrs):
+            return
+        try:
+            device = fast.device()
+            direct = direct_entry(kernel.run) if fast.direct else None
+            bound = BoundLauncher(kernel.run, kernel.function, kernel.packed_metadata, None, None, device, direct)
+        except Exception:  # noqa: BLE001  # a Triton without these attributes: this path only
+            return
+        self.compiled[(fn, consts, warps, device, int_spec(ints))] = bound
+
+    @staticmethod
+    def _slow(fn: Any, grid: tuple[int, int, int], ptrs: tuple, ints: tuple, consts: tuple,
+              warps: int) -> Any:
+        names = ("XBLOCK", "INDEX64") if len(consts) == 2 else ("XBLOCK", "RBLOCK", "INDEX64")
+        return fn[grid](*ptrs, *ints, **dict(zip(names, consts)), num_warps=warps)
