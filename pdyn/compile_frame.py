@@ -19,7 +19,7 @@ import torch
 import torch.fx
 
 from pdyn import logs
-from pdyn.bytecode_tracer import CellVariable, InstructionTranslator, decoded
+from pdyn.bytecode_tracer import InstructionTranslator, decoded
 from pdyn.bytecode_transform import (JUMPED, NEXT, ResumePoint, break_effect, is_jump, live_locals, original_of,
                                      resume_code, resume_index, step_code, why_not_resumable)
 from pdyn.config import Config
@@ -29,11 +29,11 @@ from pdyn.instructions import Instruction
 from pdyn.guard_codegen import GuardCode, build
 from pdyn.op_effects import draws_random, writes_an_input
 from pdyn.output_graph import OutputGraph
-from pdyn.recompile_policy import TracePlan
+from pdyn.trace_plan import TracePlan
 from pdyn.shape_guards import shape_guards
 from pdyn.sources import LocalSource
 from pdyn.variables.base import NULL, VariableTracker
-from pdyn.variables.builder import wrap
+from pdyn.variables.cell import CellVariable
 from pdyn.variables.containers import DictVariable, IteratorVariable, ListVariable
 from pdyn.variables.functions import UserFunctionVariable, UserMethodVariable
 from pdyn.variables.generator import GeneratorVariable
@@ -102,11 +102,11 @@ def compile_frame(code: types.CodeType, f_locals: dict[str, Any], f_globals: dic
 def _trace(tx: InstructionTranslator, f_locals: dict[str, Any]) -> VariableTracker | None:
     """Wrap the frame's locals and run the root translator (None where it stopped at `stop_at`)."""
     code = tx.code
-    tx.locals = {name: wrap(tx, value, LocalSource(name)) for name, value in f_locals.items()
+    tx.locals = {name: tx.wrap(value, LocalSource(name)) for name, value in f_locals.items()
                  if name not in code.co_freevars}
     tx.cells = {name: CellVariable(tx.locals.pop(name, None)) for name in code.co_cellvars}
     for name in code.co_freevars:
-        tx.cells[name] = CellVariable(wrap(tx, f_locals[name], LocalSource(name)))
+        tx.cells[name] = CellVariable(tx.wrap(f_locals[name], LocalSource(name)))
         tx.cells[name].source = LocalSource(name)
     return tx.run()
 
@@ -153,10 +153,9 @@ def _break_entry(e: Unsupported, code: types.CodeType, retrace: Callable[[int], 
                  backend: Backend, optimize: Callable[[types.FunctionType], Any], title: str,
                  number: int, call_original: Callable[[dict[str, Any]], Any]) -> tuple[CacheEntry | None, str]:
     """The entry for a graph break at `e`, or (None, why no resume function can be built)."""
-    at = getattr(e, "break_at", None)
-    if at is None:
+    if e.break_at is None:
         return None, "the trace stopped before it reached an instruction of this frame"
-    step, inst = at
+    step, inst = e.break_at.step, e.break_at.inst
     original, index = original_of(code, inst.index)
     why = why_not_resumable(code, inst) or why_not_resumable(original, decoded(original)[index])
     if why is not None:
@@ -182,7 +181,7 @@ def _resume_entry(e: Unsupported, tx: InstructionTranslator, inst: Instruction, 
     kinds = tuple("null" if vt is NULL else "iter" if isinstance(vt, IteratorVariable) else "value"
                   for vt in tx.stack)
     values = [_stack_value(codegen, vt, kind) for vt, kind in zip(tx.stack, kinds)]
-    if getattr(e, "in_call", None) is not None and inst.opname == "CALL":
+    if e.in_call is not None and inst.opname == "CALL":
         at = len(values) - taken + (kinds[len(values) - taken] == "null")
         values[at] = _optimized_callee(codegen, tx.stack[at], optimize) or values[at]
     split = len(values) - taken

@@ -11,18 +11,22 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
+import sys
 import threading
 import types
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+import torch
+
 from pdyn import logs
 from pdyn.compile_frame import CacheEntry, compile_frame, title_of
 from pdyn.config import Config
 from pdyn.errors import InternalError, Unsupported, UserException
 from pdyn.guard_codegen import origin
-from pdyn.recompile_policy import CodeHistory, RunEager, TracePlan, decide
+from pdyn.recompile_policy import CodeHistory, RunEager, decide
+from pdyn.trace_plan import TracePlan
 
 recompile_log = logs.topic("recompiles")
 log = logging.getLogger(__name__)
@@ -202,8 +206,6 @@ class Frame:
 
 def _evaluate(expr: str, L: dict[str, Any], G: dict[str, Any]) -> Any:
     """A source expression (`L['x'].size(1)`) in this call; None where it cannot be read."""
-    import sys
-
     try:
         return eval(expr, {"L": L, "G": G, "_modules": sys.modules})
     except Exception:
@@ -212,10 +214,6 @@ def _evaluate(expr: str, L: dict[str, Any], G: dict[str, Any]) -> Any:
 
 def _actual(guard: Any, L: dict[str, Any], G: dict[str, Any]) -> str:
     """This call's value of what `guard` checks: a dim's size for size guards, else the object."""
-    import sys
-
-    import torch
-
     expr = guard.source.expr()
     if getattr(guard, "dim", None) is not None:
         expr = f"{expr}.size({guard.dim})"

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import operator
 import re
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import Any, Iterator
 
 import sympy
 import torch
@@ -26,14 +27,16 @@ from pdyn import logs
 from pdyn.errors import SourceLoc, Unsupported, UserException
 from pdyn.guards import AliasGuard, GradModeGuard, Guard, GuardSet
 from pdyn.op_effects import mutates as writes
-from pdyn.recompile_policy import TracePlan
-from pdyn.shape_rules import infer_sizes
+from pdyn.shape_rules import SymTensor, infer_sizes
 from pdyn.sources import Source
 from pdyn.symbolic_shapes import ShapeEnv, SymbolOrigin
+from pdyn.trace_plan import TracePlan
 from pdyn.variables.base import VariableTracker
-
-if TYPE_CHECKING:
-    from pdyn.variables.tensor import TensorVariable
+from pdyn.variables.builder import wrap_constant_result
+from pdyn.variables.fx_args import as_fake, as_node, as_symbolic
+from pdyn.variables.symint import SymIntVariable
+from pdyn.variables.tensor import TensorVariable, wrap_fx_result
+from pdyn.variables.torch import pin_sizes_read
 
 dynamic_log = logs.topic("dynamic")
 DATA_DEPENDENT = (DataDependentOutputException, DynamicOutputShapeException)
@@ -117,8 +120,6 @@ class OutputGraph:
 
     def add_input(self, value: torch.Tensor, source: Source) -> TensorVariable:
         """A tensor read from the frame: a placeholder (or the one already made for this object)."""
-        from pdyn.variables.tensor import TensorVariable
-
         seen = self._input_by_id.get(id(value))
         if seen is not None:
             self.add_guard(AliasGuard(source, other=seen.source, same=True, loc=self.loc))
@@ -157,8 +158,6 @@ class OutputGraph:
 
     def add_int_input(self, value: int, source: Source) -> VariableTracker:
         """An int argument or int attribute, treated as a size: symbolic until Python reads it."""
-        from pdyn.variables.symint import SymIntVariable
-
         expr = self.shape_env.create_symbol(value, SymbolOrigin(source, None))
         vt = SymIntVariable(self, expr, None, source=source, input_sources=frozenset({source}))
 
@@ -205,9 +204,6 @@ class OutputGraph:
         The op runs first on fake tensors; a result with no tensor in it (a size, a dtype) is a
         constant and records nothing, unless the op `mutates` an input (setitem).
         """
-        from pdyn.variables.fx_args import as_fake
-        from pdyn.variables.tensor import wrap_fx_result
-
         fake_args = [as_fake(a) for a in args]
         fake_kwargs = {k: as_fake(v) for k, v in kwargs.items()}
         fn = getattr(torch.Tensor, target) if kind == "call_method" else target
@@ -225,9 +221,6 @@ class OutputGraph:
         except Exception as e:  # the op itself raised: eager raises it too, for real
             raise UserException(e, self.loc) from None
         if not mutates and not _has_tensor(example):
-            from pdyn.variables.builder import wrap_constant_result
-            from pdyn.variables.torch import pin_sizes_read
-
             pin_sizes_read(self, kind, target, args, kwargs)
             return wrap_constant_result(example)
         node = self._record(kind, target, args, kwargs, example)
@@ -236,14 +229,12 @@ class OutputGraph:
             return same       # returns x itself (the node stays: it may have written x)
         sources = frozenset().union(*(getattr(a, "input_sources", frozenset()) for a in _flat(args, kwargs)))
         sizes = self._output_sizes(target, args, kwargs, example)
-        return wrap_fx_result(self, node, example, sources, sizes)
+        return wrap_fx_result(self, node, example, sources, sizes, wrap_constant_result)
 
     def _output_sizes(self, target: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker],
                       example: Any) -> list[tuple[sympy.Expr, ...]]:
         """Symbolic sizes of the op's tensor outputs, from its shape rule; an op with no rule (or
         a rule that disagrees with the fake run) specializes the sizes of its inputs instead."""
-        from pdyn.variables.fx_args import as_symbolic
-
         outputs = [t for t in _flat_values(example) if isinstance(t, torch.Tensor)]
         static = [tuple(sympy.Integer(s) for s in t.shape) for t in outputs]
         sym_args = [as_symbolic(a) for a in args]
@@ -269,8 +260,6 @@ class OutputGraph:
     def _record(self, kind: str, target: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker],
                 example: Any) -> torch.fx.Node:
         """Append the node for an op whose fake run gave `example`, with the user's location."""
-        from pdyn.variables.fx_args import as_node
-
         node = self.graph.create_node(
             kind, target, tuple(as_node(a) for a in args), {k: as_node(v) for k, v in kwargs.items()},
             name=self._fresh_name(_target_name(target).rsplit(".", 1)[-1]),
@@ -287,7 +276,7 @@ class OutputGraph:
                                         f'{self.loc.function}\n    {self.loc.source_line().strip()}\n')
 
     def getitem_node(self, node: torch.fx.Node, index: int) -> torch.fx.Node:
-        item = self.graph.call_function(__import__("operator").getitem, (node, index))
+        item = self.graph.call_function(operator.getitem, (node, index))
         item.meta["loc"] = self.loc
         return item
 
@@ -309,7 +298,7 @@ def _flat_values(value: Any) -> Iterator[Any]:
             yield from _flat_values(v)
     elif isinstance(value, slice):
         yield from _flat_values((value.start, value.stop, value.step))
-    elif type(value).__name__ == "SymTensor":
+    elif isinstance(value, SymTensor):
         yield from value.sizes
     else:
         yield value
@@ -322,8 +311,6 @@ def _is_symbolic(value: Any) -> bool:
 def _returned_argument(example: Any, args: list[VariableTracker],
                        kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
     """The tensor argument an op returned itself (same fake object), if it did."""
-    from pdyn.variables.tensor import TensorVariable
-
     if not isinstance(example, torch.Tensor):
         return None
     for a in [*args, *kwargs.values()]:

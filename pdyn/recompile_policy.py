@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from pdyn.config import Config
-from pdyn.symbolic_shapes import ReadPolicy, SymbolOrigin
+from pdyn.trace_plan import TracePlan
 
 
 @dataclass
@@ -40,33 +40,6 @@ class RunEager:
     """Do not trace: run the frame eagerly (the recompile limit was reached)."""
 
     reason: str
-
-
-@dataclass(frozen=True)
-class TracePlan:
-    """What one trace assumes: whether dims start static, and how size reads resolve."""
-
-    dynamic: bool | None
-    specialize_on_read: str
-    changing: frozenset[str]          # origins seen changing: their value reads break the graph
-    decisions: tuple[str, ...] = ()   # for the recompile log, e.g. "L['x'].size(1): specialized -> graph break"
-
-    @property
-    def static_inputs(self) -> bool:
-        return self.dynamic is False
-
-    def read_policy(self, marked_dynamic: Callable[[SymbolOrigin], bool]) -> ReadPolicy:
-        def on_value_read(origin: SymbolOrigin) -> str:
-            if self.dynamic is True or origin.expr() in self.changing or marked_dynamic(origin):
-                return "break"
-            return "specialize"
-
-        def on_bool_read(origin: SymbolOrigin) -> str:
-            if self.dynamic is True or origin.expr() in self.changing or marked_dynamic(origin):
-                return "guard"
-            return "specialize" if self.specialize_on_read == "any" else "guard"
-
-        return ReadPolicy(on_value_read, on_bool_read)
 
 
 def decide(config: Config, history: CodeHistory, dynamic: bool | None,

@@ -6,7 +6,8 @@ import torch
 
 from pdyn.config import Config
 from pdyn.errors import Unsupported
-from pdyn.recompile_policy import CodeHistory, RunEager, TracePlan, decide
+from pdyn.recompile_policy import CodeHistory, RunEager, decide
+from pdyn.trace_plan import TracePlan
 from pdyn.sources import LocalSource
 from pdyn.symbolic_shapes import SymbolOrigin
 from tests.tracing import trace

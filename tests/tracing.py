@@ -7,14 +7,15 @@ from typing import Any
 
 import torch
 
-from pdyn.bytecode_tracer import CellVariable, InstructionTranslator
+from pdyn.bytecode_tracer import InstructionTranslator
 from pdyn.config import Config
 from pdyn.guards import Guard
 from pdyn.instructions import decode
 from pdyn.output_graph import OutputGraph
-from pdyn.recompile_policy import TracePlan
+from pdyn.trace_plan import TracePlan
 from pdyn.sources import LocalSource
 from pdyn.variables.builder import wrap
+from pdyn.variables.cell import CellVariable
 
 
 def trace(fn: Any, *args: Any, config: Config | None = None, plan: TracePlan | None = None,

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
-from pdyn.bytecode_tracer import InstructionTranslator as Tracer, handler
+from typing import TYPE_CHECKING
+
+from pdyn.handlers.registry import handler
 from pdyn.errors import Unsupported, UserException
-from pdyn.handlers.dispatch import fold
 from pdyn.instructions import Instruction
+from pdyn.variables.base import fold
 from pdyn.variables.constant import ConstantVariable
-from pdyn.variables.containers import DictVariable, ListVariable, SetVariable, SliceVariable, TupleVariable
-from pdyn.variables.symint import SymIntVariable, is_known, python_value
+from pdyn.variables.containers import (DictVariable, ListVariable, SetVariable, SliceVariable, TupleVariable, is_known,
+                                       python_value)
+from pdyn.variables.symint import SymIntVariable
+
+if TYPE_CHECKING:
+    from pdyn.bytecode_tracer import InstructionTranslator as Tracer
 
 
 @handler("BUILD_TUPLE")
@@ -70,7 +76,7 @@ def format_value(tx: Tracer, inst: Instruction) -> None:
     if not is_known(value):
         raise Unsupported("format", f"pdyn can format only constants at trace time, not {value}", loc=tx.loc())
     convert = {0: lambda v: v, 1: str, 2: repr, 3: ascii}[flags & 0x03]
-    tx.push(fold(lambda v: format(convert(v), spec), python_value(value, "str() or formatting")))
+    tx.push(fold(tx, lambda v: format(convert(v), spec), python_value(value, "str() or formatting")))
 
 
 @handler("LIST_APPEND")

@@ -201,19 +201,3 @@ def _value(vt: VariableTracker, fn: Any) -> Any:
     if isinstance(vt, SymIntVariable):
         return vt.value_read(f"{getattr(fn, '__name__', fn)}() on a non-number")
     return vt.as_python_constant()
-
-
-def is_known(vt: VariableTracker) -> bool:
-    """A value Python can have at trace time: a constant, or a symbolic int (by specializing it)."""
-    return isinstance(vt, SymIntVariable) or vt.is_python_constant()
-
-
-def python_value(vt: VariableTracker, why: str) -> Any:
-    """`vt`'s Python value; a symbolic int is a value read (specialized, TENSOR_MATCH_STATIC)."""
-    if isinstance(vt, SymIntVariable):
-        return vt.value_read(why)
-    from pdyn.variables.containers import SequenceVariable
-
-    if isinstance(vt, SequenceVariable) and any(isinstance(i, SymIntVariable) for i in vt.items):
-        return vt.python_type()(python_value(i, why) for i in vt.items)
-    return vt.as_python_constant()

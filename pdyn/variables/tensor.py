@@ -130,6 +130,9 @@ class TensorVariable(VariableTracker):
     def setitem(self, tx: Tracer, key: VariableTracker, value: VariableTracker) -> None:
         tx.output.call("call_function", operator.setitem, [self, key, value], {}, mutates=True)
 
+    def contains(self, tx: Tracer, item: VariableTracker) -> bool:
+        raise Unsupported("data_dependent", "`in` on a tensor depends on its values", loc=tx.loc())
+
     def iterate(self, tx: Tracer) -> list[VariableTracker]:
         if self.example.dim() == 0:
             raise UserException(TypeError("iteration over a 0-d tensor"))
@@ -187,11 +190,9 @@ def _static_int(vt: VariableTracker, why: str) -> Any:
 
 
 def _strides(tx: Tracer, x: TensorVariable, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
-    from pdyn.variables.builder import wrap_constant_result
-
     x.value_read_all(tx, "Tensor.stride(), which depends on every size")
     dim = args[0] if args else kwargs.get("dim")
-    return wrap_constant_result(x.example.stride() if dim is None else x.example.stride(_static_int(dim, "a dim")))
+    return tx.wrap_constant(x.example.stride() if dim is None else x.example.stride(_static_int(dim, "a dim")))
 
 
 SHAPE_METHODS: dict[str, Callable[..., VariableTracker]] = {
@@ -231,9 +232,10 @@ def is_tensor_method(value: Any) -> bool:
 
 
 def wrap_fx_result(output: OutputGraph, node: torch.fx.Node, example: Any, sources: frozenset[Source],
-                   sizes: list[tuple[sympy.Expr, ...]] | None = None) -> VariableTracker:
-    """The tracker for an op's result: tensors keep `node`; tuples get one getitem node per item.
-    `sizes` holds the symbolic sizes of the tensor outputs, in order."""
+                   sizes: list[tuple[sympy.Expr, ...]] | None,
+                   wrap_constant: Callable[[Any], VariableTracker]) -> VariableTracker:
+    """The tracker for an op's result: tensors keep `node`; tuples get one getitem node per item,
+    other items `wrap_constant`. `sizes` holds the symbolic sizes of the tensor outputs, in order."""
     pending = list(sizes) if sizes else []
 
     def next_sizes() -> tuple[sympy.Expr, ...] | None:
@@ -248,9 +250,7 @@ def wrap_fx_result(output: OutputGraph, node: torch.fx.Node, example: Any, sourc
                 items.append(TensorVariable(output.getitem_node(node, i), value, input_sources=sources,
                                             sizes=next_sizes()))
             else:
-                from pdyn.variables.builder import wrap_constant_result
-
-                items.append(wrap_constant_result(value))
+                items.append(wrap_constant(value))
         fields = getattr(type(example), "_fields", None) or getattr(type(example), "__match_args__", None)
         if fields and type(example) not in (tuple, list):
             return NamedTupleVariable(items, type(example), tuple(fields))

@@ -130,17 +130,15 @@ class PythonModuleVariable(ObjectConstantVariable):
         return types.ModuleType
 
     def getattr(self, tx: Tracer, name: str) -> VariableTracker:
-        from pdyn.variables.builder import wrap, wrap_constant_result
-
         try:
             value = getattr(self.value, name)
         except AttributeError as e:
             raise UserException(e) from None
         if self.value.__name__.startswith("torch") or isinstance(value, types.ModuleType):
-            return wrap_constant_result(value)
+            return tx.wrap_constant(value)
         if self.source is None:
-            return wrap_constant_result(value)
-        return wrap(tx, value, AttrSource(self.source, name))
+            return tx.wrap_constant(value)
+        return tx.wrap(value, AttrSource(self.source, name))
 
     def __repr__(self) -> str:
         return f"PythonModuleVariable({self.value.__name__})"

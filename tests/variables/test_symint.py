@@ -12,7 +12,8 @@ from pdyn.errors import UserException
 from pdyn.frame_codegen import FrameCodegen
 from pdyn.sym_float import Sqrt, TrueDiv
 from pdyn.variables.constant import ConstantVariable
-from pdyn.variables.symint import SymIntVariable, is_boolean, is_known, python_value, sym_binary
+from pdyn.variables.containers import is_known, python_value
+from pdyn.variables.symint import SymIntVariable, is_boolean, sym_binary
 from tests.tracing import assert_graph, trace
 
 
