@@ -61,6 +61,7 @@ class InstructionTranslator:
         self.f_globals = f_globals
         self.cells = cells or {}
         self.output = output
+        self.ctx = output.ctx   # the trace's sizes, guards, side effects and memo tables
         self.config = config
         self.parent = parent
         self.depth = 0 if parent is None else parent.depth + 1
@@ -147,13 +148,13 @@ class InstructionTranslator:
                           loc=self.loc())
 
     def load_global(self, name: str) -> VariableTracker:
-        if self.f_globals is self.root_globals and name in self.output.side_effects.globals:
-            return self.output.side_effects.globals[name]
+        if self.f_globals is self.root_globals and name in self.ctx.side_effects.globals:
+            return self.ctx.side_effects.globals[name]
         if name in self.f_globals:
             return self.wrap(self.f_globals[name], self.globals_source(name))
         if hasattr(builtins, name):
             if self.f_globals is self.root_globals:
-                self.output.add_guard(GlobalNameGuard(None, name=name, loc=self.loc()))
+                self.ctx.add_guard(GlobalNameGuard(None, name=name, loc=self.loc()))
             return self.wrap_constant(getattr(builtins, name))
         raise UserException(NameError(f"name {name!r} is not defined"), self.loc())
 

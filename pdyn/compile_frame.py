@@ -29,6 +29,7 @@ from pdyn.instructions import Instruction
 from pdyn.guard_codegen import GuardCode, build
 from pdyn.op_effects import draws_random, writes_an_input
 from pdyn.output_graph import OutputGraph
+from pdyn.trace_context import TraceContext
 from pdyn.trace_plan import TracePlan
 from pdyn.shape_guards import shape_guards
 from pdyn.sources import LocalSource
@@ -76,7 +77,7 @@ def compile_frame(code: types.CodeType, f_locals: dict[str, Any], f_globals: dic
     without it a graph break runs the frame eagerly."""
     start = time.perf_counter()
     title = f"{title_of(code)}, cache entry {number}"
-    output = OutputGraph(code.co_name, plan)
+    output = OutputGraph(code.co_name, TraceContext(plan))
     tx = InstructionTranslator(code, {}, f_globals, output, config)
     try:
         result = _trace(tx, f_locals)
@@ -96,7 +97,7 @@ def compile_frame(code: types.CodeType, f_locals: dict[str, Any], f_globals: dic
         guard = _build_guards(output, title)
         return CacheEntry(guard, lambda L, G: call_original(L), None, "# runs the original function eagerly\n",
                           number, eager_reason=e, compile_seconds=time.perf_counter() - start,
-                          pinned=pinned_origins(output), shape_decisions=list(output.shape_env.events))
+                          pinned=pinned_origins(output), shape_decisions=list(output.ctx.shape_env.events))
 
 
 def _trace(tx: InstructionTranslator, f_locals: dict[str, Any]) -> VariableTracker | None:
@@ -114,7 +115,7 @@ def _trace(tx: InstructionTranslator, f_locals: dict[str, Any]) -> VariableTrack
 def _retrace(code: types.CodeType, f_locals: dict[str, Any], f_globals: dict[str, Any], config: Config,
              plan: TracePlan | None, stop_at: int) -> InstructionTranslator:
     """The same trace again, stopped before root step `stop_at` (the one that broke)."""
-    tx = InstructionTranslator(code, {}, f_globals, OutputGraph(code.co_name, plan), config)
+    tx = InstructionTranslator(code, {}, f_globals, OutputGraph(code.co_name, TraceContext(plan)), config)
     tx.stop_at = stop_at
     if _trace(tx, f_locals) is not None:
         raise Unsupported("retrace", "the trace did not reach its graph break again")
@@ -146,7 +147,7 @@ def _finish(output: OutputGraph, result: VariableTracker | None, backend: Backen
     guards_log.info("%s", guard.source)
     code_log.info("%s", frame_source)
     return CacheEntry(guard, run, gm, frame_source, number, compile_seconds=time.perf_counter() - start,
-                      pinned=pinned_origins(output), shape_decisions=list(output.shape_env.events))
+                      pinned=pinned_origins(output), shape_decisions=list(output.ctx.shape_env.events))
 
 
 def _break_entry(e: Unsupported, code: types.CodeType, retrace: Callable[[int], InstructionTranslator],
@@ -244,17 +245,17 @@ def _optimized_callee(codegen: ResumeCodegen, vt: VariableTracker,
 
 def _build_guards(output: OutputGraph, title: str) -> GuardCode:
     """The trace's guards, then the size guards its ShapeEnv implies (symbols bound once)."""
-    for guard in shape_guards(output.shape_env):
-        output.add_guard(guard)
-    for event in output.shape_env.events:
+    for guard in shape_guards(output.ctx.shape_env):
+        output.ctx.add_guard(guard)
+    for event in output.ctx.shape_env.events:
         dynamic_log.info("%s: %s", title, event)
-    return build(output.guards, title)
+    return build(output.ctx.guards, title)
 
 
 def pinned_origins(output: OutputGraph) -> dict[str, tuple[int, bool]]:
     """Each read dim (or int input) the trace specialized, with its value and whether a value read
     (not an equality that held) pinned it: the recompile policy's history."""
-    env = output.shape_env
+    env = output.ctx.shape_env
     return {origin.expr(): (spec.value, spec.by_value_read)
             for sym, spec in env.specialized.items() for origin in env.origins[sym]}
 
@@ -262,7 +263,7 @@ def pinned_origins(output: OutputGraph) -> dict[str, tuple[int, bool]]:
 def _side_effects(output: OutputGraph, codegen: FrameCodegen) -> list[str]:
     """Statements that replay the trace's side effects in the order the program first made them;
     every value they store is computed (into e0, e1, ...) before any of them runs."""
-    effects = output.side_effects
+    effects = output.ctx.side_effects
     statements: list[str] = []
     for i, (kind, key) in enumerate(effects.order):
         value = f"e{i}"

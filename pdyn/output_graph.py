@@ -1,5 +1,4 @@
-"""The torch.fx graph under construction: its inputs, the ops recorded into it, and the Python side
-effects to replay after it runs.
+"""The torch.fx graph under construction: its inputs and the ops recorded into it.
 
 Every op runs once at trace time on fake tensors (same sizes, dtypes and devices, no data) to learn
 its output's metadata; the node it records carries the user's file:line in `node.meta["loc"]`.
@@ -25,12 +24,12 @@ from torch._subclasses.fake_tensor import (
 
 from pdyn import logs
 from pdyn.errors import SourceLoc, Unsupported, UserException
-from pdyn.guards import AliasGuard, GradModeGuard, Guard, GuardSet
+from pdyn.guards import AliasGuard
 from pdyn.op_effects import mutates as writes
 from pdyn.shape_rules import SymTensor, infer_sizes
 from pdyn.sources import Source
-from pdyn.symbolic_shapes import ShapeEnv, SymbolOrigin
-from pdyn.trace_plan import TracePlan
+from pdyn.symbolic_shapes import SymbolOrigin
+from pdyn.trace_context import TraceContext
 from pdyn.variables.base import VariableTracker
 from pdyn.variables.builder import wrap_constant_result
 from pdyn.variables.fx_args import as_fake, as_node, as_symbolic
@@ -40,44 +39,6 @@ from pdyn.variables.torch import pin_sizes_read
 
 dynamic_log = logs.topic("dynamic")
 DATA_DEPENDENT = (DataDependentOutputException, DynamicOutputShapeException)
-
-
-class SideEffects:
-    """Python-visible changes the trace made to objects that outlive it, in the order first made.
-
-    `mutated` marks a list or dict read from the inputs whose contents changed; `store_attr` and
-    `store_global` record the last value stored. The frame code replays them after the graph.
-    """
-
-    def __init__(self) -> None:
-        self.containers: dict[int, VariableTracker] = {}
-        self.attrs: dict[tuple[int, str], tuple[VariableTracker, VariableTracker]] = {}
-        self.globals: dict[str, VariableTracker] = {}
-        # every target in the order the program first changed it: the order the replay follows
-        self.order: list[tuple[str, Any]] = []
-
-    def _first(self, kind: str, key: Any, table: dict[Any, Any]) -> None:
-        if key not in table:
-            self.order.append((kind, key))
-
-    def mutated(self, vt: VariableTracker) -> None:
-        self._first("container", id(vt), self.containers)
-        self.containers.setdefault(id(vt), vt)
-
-    def store_attr(self, obj: VariableTracker, name: str, value: VariableTracker) -> None:
-        self._first("attr", (id(obj), name), self.attrs)
-        self.attrs[(id(obj), name)] = (obj, value)
-
-    def store_global(self, name: str, value: VariableTracker) -> None:
-        self._first("global", name, self.globals)
-        self.globals[name] = value
-
-    def load_attr(self, obj: VariableTracker, name: str) -> VariableTracker | None:
-        entry = self.attrs.get((id(obj), name))
-        return entry[1] if entry is not None else None
-
-    def __bool__(self) -> bool:
-        return bool(self.containers or self.attrs or self.globals)
 
 
 @contextlib.contextmanager
@@ -93,28 +54,19 @@ def _quiet_fake_tensor() -> Iterator[None]:
 
 
 class OutputGraph:
-    """One trace's fx graph, guards, graph inputs and side effects."""
+    """One trace's fx graph and its inputs; the rest of what the trace accumulates (sizes, guards,
+    side effects) is in its TraceContext, `ctx`."""
 
-    def __init__(self, frame_name: str, plan: TracePlan | None = None) -> None:
+    def __init__(self, frame_name: str, ctx: TraceContext) -> None:
         self.frame_name = frame_name
-        self.plan = plan if plan is not None else TracePlan(None, "value", frozenset())
-        self.shape_env = ShapeEnv(self.plan.read_policy(self._marked_dynamic))
-        self._dynamic_marks: set[SymbolOrigin] = set()
+        self.ctx = ctx
         self.graph = torch.fx.Graph()
         self.fake_mode = FakeTensorMode(allow_non_fake_inputs=False)
-        self.guards = GuardSet()
         self.inputs: list[TensorVariable] = []          # placeholders, in order
         self.placeholders: list[tuple[torch.fx.Node, Source, Any]] = []   # node, source, this call's value
         self._input_by_id: dict[int, TensorVariable] = {}
-        self.side_effects = SideEffects()
         self.loc: SourceLoc | None = None               # the instruction being traced
         self._names: set[str] = set()
-        self.wrapped: dict[Source, VariableTracker] = {}   # one tracker per source read
-        self.mutable_by_id: dict[int, VariableTracker] = {}  # one tracker per input list/dict object
-        self.add_guard(GradModeGuard(None, enabled=torch.is_grad_enabled()))
-
-    def add_guard(self, guard: Guard) -> None:
-        self.guards.add(guard)
 
     # -- inputs ----------------------------------------------------------------------------------
 
@@ -122,7 +74,7 @@ class OutputGraph:
         """A tensor read from the frame: a placeholder (or the one already made for this object)."""
         seen = self._input_by_id.get(id(value))
         if seen is not None:
-            self.add_guard(AliasGuard(source, other=seen.source, same=True, loc=self.loc))
+            self.ctx.add_guard(AliasGuard(source, other=seen.source, same=True, loc=self.loc))
             return seen
         node = self.graph.placeholder(self._fresh_name(_hint(source)))
         with _quiet_fake_tensor():
@@ -145,20 +97,17 @@ class OutputGraph:
         sizes = []
         for dim, size in enumerate(value.shape):
             origin = SymbolOrigin(source, dim)
-            if (self.plan.static_inputs and dim not in dynamic) or dim in static:
+            if (self.ctx.plan.static_inputs and dim not in dynamic) or dim in static:
                 sizes.append(sympy.Integer(size))
                 continue
             if dim in dynamic:
-                self._dynamic_marks.add(origin)
-            sizes.append(self.shape_env.create_symbol(size, origin))
+                self.ctx.dynamic_marks.add(origin)
+            sizes.append(self.ctx.shape_env.create_symbol(size, origin))
         return tuple(sizes)
-
-    def _marked_dynamic(self, origin: SymbolOrigin) -> bool:
-        return origin in self._dynamic_marks
 
     def add_int_input(self, value: int, source: Source) -> VariableTracker:
         """An int argument or int attribute, treated as a size: symbolic until Python reads it."""
-        expr = self.shape_env.create_symbol(value, SymbolOrigin(source, None))
+        expr = self.ctx.shape_env.create_symbol(value, SymbolOrigin(source, None))
         vt = SymIntVariable(self, expr, None, source=source, input_sources=frozenset({source}))
 
         def placeholder() -> torch.fx.Node:
@@ -242,7 +191,7 @@ class OutputGraph:
         symbolic = [e for e in _flat_values((sym_args, sym_kwargs)) if _is_symbolic(e)]
         if not symbolic:
             return static
-        env = self.shape_env
+        env = self.ctx.shape_env
         try:
             result = infer_sizes(env, target, tuple(sym_args), sym_kwargs, self.loc)
         except Exception as e:  # a rule that cannot handle these arguments: specialize below

@@ -130,5 +130,5 @@ def test_trace_under_dynamic_true_keeps_bool_reads_as_guards():
         return x * 2 if x.size(0) > 4 else x
 
     tx = trace(f, torch.ones(6), plan=TracePlan(True, "value", frozenset()))
-    assert [str(g.expr) for g in tx.output.shape_env.guards] == ["s0 > 4"]
-    assert tx.output.shape_env.specialized == {}
+    assert [str(g.expr) for g in tx.ctx.shape_env.guards] == ["s0 > 4"]
+    assert tx.ctx.shape_env.specialized == {}

@@ -97,7 +97,7 @@ def store_global(tx: Tracer, inst: Instruction) -> None:
     if tx.f_globals is not tx.root_globals:
         raise Unsupported("store_global", "pdyn traces stores to globals only in the optimized function's module",
                           loc=tx.loc())
-    tx.output.side_effects.store_global(inst.argval, tx.pop())
+    tx.ctx.side_effects.store_global(inst.argval, tx.pop())
 
 
 @handler("LOAD_ATTR")

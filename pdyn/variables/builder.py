@@ -36,7 +36,7 @@ CALLABLE_TYPES = (types.BuiltinFunctionType, types.MethodWrapperType, types.Meth
 
 def wrap(tx: Tracer, value: Any, source: Source) -> VariableTracker:
     """The tracker for `value`, read from `source`, with its guards; one tracker per source."""
-    memo = tx.output.wrapped
+    memo = tx.ctx.wrapped
     if source not in memo:
         mutable = type(value) in (list, dict) and isinstance(source.root(), LocalSource)
         memo[source] = _wrap_mutable(tx, value, source) if mutable else _wrap(tx, value, source)
@@ -46,7 +46,7 @@ def wrap(tx: Tracer, value: Any, source: Source) -> VariableTracker:
 def _wrap_mutable(tx: Tracer, value: Any, source: Source) -> VariableTracker:
     """One tracker per list or dict object reachable from the arguments, so that a mutation through
     one alias shows through the others; guards say which of them were (and were not) one object."""
-    by_id = tx.output.mutable_by_id
+    by_id = tx.ctx.mutable_by_id
     seen = by_id.get(id(value))
     if seen is not None:
         _guard(tx, AliasGuard, source, seen.source, True)
@@ -59,7 +59,7 @@ def _wrap_mutable(tx: Tracer, value: Any, source: Source) -> VariableTracker:
 
 
 def _guard(tx: Tracer, guard_type: Callable[..., Any], source: Source, *args: Any) -> None:
-    tx.output.add_guard(guard_type(source, *args, loc=tx.loc()))
+    tx.ctx.add_guard(guard_type(source, *args, loc=tx.loc()))
 
 
 def _wrap(tx: Tracer, value: Any, source: Source) -> VariableTracker:
@@ -80,7 +80,7 @@ def _wrap_tensor(tx: Tracer, value: torch.Tensor, source: Source) -> VariableTra
     # TENSOR_MATCH_DYNAMIC: static dims here; symbolic dims are bound and checked by the size guards
     sizes = tuple(int(e) if e.is_Integer else None for e in vt.sizes)
     static = all(s is not None for s in sizes)
-    tx.output.add_guard(TensorGuard(source, kind, value.dtype, value.device, value.requires_grad, sizes,
+    tx.ctx.add_guard(TensorGuard(source, kind, value.dtype, value.device, value.requires_grad, sizes,
                                     tuple(value.stride()) if static else None,
                                     None if static else value.is_contiguous(), loc=tx.loc()))
     vt._python_type = kind
@@ -93,7 +93,7 @@ def _wrap_size(tx: Tracer, value: torch.Size, source: Source) -> VariableTracker
 
 
 def _wrap_int(tx: Tracer, value: int, source: Source) -> VariableTracker:
-    if value in (0, 1) or tx.output.plan.static_inputs:
+    if value in (0, 1) or tx.ctx.plan.static_inputs:
         return _wrap_constant(tx, value, source)
     _guard(tx, TypeGuard, source, int)  # an int is a size: symbolic until Python reads it
     return tx.output.add_int_input(value, source)

@@ -150,9 +150,9 @@ def _guard_presence(tx: Tracer, obj: VariableTracker, name: str, found: Variable
         read = found.source
         if isinstance(read, AttrSource) and read.base == obj.source and read.attr == name:
             return
-        if tx.output.side_effects.load_attr(obj, name) is found:
+        if tx.ctx.side_effects.load_attr(obj, name) is found:
             return  # the trace set it itself
-    tx.output.add_guard(HasAttrGuard(obj.source, name=name, present=found is not None, loc=tx.loc()))
+    tx.ctx.add_guard(HasAttrGuard(obj.source, name=name, present=found is not None, loc=tx.loc()))
 
 
 @rule(setattr)

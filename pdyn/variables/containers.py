@@ -210,7 +210,7 @@ class ListVariable(SequenceVariable):
 
     def _mutate(self, tx: Tracer) -> None:
         if self.source is not None:
-            tx.output.side_effects.mutated(self)
+            tx.ctx.side_effects.mutated(self)
 
     def call_method(self, tx: Tracer, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         result = self._method(tx, name, args)
@@ -298,7 +298,7 @@ class DictVariable(VariableTracker):
 
     def _mutate(self, tx: Tracer) -> None:
         if self.source is not None:
-            tx.output.side_effects.mutated(self)
+            tx.ctx.side_effects.mutated(self)
 
     def iterate(self, tx: Tracer) -> list[VariableTracker]:
         return [ConstantVariable(k) for k in self.items]

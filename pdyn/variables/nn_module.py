@@ -63,7 +63,7 @@ class NNModuleVariable(VariableTracker):
         return type(self.value)
 
     def getattr(self, tx: Tracer, name: str) -> VariableTracker:
-        stored = tx.output.side_effects.load_attr(self, name)
+        stored = tx.ctx.side_effects.load_attr(self, name)
         if stored is not None:
             return stored
         m = self.value
@@ -86,7 +86,7 @@ class NNModuleVariable(VariableTracker):
                               loc=tx.loc())
         if name in self.value._buffers and not isinstance(value, TensorVariable):
             raise Unsupported("module_setattr", f"pdyn cannot replace buffer {name!r} with a non-tensor", loc=tx.loc())
-        tx.output.side_effects.store_attr(self, name, value)
+        tx.ctx.side_effects.store_attr(self, name, value)
 
     def call(self, tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         m = self.value
@@ -99,8 +99,8 @@ class NNModuleVariable(VariableTracker):
                               loc=tx.loc())
         if type(m).__call__ is not torch.nn.Module.__call__:
             raise Unsupported("module_call", f"{type(m).__name__} overrides __call__", loc=tx.loc())
-        tx.output.add_guard(NoHooksGuard(self.source, loc=tx.loc()))
-        tx.output.add_guard(NoGlobalHooksGuard(None, loc=tx.loc()))  # a hook registered later runs
+        tx.ctx.add_guard(NoHooksGuard(self.source, loc=tx.loc()))
+        tx.ctx.add_guard(NoGlobalHooksGuard(None, loc=tx.loc()))  # a hook registered later runs
         return self.call_method(tx, "forward", args, kwargs)
 
     def call_method(self, tx: Tracer, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
@@ -161,13 +161,13 @@ class NNModuleVariable(VariableTracker):
     def _table(tx: Tracer, vt: NNModuleVariable, table: str, prefix: str) -> list[tuple[str, Any]]:
         """The entries of `vt.<table>` (a dict of members) as (qualified name, tracker), keys guarded."""
         members = getattr(vt.value, table)
-        tx.output.add_guard(DictKeysGuard(AttrSource(vt.source, table), type(members), tuple(members),
+        tx.ctx.add_guard(DictKeysGuard(AttrSource(vt.source, table), type(members), tuple(members),
                                           loc=tx.loc()))
         return [(f"{prefix}.{k}" if prefix else k, None if v is None else tx.wrap(v, AttrSource(vt.source, k)))
                 for k, v in members.items() if v is not None or table == "_modules"]
 
     def _guard_length(self, tx: Tracer) -> int:
-        tx.output.add_guard(LenGuard(self.source, type(self.value), len(self.value), loc=tx.loc()))  # type: ignore[arg-type]
+        tx.ctx.add_guard(LenGuard(self.source, type(self.value), len(self.value), loc=tx.loc()))  # type: ignore[arg-type]
         return len(self.value)  # type: ignore[arg-type]
 
     def length(self, tx: Tracer) -> VariableTracker:
@@ -253,7 +253,7 @@ class UserObjectVariable(VariableTracker):
         return type(self.value)
 
     def getattr(self, tx: Tracer, name: str) -> VariableTracker:
-        stored = tx.output.side_effects.load_attr(self, name)
+        stored = tx.ctx.side_effects.load_attr(self, name)
         if stored is not None:
             return stored
         if type(self.value).__getattribute__ is not object.__getattribute__:
@@ -272,7 +272,7 @@ class UserObjectVariable(VariableTracker):
     def store_attr(self, tx: Tracer, name: str, value: VariableTracker) -> None:
         if type(self.value).__setattr__ is not object.__setattr__ or _is_data_descriptor(type(self.value), name):
             raise Unsupported("setattr", f"{type(self.value).__name__} customizes attribute assignment", loc=tx.loc())
-        tx.output.side_effects.store_attr(self, name, value)
+        tx.ctx.side_effects.store_attr(self, name, value)
 
     def call(self, tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         call = lookup_class_attr(tx, self, type(self.value), "__call__")
@@ -298,9 +298,9 @@ def pin_identity(tx: Tracer, lhs: VariableTracker, rhs: VariableTracker, same: b
     except Unsupported:
         pass
     if len(users) == 2:
-        tx.output.add_guard(AliasGuard(lhs.source, other=rhs.source, same=same, loc=tx.loc()))
+        tx.ctx.add_guard(AliasGuard(lhs.source, other=rhs.source, same=same, loc=tx.loc()))
     else:
-        tx.output.add_guard(IdGuard(users[0].source, users[0].value, loc=tx.loc()))
+        tx.ctx.add_guard(IdGuard(users[0].source, users[0].value, loc=tx.loc()))
 
 
 def mro_lookup(cls: type, name: str) -> Any:

@@ -92,13 +92,13 @@ class SymIntVariable(VariableTracker):
 
     def hint(self) -> Any:
         """This call's value, of the Python type the program computed (`n / n` is 1.0, not 1)."""
-        return as_pytype(self.output.shape_env.hint(self.expr), self.pytype)
+        return as_pytype(self.output.ctx.shape_env.hint(self.expr), self.pytype)
 
     def python_type(self) -> type:
         return self.pytype
 
     def is_python_constant(self) -> bool:
-        expr = self.output.shape_env.simplify(self.expr)
+        expr = self.output.ctx.shape_env.simplify(self.expr)
         return bool(expr.is_Number or isinstance(expr, sympy.logic.boolalg.BooleanAtom))
 
     def as_python_constant(self) -> Any:
@@ -108,7 +108,7 @@ class SymIntVariable(VariableTracker):
 
     def value_read(self, why: str) -> Any:
         """Python needs the concrete value: specialize (TENSOR_MATCH_STATIC on the dims in it)."""
-        return as_pytype(self.output.shape_env.specialize(self.expr, self.output.loc, why), self.pytype)
+        return as_pytype(self.output.ctx.shape_env.specialize(self.expr, self.output.loc, why), self.pytype)
 
     def binary_op(self, tx: Tracer, fn: Callable[[Any, Any], Any], other: VariableTracker) -> VariableTracker:
         return sym_binary(tx.output, fn, self, other)
@@ -129,7 +129,7 @@ class SymIntVariable(VariableTracker):
         expr = self.expr
         if not is_boolean(expr):
             expr = sympy.Ne(expr, 0, evaluate=False)
-        return self.output.shape_env.evaluate_bool(expr, tx.loc(), "a Python condition")
+        return self.output.ctx.shape_env.evaluate_bool(expr, tx.loc(), "a Python condition")
 
     def reconstruct(self, codegen: FrameCodegen) -> str:
         return codegen.constant(self.value_read("returned to Python"))
@@ -181,16 +181,16 @@ def sym_binary(output: OutputGraph, fn: Callable[[Any, Any], Any], lhs: Variable
         result = fn(_hint(lhs), _hint(rhs))
     except ArithmeticError as e:
         raise UserException(e, output.loc) from None
-    a, b = (output.shape_env.simplify(_expr(v)) for v in (lhs, rhs))
+    a, b = (output.ctx.shape_env.simplify(_expr(v)) for v in (lhs, rhs))
     if a.is_Number and b.is_Number:  # folded already (`n - n`): plain Python arithmetic, exact
         return ConstantVariable(result)
     pytype = type(result)
     if pytype not in (int, float, bool) or fn in (min, max) and type(_hint(lhs)) is not type(_hint(rhs)):
         return ConstantVariable(fn(_value(lhs, fn), _value(rhs, fn)))  # min(n, 2.5): its type is its value's
     if fn is operator.pow and pytype is int and b.free_symbols:  # `n ** m` is an int while m >= 0
-        output.shape_env.evaluate_bool(sympy.Ge(b, 0, evaluate=False), output.loc, "an int power")
+        output.ctx.shape_env.evaluate_bool(sympy.Ge(b, 0, evaluate=False), output.loc, "an int power")
     if fn in DIVISIONS and b.free_symbols:  # the next call's divisor may be 0, where Python raises
-        output.shape_env.evaluate_bool(sympy.Ne(b, 0, evaluate=False), output.loc, "a divisor")
+        output.ctx.shape_env.evaluate_bool(sympy.Ne(b, 0, evaluate=False), output.loc, "a divisor")
     expr = sym_float.BINARY[fn](a, b) if pytype is float and fn in sym_float.BINARY else SYMPY_OPS[fn](a, b)
     sources = frozenset().union(*(getattr(v, "input_sources", frozenset()) for v in (lhs, rhs)))
     return SymIntVariable(output, expr, lambda: output.graph.call_function(

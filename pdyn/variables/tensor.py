@@ -65,7 +65,7 @@ class TensorVariable(VariableTracker):
             raise UserException(IndexError(f"Dimension out of range (expected to be in range of "
                                            f"[{-ndim}, {ndim - 1}], but got {dim})"))
         dim %= ndim
-        expr = tx.output.shape_env.simplify(self.sizes[dim])
+        expr = tx.ctx.shape_env.simplify(self.sizes[dim])
         if expr.is_Integer:
             return ConstantVariable(int(expr))
         output = tx.output
@@ -89,7 +89,7 @@ class TensorVariable(VariableTracker):
     def value_read_all(self, tx: Tracer, why: str) -> None:
         """Python needs facts that depend on every size (strides, a loop over rows): specialize them."""
         for size in self.sizes:
-            tx.output.shape_env.specialize(size, tx.loc(), why)
+            tx.ctx.shape_env.specialize(size, tx.loc(), why)
 
     def python_type(self) -> type:
         return self._python_type
@@ -136,7 +136,7 @@ class TensorVariable(VariableTracker):
     def iterate(self, tx: Tracer) -> list[VariableTracker]:
         if self.example.dim() == 0:
             raise UserException(TypeError("iteration over a 0-d tensor"))
-        rows = tx.output.shape_env.specialize(self.sizes[0], tx.loc(), "iterating over a tensor's rows")
+        rows = tx.ctx.shape_env.specialize(self.sizes[0], tx.loc(), "iterating over a tensor's rows")
         return [self.getitem(tx, ConstantVariable(i)) for i in range(int(rows))]
 
     def truth(self, tx: Tracer) -> bool:

@@ -106,7 +106,7 @@ def pin_sizes_read(output: OutputGraph, kind: str, target: Any, args: list[Varia
         vt = stack.pop()
         if isinstance(vt, TensorVariable):
             for size in vt.sizes:
-                output.shape_env.specialize(size, output.loc, why)
+                output.ctx.shape_env.specialize(size, output.loc, why)
         elif isinstance(vt, SymIntVariable):
             vt.value_read(why)
         else:

@@ -13,6 +13,7 @@ from pdyn.config import Config
 from pdyn.errors import Unsupported
 from pdyn.guards import AliasGuard, DictKeysGuard, EqualsGuard, IdGuard, LenGuard, TensorGuard, TypeGuard
 from pdyn.output_graph import OutputGraph
+from pdyn.trace_context import TraceContext
 from pdyn.trace_plan import TracePlan
 from pdyn.sources import AttrSource, ItemSource, LocalSource
 from pdyn.variables.builder import wrap, wrap_constant_result
@@ -33,11 +34,11 @@ def noop(x):
 
 
 def tracer(plan=None):
-    return InstructionTranslator(noop.__code__, {}, globals(), OutputGraph("noop", plan), Config())
+    return InstructionTranslator(noop.__code__, {}, globals(), OutputGraph("noop", TraceContext(plan)), Config())
 
 
 def guards(tx):
-    return [g for g in tx.output.guards if type(g).__name__ != "GradModeGuard"]
+    return [g for g in tx.ctx.guards if type(g).__name__ != "GradModeGuard"]
 
 
 class Config_:

@@ -89,7 +89,7 @@ def test_shape_compared_with_a_tuple_guards_each_dim_and_pins_on_equality():
 
     tx = trace(f, torch.ones(4, 6))
     assert tx.result.as_python_constant() is True
-    env = tx.output.shape_env
+    env = tx.ctx.shape_env
     assert sorted(spec.value for spec in env.specialized.values()) == [4, 6]
     assert all(not spec.by_value_read for spec in env.specialized.values())
 
@@ -100,7 +100,7 @@ def test_shape_compared_with_a_different_tuple_stops_at_the_first_unequal_dim():
 
     tx = trace(f, torch.ones(4, 6))
     assert tx.result.as_python_constant() is True
-    env = tx.output.shape_env
+    env = tx.ctx.shape_env
     assert [str(g.expr) for g in env.guards] == ["Ne(s0, 5)"]
     assert env.specialized == {}
 
@@ -111,7 +111,7 @@ def test_shape_compared_with_a_list_is_unequal_without_a_guard():
 
     tx = trace(f, torch.ones(4, 6))
     assert tx.result.as_python_constant() is False
-    assert tx.output.shape_env.guards == [] and tx.output.shape_env.specialized == {}
+    assert tx.ctx.shape_env.guards == [] and tx.ctx.shape_env.specialized == {}
 
 
 def test_identity_of_constants_tensors_and_objects():
@@ -140,7 +140,7 @@ def test_is_same_on_an_undecidable_pair_is_unsupported():
 def test_contains_with_a_symbolic_item_is_a_value_read():
     tx, n = tracer_with(3)
     assert contains(tx, n, TupleVariable([ConstantVariable(1), ConstantVariable(3)]))
-    (spec,) = tx.output.shape_env.specialized.values()
+    (spec,) = tx.ctx.shape_env.specialized.values()
     assert spec.value == 3 and spec.why == "an `in` test"
 
 
