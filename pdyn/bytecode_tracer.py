@@ -89,7 +89,6 @@ class InstructionTranslator:
         inst = self.instructions[self.ip]
         self.ip += 1
         self.inst = inst
-        self.output.loc = self.loc(inst)
         self.steps += 1
         if self.steps > self.config.max_trace_steps:
             raise Unsupported("trace_too_long", f"the trace ran more than {self.config.max_trace_steps} "
@@ -182,7 +181,6 @@ class InstructionTranslator:
                 e.in_call = code  # the caller breaks at this call instead
             raise
         assert result is not None, f"an inlined call of {code.co_name} stopped early"
-        self.output.loc = self.loc()
         return result
 
     def iterate(self, vt: VariableTracker) -> list[VariableTracker]:

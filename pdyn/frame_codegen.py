@@ -105,7 +105,7 @@ class ResumeCodegen(FrameCodegen):
 
     def _symint(self, vt: Any) -> str:
         """A size expression, computed from the sizes it is made of; a data-dependent one from the graph."""
-        env = vt.output.ctx.shape_env
+        env = vt.env
         expr = env.simplify(vt.expr)
         symbols = sorted(expr.free_symbols, key=lambda s: s.name)
         if not all(env.origins.get(sym) for sym in symbols):

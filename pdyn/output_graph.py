@@ -65,16 +65,15 @@ class OutputGraph:
         self.inputs: list[TensorVariable] = []          # placeholders, in order
         self.placeholders: list[tuple[torch.fx.Node, Source, Any]] = []   # node, source, this call's value
         self._input_by_id: dict[int, TensorVariable] = {}
-        self.loc: SourceLoc | None = None               # the instruction being traced
         self._names: set[str] = set()
 
     # -- inputs ----------------------------------------------------------------------------------
 
-    def add_input(self, value: torch.Tensor, source: Source) -> TensorVariable:
+    def add_input(self, value: torch.Tensor, source: Source, loc: SourceLoc | None) -> TensorVariable:
         """A tensor read from the frame: a placeholder (or the one already made for this object)."""
         seen = self._input_by_id.get(id(value))
         if seen is not None:
-            self.ctx.add_guard(AliasGuard(source, other=seen.source, same=True, loc=self.loc))
+            self.ctx.add_guard(AliasGuard(source, other=seen.source, same=True, loc=loc))
             return seen
         node = self.graph.placeholder(self._fresh_name(_hint(source)))
         with _quiet_fake_tensor():
@@ -105,17 +104,17 @@ class OutputGraph:
             sizes.append(self.ctx.shape_env.create_symbol(size, origin))
         return tuple(sizes)
 
-    def add_int_input(self, value: int, source: Source) -> VariableTracker:
+    def add_int_input(self, value: int, source: Source, loc: SourceLoc | None) -> VariableTracker:
         """An int argument or int attribute, treated as a size: symbolic until Python reads it."""
         expr = self.ctx.shape_env.create_symbol(value, SymbolOrigin(source, None))
-        vt = SymIntVariable(self, expr, None, source=source, input_sources=frozenset({source}))
+        vt = SymIntVariable(self.ctx.shape_env, expr, None, loc, source=source, input_sources=frozenset({source}))
 
         def placeholder() -> torch.fx.Node:
             node = self.graph.placeholder(self._fresh_name(_hint(source)))
             node.meta["example_value"] = value
             node.meta["source"] = source
             self.placeholders.append((node, source, value))
-            return node
+            return self.annotate(node, loc)
 
         vt._make_node = placeholder
         return vt
@@ -147,7 +146,7 @@ class OutputGraph:
     # -- recording ops ---------------------------------------------------------------------------
 
     def call(self, kind: str, target: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker],
-             *, mutates: bool = False) -> VariableTracker:
+             *, loc: SourceLoc | None, mutates: bool = False) -> VariableTracker:
         """Record `target(*args, **kwargs)` (kind: call_function or call_method) and wrap its result.
 
         The op runs first on fake tensors; a result with no tensor in it (a size, a dtype) is a
@@ -163,25 +162,25 @@ class OutputGraph:
             raise Unsupported(
                 "data_dependent", f"{_target_name(target)} needs tensor data pdyn does not have at trace time "
                 f"({type(e).__name__})", hint="move data-dependent Python logic out of the compiled function",
-                loc=self.loc) from None
+                loc=loc) from None
         except UnsupportedOperatorException as e:
             raise Unsupported("fake_unsupported", f"{_target_name(target)} has no fake implementation: {e}",
-                              loc=self.loc) from None
+                              loc=loc) from None
         except Exception as e:  # the op itself raised: eager raises it too, for real
-            raise UserException(e, self.loc) from None
+            raise UserException(e, loc) from None
         if not mutates and not _has_tensor(example):
-            pin_sizes_read(self, kind, target, args, kwargs)
+            pin_sizes_read(self.ctx.shape_env, loc, kind, target, args, kwargs)
             return wrap_constant_result(example)
-        node = self._record(kind, target, args, kwargs, example)
+        node = self._record(kind, target, args, kwargs, example, loc)
         same = _returned_argument(example, args, kwargs)
         if same is not None and _alias_is_guarded(node, same):  # `x.add_(1)`, `x.to(x.dtype)`: eager
             return same       # returns x itself (the node stays: it may have written x)
         sources = frozenset().union(*(getattr(a, "input_sources", frozenset()) for a in _flat(args, kwargs)))
-        sizes = self._output_sizes(target, args, kwargs, example)
+        sizes = self._output_sizes(target, args, kwargs, example, loc)
         return wrap_fx_result(self, node, example, sources, sizes, wrap_constant_result)
 
     def _output_sizes(self, target: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker],
-                      example: Any) -> list[tuple[sympy.Expr, ...]]:
+                      example: Any, loc: SourceLoc | None) -> list[tuple[sympy.Expr, ...]]:
         """Symbolic sizes of the op's tensor outputs, from its shape rule; an op with no rule (or
         a rule that disagrees with the fake run) specializes the sizes of its inputs instead."""
         outputs = [t for t in _flat_values(example) if isinstance(t, torch.Tensor)]
@@ -193,7 +192,7 @@ class OutputGraph:
             return static
         env = self.ctx.shape_env
         try:
-            result = infer_sizes(env, target, tuple(sym_args), sym_kwargs, self.loc)
+            result = infer_sizes(env, target, tuple(sym_args), sym_kwargs, loc)
         except Exception as e:  # a rule that cannot handle these arguments: specialize below
             dynamic_log.debug("shape rule of %s failed: %s", _target_name(target), e)
             result = None
@@ -202,31 +201,32 @@ class OutputGraph:
             return result
         why = f"{_target_name(target)}(), which has no symbolic shape rule"
         for expr in symbolic:
-            env.specialize(expr, self.loc, why)
-        dynamic_log.info("%s at %s specialized its inputs' sizes", why, self.loc)
+            env.specialize(expr, loc, why)
+        dynamic_log.info("%s at %s specialized its inputs' sizes", why, loc)
         return static
 
     def _record(self, kind: str, target: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker],
-                example: Any) -> torch.fx.Node:
+                example: Any, loc: SourceLoc | None) -> torch.fx.Node:
         """Append the node for an op whose fake run gave `example`, with the user's location."""
         node = self.graph.create_node(
             kind, target, tuple(as_node(a) for a in args), {k: as_node(v) for k, v in kwargs.items()},
             name=self._fresh_name(_target_name(target).rsplit(".", 1)[-1]),
         )
-        self.annotate(node)
+        self.annotate(node, loc)
         node.meta["example_value"] = example
         return node
 
-    def annotate(self, node: torch.fx.Node) -> None:
+    def annotate(self, node: torch.fx.Node, loc: SourceLoc | None) -> torch.fx.Node:
         """Give `node` the user's file:line (`meta["loc"]`, and fx's stack trace for printing)."""
-        node.meta["loc"] = self.loc
-        if self.loc is not None:
-            node.meta["stack_trace"] = (f'  File "{self.loc.filename}", line {self.loc.lineno}, in '
-                                        f'{self.loc.function}\n    {self.loc.source_line().strip()}\n')
+        node.meta["loc"] = loc
+        if loc is not None:
+            node.meta["stack_trace"] = (f'  File "{loc.filename}", line {loc.lineno}, in '
+                                        f'{loc.function}\n    {loc.source_line().strip()}\n')
+        return node
 
     def getitem_node(self, node: torch.fx.Node, index: int) -> torch.fx.Node:
         item = self.graph.call_function(operator.getitem, (node, index))
-        item.meta["loc"] = self.loc
+        item.meta["loc"] = node.meta.get("loc")   # the op that made the tuple
         return item
 
 

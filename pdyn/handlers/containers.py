@@ -35,7 +35,7 @@ def build_set(tx: Tracer, inst: Instruction) -> None:
 def _key(tx: Tracer, vt):  # type: ignore[no-untyped-def]
     if not is_known(vt):
         raise Unsupported("dict_key", f"pdyn needs constant dict keys, got {vt}", loc=tx.loc())
-    return python_value(vt, "a dict key")
+    return python_value(vt, "a dict key", tx.loc())
 
 
 @handler("BUILD_MAP")
@@ -76,7 +76,7 @@ def format_value(tx: Tracer, inst: Instruction) -> None:
     if not is_known(value):
         raise Unsupported("format", f"pdyn can format only constants at trace time, not {value}", loc=tx.loc())
     convert = {0: lambda v: v, 1: str, 2: repr, 3: ascii}[flags & 0x03]
-    tx.push(fold(tx, lambda v: format(convert(v), spec), python_value(value, "str() or formatting")))
+    tx.push(fold(tx, lambda v: format(convert(v), spec), python_value(value, "str() or formatting", tx.loc())))
 
 
 @handler("LIST_APPEND")

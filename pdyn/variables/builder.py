@@ -76,7 +76,7 @@ def _wrap_tensor(tx: Tracer, value: torch.Tensor, source: Source) -> VariableTra
     if kind not in TENSOR_TYPES:
         raise Unsupported("tensor_subclass", f"pdyn cannot trace tensor subclass {kind.__name__} ({source})",
                           loc=tx.loc())
-    vt = tx.output.add_input(value, source)
+    vt = tx.output.add_input(value, source, tx.loc())
     # TENSOR_MATCH_DYNAMIC: static dims here; symbolic dims are bound and checked by the size guards
     sizes = tuple(int(e) if e.is_Integer else None for e in vt.sizes)
     static = all(s is not None for s in sizes)
@@ -96,7 +96,7 @@ def _wrap_int(tx: Tracer, value: int, source: Source) -> VariableTracker:
     if value in (0, 1) or tx.ctx.plan.static_inputs:
         return _wrap_constant(tx, value, source)
     _guard(tx, TypeGuard, source, int)  # an int is a size: symbolic until Python reads it
-    return tx.output.add_int_input(value, source)
+    return tx.output.add_int_input(value, source, tx.loc())
 
 
 def _wrap_enum(tx: Tracer, value: enum.Enum, source: Source) -> VariableTracker:

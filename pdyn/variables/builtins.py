@@ -78,8 +78,8 @@ def call_builtin(tx: Tracer, fn: Any, args: list[VariableTracker], kwargs: dict[
     all_known = all(is_known(a) for a in [*args, *kwargs.values()])
     if _is_pure(fn) and all_known:  # a symbolic int passed to range(), str(), ... is a value read
         why = f"{getattr(fn, '__name__', fn)}()"
-        values = [python_value(a, why) for a in args]
-        keywords = {k: python_value(v, why) for k, v in kwargs.items()}
+        values = [python_value(a, why, tx.loc()) for a in args]
+        keywords = {k: python_value(v, why, tx.loc()) for k, v in kwargs.items()}
         return fold(tx, lambda: fn(*values, **keywords))
     if fn in SIDE_EFFECT_HINTS:
         key, message, hint = SIDE_EFFECT_HINTS[fn]
@@ -270,7 +270,7 @@ def _sorted(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableT
     if set(kwargs) - {"reverse"} or not all(is_known(i) for i in items):
         raise Unsupported("sorted", "pdyn sorts only constants, without key=", loc=tx.loc())
     reverse = bool(kwargs["reverse"].as_python_constant()) if "reverse" in kwargs else False
-    values = [python_value(i, "sorted()") for i in items]  # the order is a value read
+    values = [python_value(i, "sorted()", tx.loc()) for i in items]  # the order is a value read
     try:
         order = sorted(range(len(items)), key=lambda i: values[i], reverse=reverse)
     except TypeError as e:
@@ -297,7 +297,7 @@ def _minmax(pick_left: Callable[[Any, Any], Any]) -> Rule:
                 i.pytype is int if isinstance(i, SymIntVariable) else type(i.as_python_constant()) is int for i in items):
             best = items[0]  # sizes: min(n, 4) stays symbolic (sympy Min), no guard
             for item in items[1:]:
-                best = sym_binary(tx.output, min if pick_left is operator.lt else max, best, item)
+                best = sym_binary(tx, min if pick_left is operator.lt else max, best, item)
             return best
         best = items[0]
         for item in items[1:]:
@@ -387,7 +387,8 @@ def _fold_object(tx: Tracer, cls: type, args: list[VariableTracker],
                  kwargs: dict[str, VariableTracker]) -> VariableTracker:
     try:
         why = f"constructing a {cls.__name__}"
-        value = cls(*[python_value(a, why) for a in args], **{k: python_value(v, why) for k, v in kwargs.items()})
+        loc = tx.loc()
+        value = cls(*[python_value(a, why, loc) for a in args], **{k: python_value(v, why, loc) for k, v in kwargs.items()})
     except Exception as e:
         raise UserException(e) from None
     return tx.wrap_constant(value)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 
-from pdyn.errors import Unsupported, UserException
+from pdyn.errors import SourceLoc, Unsupported, UserException
 from pdyn.sources import Source
 from pdyn.variables.base import VariableTracker
 from pdyn.variables.constant import ConstantVariable
@@ -29,12 +29,12 @@ def is_known(vt: VariableTracker) -> bool:
     return isinstance(vt, SymIntVariable) or vt.is_python_constant()
 
 
-def python_value(vt: VariableTracker, why: str) -> Any:
-    """`vt`'s Python value; a symbolic int is a value read (specialized, TENSOR_MATCH_STATIC)."""
+def python_value(vt: VariableTracker, why: str, loc: SourceLoc | None = None) -> Any:
+    """`vt`'s Python value; a symbolic int is a value read at `loc` (specialized, TENSOR_MATCH_STATIC)."""
     if isinstance(vt, SymIntVariable):
-        return vt.value_read(why)
+        return vt.value_read(why, loc)
     if isinstance(vt, SequenceVariable) and any(isinstance(i, SymIntVariable) for i in vt.items):
-        return vt.python_type()(python_value(i, why) for i in vt.items)
+        return vt.python_type()(python_value(i, why, loc) for i in vt.items)
     return vt.as_python_constant()
 
 

@@ -27,9 +27,9 @@ MUTABLE = (ListVariable, DictVariable, SetVariable)
 
 def binary(tx: Tracer, fn: Callable[[Any, Any], Any], lhs: VariableTracker, rhs: VariableTracker) -> VariableTracker:
     if isinstance(lhs, TensorVariable) or isinstance(rhs, TensorVariable):
-        return tx.output.call("call_function", fn, [lhs, rhs], {})
+        return tx.output.call("call_function", fn, [lhs, rhs], {}, loc=tx.loc())
     if isinstance(lhs, SymIntVariable) or isinstance(rhs, SymIntVariable):
-        return sym_binary(tx.output, fn, lhs, rhs)
+        return sym_binary(tx, fn, lhs, rhs)
     if fn in (operator.eq, operator.ne) and isinstance(lhs, SequenceVariable) and isinstance(rhs, SequenceVariable) \
             and any(isinstance(i, SymIntVariable) for i in [*lhs.items, *rhs.items]):
         return _sequence_equal(tx, fn, lhs, rhs)
@@ -84,5 +84,5 @@ def is_same(tx: Tracer, lhs: VariableTracker, rhs: VariableTracker) -> bool:
 def contains(tx: Tracer, item: VariableTracker, container: VariableTracker) -> bool:
     """`item in container`: a symbolic item is a value read; the container's tracker decides."""
     if isinstance(item, SymIntVariable):
-        item = ConstantVariable(item.value_read("an `in` test"))
+        item = ConstantVariable(item.value_read("an `in` test", tx.loc()))
     return bool(container.contains(tx, item))

@@ -68,8 +68,9 @@ class TensorVariable(VariableTracker):
         expr = tx.ctx.shape_env.simplify(self.sizes[dim])
         if expr.is_Integer:
             return ConstantVariable(int(expr))
-        output = tx.output
-        return SymIntVariable(output, expr, lambda: output.graph.call_method("size", (self.node, dim)),
+        output, loc = tx.output, tx.loc()
+        return SymIntVariable(tx.ctx.shape_env, expr,
+                              lambda: output.annotate(output.graph.call_method("size", (self.node, dim)), loc), loc,
                               input_sources=self.input_sources)
 
     def shape_vt(self, tx: Tracer) -> SizeVariable:
@@ -105,7 +106,7 @@ class TensorVariable(VariableTracker):
                                   loc=tx.loc())
             return ConstantVariable(getattr(self.example, name))
         if name in GRAPH_ATTRS:
-            return tx.output.call("call_function", getattr, [self, ConstantVariable(name)], {})
+            return tx.output.call("call_function", getattr, [self, ConstantVariable(name)], {}, loc=tx.loc())
         if name == "grad":
             raise Unsupported("tensor_grad", "pdyn cannot read .grad inside a compiled function", loc=tx.loc())
         attr = getattr(torch.Tensor, name, None)
@@ -119,16 +120,16 @@ class TensorVariable(VariableTracker):
         return TensorMethodVariable(self, name).call(tx, args, kwargs)
 
     def binary_op(self, tx: Tracer, fn: Callable[[Any, Any], Any], other: VariableTracker) -> VariableTracker:
-        return tx.output.call("call_function", fn, [self, other], {})
+        return tx.output.call("call_function", fn, [self, other], {}, loc=tx.loc())
 
     def unary_op(self, tx: Tracer, fn: Callable[[Any], Any]) -> VariableTracker:
-        return tx.output.call("call_function", fn, [self], {})
+        return tx.output.call("call_function", fn, [self], {}, loc=tx.loc())
 
     def getitem(self, tx: Tracer, key: VariableTracker) -> VariableTracker:
-        return tx.output.call("call_function", operator.getitem, [self, key], {})
+        return tx.output.call("call_function", operator.getitem, [self, key], {}, loc=tx.loc())
 
     def setitem(self, tx: Tracer, key: VariableTracker, value: VariableTracker) -> None:
-        tx.output.call("call_function", operator.setitem, [self, key, value], {}, mutates=True)
+        tx.output.call("call_function", operator.setitem, [self, key, value], {}, loc=tx.loc(), mutates=True)
 
     def contains(self, tx: Tracer, item: VariableTracker) -> bool:
         raise Unsupported("data_dependent", "`in` on a tensor depends on its values", loc=tx.loc())
@@ -173,26 +174,27 @@ class TensorMethodVariable(VariableTracker):
         if shape_query is not None:
             return shape_query(tx, self.tensor, args, kwargs)
         mutates = self.name in ("__setitem__",) or self.name.endswith("_")
-        return tx.output.call("call_method", self.name, [self.tensor, *args], kwargs, mutates=mutates)
+        return tx.output.call("call_method", self.name, [self.tensor, *args], kwargs, loc=tx.loc(),
+                              mutates=mutates)
 
 
 def _size(tx: Tracer, x: TensorVariable, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
     dim = args[0] if args else kwargs.get("dim")
     if dim is None:
         return x.shape_vt(tx)
-    return x.size_item(tx, int(_static_int(dim, "the dim of Tensor.size()")))
+    return x.size_item(tx, int(_static_int(tx, dim, "the dim of Tensor.size()")))
 
 
-def _static_int(vt: VariableTracker, why: str) -> Any:
+def _static_int(tx: Tracer, vt: VariableTracker, why: str) -> Any:
     if isinstance(vt, SymIntVariable):
-        return vt.value_read(why)
+        return vt.value_read(why, tx.loc())
     return vt.as_python_constant()
 
 
 def _strides(tx: Tracer, x: TensorVariable, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
     x.value_read_all(tx, "Tensor.stride(), which depends on every size")
     dim = args[0] if args else kwargs.get("dim")
-    return tx.wrap_constant(x.example.stride() if dim is None else x.example.stride(_static_int(dim, "a dim")))
+    return tx.wrap_constant(x.example.stride() if dim is None else x.example.stride(_static_int(tx, dim, "a dim")))
 
 
 SHAPE_METHODS: dict[str, Callable[..., VariableTracker]] = {

@@ -121,7 +121,7 @@ def test_value_read_specializes_and_records_why_and_where():
 def test_pinned_symbol_makes_expressions_constants():
     tx = trace(ident, 6)
     n = tx.result
-    doubled = sym_binary(tx.output, operator.mul, n, ConstantVariable(2))
+    doubled = sym_binary(tx, operator.mul, n, ConstantVariable(2))
     assert not doubled.is_python_constant()
     n.value_read("a test")
     assert doubled.is_python_constant() and doubled.as_python_constant() == 12 and doubled.node == 12
