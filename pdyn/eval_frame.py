@@ -25,7 +25,8 @@ from pdyn.compile_frame import CacheEntry, compile_frame, title_of
 from pdyn.config import Config
 from pdyn.errors import InternalError, Unsupported, UserException
 from pdyn.guard_codegen import origin
-from pdyn.recompile_policy import CodeHistory, RunEager, decide
+from pdyn.recompile_policy import CodeHistory, InheritedSizes, RunEager, decide
+from pdyn.sources import SizeSource, Source
 from pdyn.trace_plan import TracePlan
 
 recompile_log = logs.topic("recompiles")
@@ -93,9 +94,11 @@ class Frame:
     """The optimized view of one function: its cache and how to call it eagerly."""
 
     def __init__(self, fn: types.FunctionType, backend: Callable[..., Any], config: Config, fullgraph: bool,
-                 cache: CodeCache | None = None, dynamic: bool | None = None, caller: str | None = None):
+                 cache: CodeCache | None = None, dynamic: bool | None = None, caller: str | None = None,
+                 inherited: InheritedSizes | None = None):
         """`caller`: the module eager's caller of `fn` is in (code that reads its caller's
-        `__name__`, as namedtuple does, sees it); by default `fn`'s own."""
+        `__name__`, as namedtuple does, sees it); by default `fn`'s own. `inherited`: for a resume
+        function, its parent frame's sizes and history."""
         self.fn = fn
         self.dynamic = dynamic
         self.code = fn.__code__
@@ -104,6 +107,7 @@ class Frame:
         self.fullgraph = fullgraph
         self.cache = cache if cache is not None else cache_for(self.code, backend)
         self.call_original = _make_caller(fn, caller or fn.__globals__.get("__name__", "__main__"))
+        self.inherited = inherited
 
     def dispatch(self, L: dict[str, Any]) -> Any:
         """One call with locals `L` (arguments, then closure variables): the first entry whose
@@ -137,7 +141,7 @@ class Frame:
         if cache.run_eagerly:
             return self._eagerly
         compiles = cache.counters["compiles"]
-        plan = decide(self.config, cache.history, self.dynamic, lambda expr: _evaluate(expr, L, G))
+        plan = decide(self.config, cache.history, self.dynamic, lambda size: _read(size, L, G), self.inherited)
         if isinstance(plan, RunEager):
             if not cache.warned_limit:
                 cache.warned_limit = True
@@ -176,15 +180,18 @@ class Frame:
             recorder.entries.append(entry)
         return entry.run
 
-    def optimize_callee(self, fn: types.FunctionType) -> types.FunctionType:
+    def optimize_callee(self, fn: types.FunctionType,
+                        sizes: dict[SizeSource, SizeSource] | None = None) -> types.FunctionType:
         """`fn` (a resume function, or a function a graph break calls) optimized as this frame is:
-        in the shared caches, or under `explain` in caches private to that call."""
+        in the shared caches, or under `explain` in caches private to that call. `sizes` maps the
+        sizes `fn` receives to this frame's, so its policy sees what this frame learned."""
         cache = None
         if CACHES.get((self.code, self.backend)) is not self.cache:
             private = self.cache.private
             cache = private.setdefault(fn.__code__, CodeCache(fn.__code__, private=private))
+        inherited = InheritedSizes(sizes, self.cache.history) if sizes else None
         return make_wrapper(Frame(fn, self.backend, self.config, self.fullgraph, cache, self.dynamic,
-                                  caller=self.call_original.__module__))
+                                  caller=self.call_original.__module__, inherited=inherited))
 
     def _log_recompile(self, L: dict[str, Any], G: dict[str, Any], number: int, plan: TracePlan) -> None:
         if not recompile_log.isEnabledFor(logging.INFO):
@@ -204,10 +211,10 @@ class Frame:
                            self.config.recompile_limit, "; ".join(reasons), decided)
 
 
-def _evaluate(expr: str, L: dict[str, Any], G: dict[str, Any]) -> Any:
-    """A source expression (`L['x'].size(1)`) in this call; None where it cannot be read."""
+def _read(source: Source, L: dict[str, Any], G: dict[str, Any]) -> Any:
+    """`source`'s value (`L['x'].size(1)`) in this call; None where it cannot be read."""
     try:
-        return eval(expr, {"L": L, "G": G, "_modules": sys.modules})
+        return source.read(L, G)
     except Exception:
         return None
 

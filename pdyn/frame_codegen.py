@@ -116,7 +116,7 @@ class ResumeCodegen(FrameCodegen):
                 self._symbols.add(sym.name)
                 origin = env.origins[sym][0]
                 size = "" if origin.dim is None else f".size({origin.dim})"
-                self.lines.append(f"{sym.name} = {self.source_expr(origin.source)}{size}")
+                self.lines.append(f"{sym.name} = {self.source_expr(origin.base)}{size}")
         text = to_python(expr)
         kind = "int" if vt.python_type() is int else "float" if vt.python_type() is float else "bool"
         return f"{kind}({text})"

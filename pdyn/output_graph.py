@@ -27,8 +27,7 @@ from pdyn.errors import SourceLoc, Unsupported, UserException
 from pdyn.guards import AliasGuard
 from pdyn.op_effects import mutates as writes
 from pdyn.shape_rules import SymTensor, infer_sizes
-from pdyn.sources import Source
-from pdyn.symbolic_shapes import SymbolOrigin
+from pdyn.sources import SizeSource, Source
 from pdyn.trace_context import TraceContext
 from pdyn.variables.base import VariableTracker
 from pdyn.variables.builder import wrap_constant_result
@@ -95,7 +94,7 @@ class OutputGraph:
             getattr(value, "_pdyn_static_dims", ())
         sizes = []
         for dim, size in enumerate(value.shape):
-            origin = SymbolOrigin(source, dim)
+            origin = SizeSource(source, dim)
             if (self.ctx.plan.static_inputs and dim not in dynamic) or dim in static:
                 sizes.append(sympy.Integer(size))
                 continue
@@ -106,7 +105,7 @@ class OutputGraph:
 
     def add_int_input(self, value: int, source: Source, loc: SourceLoc | None) -> VariableTracker:
         """An int argument or int attribute, treated as a size: symbolic until Python reads it."""
-        expr = self.ctx.shape_env.create_symbol(value, SymbolOrigin(source, None))
+        expr = self.ctx.shape_env.create_symbol(value, SizeSource(source, None))
         vt = SymIntVariable(self.ctx.shape_env, expr, None, loc, source=source, input_sources=frozenset({source}))
 
         def placeholder() -> torch.fx.Node:

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from pdyn.guards import GradModeGuard, Guard, GuardSet
-from pdyn.sources import Source
-from pdyn.symbolic_shapes import ShapeEnv, SymbolOrigin
+from pdyn.sources import SizeSource, Source
+from pdyn.symbolic_shapes import ShapeEnv
 from pdyn.trace_plan import TracePlan
 
 if TYPE_CHECKING:
@@ -63,7 +63,7 @@ class TraceContext:
 
     def __init__(self, plan: TracePlan | None = None) -> None:
         self.plan = plan if plan is not None else TracePlan(None, "value", frozenset())
-        self.dynamic_marks: set[SymbolOrigin] = set()   # dims marked dynamic by the user
+        self.dynamic_marks: set[SizeSource] = set()   # dims marked dynamic by the user
         self.shape_env = ShapeEnv(self.plan.read_policy(self.dynamic_marks.__contains__))
         self.guards = GuardSet()
         self.side_effects = SideEffects()

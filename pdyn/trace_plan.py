@@ -7,7 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from pdyn.symbolic_shapes import ReadPolicy, SymbolOrigin
+from pdyn.sources import SizeSource
+from pdyn.symbolic_shapes import ReadPolicy
 
 
 @dataclass(frozen=True)
@@ -16,21 +17,21 @@ class TracePlan:
 
     dynamic: bool | None
     specialize_on_read: str
-    changing: frozenset[str]          # origins seen changing: their value reads break the graph
+    changing: frozenset[SizeSource]   # sizes seen changing: their value reads break the graph
     decisions: tuple[str, ...] = ()   # for the recompile log, e.g. "L['x'].size(1): specialized -> graph break"
 
     @property
     def static_inputs(self) -> bool:
         return self.dynamic is False
 
-    def read_policy(self, marked_dynamic: Callable[[SymbolOrigin], bool]) -> ReadPolicy:
-        def on_value_read(origin: SymbolOrigin) -> str:
-            if self.dynamic is True or origin.expr() in self.changing or marked_dynamic(origin):
+    def read_policy(self, marked_dynamic: Callable[[SizeSource], bool]) -> ReadPolicy:
+        def on_value_read(origin: SizeSource) -> str:
+            if self.dynamic is True or origin in self.changing or marked_dynamic(origin):
                 return "break"
             return "specialize"
 
-        def on_bool_read(origin: SymbolOrigin) -> str:
-            if self.dynamic is True or origin.expr() in self.changing or marked_dynamic(origin):
+        def on_bool_read(origin: SizeSource) -> str:
+            if self.dynamic is True or origin in self.changing or marked_dynamic(origin):
                 return "guard"
             return "specialize" if self.specialize_on_read == "any" else "guard"
 
