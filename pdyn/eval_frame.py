@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
-import sys
 import threading
 import types
 import warnings
@@ -221,11 +220,10 @@ def _read(source: Source, L: dict[str, Any], G: dict[str, Any]) -> Any:
 
 def _actual(guard: Any, L: dict[str, Any], G: dict[str, Any]) -> str:
     """This call's value of what `guard` checks: a dim's size for size guards, else the object."""
-    expr = guard.source.expr()
-    if getattr(guard, "dim", None) is not None:
-        expr = f"{expr}.size({guard.dim})"
+    dim = getattr(guard, "dim", None)
+    source = guard.source if dim is None else SizeSource(guard.source, dim)
     try:
-        value = eval(expr, {"L": L, "G": G, "_modules": sys.modules})
+        value = source.read(L, G)
     except Exception as e:
         return f" ({type(e).__name__})"
     if isinstance(value, torch.Tensor):

@@ -12,7 +12,6 @@ import types
 import warnings
 from typing import Any, Callable
 
-import sympy
 import torch.fx
 
 from pdyn.errors import InternalError, Unsupported

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pdyn.handlers.registry import handler
 from pdyn.errors import Unsupported, UserException
+from pdyn.handlers.registry import handler
 from pdyn.instructions import Instruction
 from pdyn.variables.base import VariableTracker
 from pdyn.variables.constant import ConstantVariable

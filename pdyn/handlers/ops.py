@@ -5,14 +5,12 @@ Semantics: https://docs.python.org/3.12/library/dis.html
 
 from __future__ import annotations
 
+import operator
 from typing import TYPE_CHECKING
 
-import operator
-
 from pdyn.handlers.registry import handler
-from pdyn.errors import Unsupported
 from pdyn.instructions import INPLACE_OF, Instruction
-from pdyn.variables.base import VariableTracker, fold
+from pdyn.variables.base import fold
 from pdyn.variables.constant import ConstantVariable
 from pdyn.variables.semantics import binary, contains, is_same
 

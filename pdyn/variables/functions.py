@@ -4,7 +4,6 @@ Python's argument binding over trackers. Builtins and classes are in `variables/
 
 from __future__ import annotations
 
-import enum
 import functools
 import inspect
 import types
@@ -14,7 +13,7 @@ from pdyn.errors import Unsupported, UserException
 from pdyn.sources import AttrSource, DefaultSource, ItemSource, Source
 from pdyn.variables.base import VariableTracker
 from pdyn.variables.cell import CellVariable
-from pdyn.variables.constant import ConstantVariable, ObjectConstantVariable, is_constant_value
+from pdyn.variables.constant import ConstantVariable
 from pdyn.variables.containers import DictVariable, TupleVariable
 
 if TYPE_CHECKING:

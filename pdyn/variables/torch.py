@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from pdyn.errors import SourceLoc, Unsupported, UserException
-from pdyn.sources import AttrSource, Source
+from pdyn.sources import AttrSource
 from pdyn.symbolic_shapes import ShapeEnv
 from pdyn.variables.base import VariableTracker
 from pdyn.variables.constant import ConstantVariable, ObjectConstantVariable
