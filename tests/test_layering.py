@@ -156,15 +156,28 @@ def test_every_module_belongs_to_a_layer():
         "\n  ".join(orphans)
 
 
-def test_no_import_crosses_a_forbidden_arrow():
+def forbidden(imports: list[Import]) -> list[str]:
+    """Each import no arrow of `ALLOWED` permits, as `file:line: a imports b  (layer -> layer ...)`."""
     bad = []
-    for imp in IMPORTS:
+    for imp in imports:
         source, target = layer_of(imp.importer), layer_of(imp.imported)
         if source is None or target is None or source == target:
             continue
         if target not in ALLOWED[source]:
             bad.append(f"{imp}  ({source} -> {target} is not allowed)")
+    return bad
+
+
+def test_no_import_crosses_a_forbidden_arrow():
+    bad = forbidden(IMPORTS)
     assert not bad, "imports the layering forbids:\n  " + "\n  ".join(bad)
+
+
+def test_a_tracker_importing_a_handler_is_reported_with_its_line():
+    imports = imports_of("from pdyn.handlers.ops import binary_op\nfrom pdyn.errors import Unsupported\n",
+                         "pdyn.variables.probe", "pdyn/variables/probe.py", False, set(MODULES))
+    assert forbidden(imports) == ["pdyn/variables/probe.py:1: pdyn.variables.probe imports pdyn.handlers.ops  "
+                                  "(variables -> handlers is not allowed)"]
 
 
 def _layer_cycle(edges: dict[str, set[str]]) -> list[str] | None:
