@@ -1,8 +1,9 @@
 """InstructionTranslator: the symbolic stack machine that runs a frame's bytecode over trackers.
 
-It owns the step loop and handler registry, the stack and locals of one frame, inlining of user
-calls (a child translator sharing the OutputGraph), and the operations handlers share (binary ops,
-iteration, global lookup). Opcode semantics live in `pdyn/handlers/`, one family per file.
+It owns the step loop, the stack and locals of one frame, inlining of user calls (a child
+translator sharing the OutputGraph), global lookup, and the doors trackers use to reach the layers
+above them (`wrap`, `wrap_constant`, `binary`). Opcode semantics live in `pdyn/handlers/`, one
+family per file, registered in `pdyn/handlers/registry.py`.
 """
 
 from __future__ import annotations
@@ -10,47 +11,35 @@ from __future__ import annotations
 import builtins
 import inspect
 import logging
+import sys
 import types
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
+import pdyn.handlers  # noqa: F401  (registers every handler family)
 from pdyn.config import Config
-from pdyn.errors import SourceLoc, Unsupported, UserException
+from pdyn.errors import BreakPoint, SourceLoc, Unsupported, UserException
 from pdyn.guards import GlobalNameGuard
-from pdyn.instructions import OPNAMES, Instruction, decode
-from pdyn.output_graph import OutputGraph
+from pdyn.handlers.registry import HANDLERS, handler  # noqa: F401  (handler: the registry's decorator)
+from pdyn.instructions import Instruction, decode
 from pdyn.sources import AttrSource, GlobalSource, ModuleSource, Source
+from pdyn.variables import builder, semantics
 from pdyn.variables.base import VariableTracker
+from pdyn.variables.cell import CellVariable
+from pdyn.variables.functions import bind_arguments
+from pdyn.variables.generator import GeneratorVariable
+
+if TYPE_CHECKING:
+    from pdyn.output_graph import OutputGraph
 
 log = logging.getLogger("pdyn.bytecode")
 
-Handler = Callable[["InstructionTranslator", Instruction], None]
-HANDLERS: dict[str, Handler] = {}
 _DECODED: dict[types.CodeType, list[Instruction]] = {}
-
-
-def handler(opname: str) -> Callable[[Handler], Handler]:
-    """Register `fn` as the semantics of `opname` (a name of pdyn's normalized instruction set)."""
-
-    def register(fn: Handler) -> Handler:
-        assert opname in OPNAMES, f"{opname} is not an instruction pdyn decodes"
-        assert opname not in HANDLERS, f"second handler for {opname}: {fn.__qualname__}"
-        HANDLERS[opname] = fn
-        return fn
-
-    return register
 
 
 def decoded(code: types.CodeType) -> list[Instruction]:
     if code not in _DECODED:
         _DECODED[code] = decode(code)
     return _DECODED[code]
-
-
-class CellVariable(VariableTracker):
-    """A closure cell: `contents` is None while the variable is unbound."""
-
-    def __init__(self, contents: VariableTracker | None = None):
-        self.contents = contents
 
 
 class InstructionTranslator:
@@ -72,6 +61,7 @@ class InstructionTranslator:
         self.f_globals = f_globals
         self.cells = cells or {}
         self.output = output
+        self.ctx = output.ctx   # the trace's sizes, guards, side effects and memo tables
         self.config = config
         self.parent = parent
         self.depth = 0 if parent is None else parent.depth + 1
@@ -99,7 +89,6 @@ class InstructionTranslator:
         inst = self.instructions[self.ip]
         self.ip += 1
         self.inst = inst
-        self.output.loc = self.loc(inst)
         self.steps += 1
         if self.steps > self.config.max_trace_steps:
             raise Unsupported("trace_too_long", f"the trace ran more than {self.config.max_trace_steps} "
@@ -118,8 +107,8 @@ class InstructionTranslator:
         except Unsupported as e:
             if e.loc is None:  # raised by a tracker, which does not know the instruction
                 e.loc = self.loc(inst)
-            if self.parent is None and not hasattr(e, "break_at"):
-                e.break_at = (self.steps, inst)  # type: ignore[attr-defined]  # where the root can break
+            if self.parent is None and e.break_at is None:
+                e.break_at = BreakPoint(self.steps, inst)
             raise
         self.executed_opnames.add(inst.opname)
 
@@ -152,30 +141,24 @@ class InstructionTranslator:
         if self.f_globals is self.root_globals:
             return GlobalSource(name)
         module = self.f_globals.get("__name__")
-        import sys
-
         if module in sys.modules and getattr(sys.modules[module], "__dict__", None) is self.f_globals:
             return AttrSource(ModuleSource(module), name)
         raise Unsupported("globals", f"pdyn cannot guard globals of {self.code.co_name}: its module is unknown",
                           loc=self.loc())
 
     def load_global(self, name: str) -> VariableTracker:
-        from pdyn.variables.builder import wrap, wrap_constant_result
-
-        if self.f_globals is self.root_globals and name in self.output.side_effects.globals:
-            return self.output.side_effects.globals[name]
+        if self.f_globals is self.root_globals and name in self.ctx.side_effects.globals:
+            return self.ctx.side_effects.globals[name]
         if name in self.f_globals:
-            return wrap(self, self.f_globals[name], self.globals_source(name))
+            return self.wrap(self.f_globals[name], self.globals_source(name))
         if hasattr(builtins, name):
             if self.f_globals is self.root_globals:
-                self.output.add_guard(GlobalNameGuard(None, name=name, loc=self.loc()))
-            return wrap_constant_result(getattr(builtins, name))
+                self.ctx.add_guard(GlobalNameGuard(None, name=name, loc=self.loc()))
+            return self.wrap_constant(getattr(builtins, name))
         raise UserException(NameError(f"name {name!r} is not defined"), self.loc())
 
     def inline_call(self, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         """Run a user function's bytecode in a child translator; its result is the call's value."""
-        from pdyn.variables.functions import bind_arguments
-
         code = fn.code
         if code.co_name == "graph_break" and fn.f_globals.get("__name__") == "pdyn":
             raise Unsupported("graph_break", "pdyn.graph_break() was called", loc=self.loc())
@@ -190,31 +173,27 @@ class InstructionTranslator:
             cells[name] = cell
         child = InstructionTranslator(code, f_locals, fn.f_globals, self.output, self.config, cells, parent=self)
         if code.co_flags & inspect.CO_GENERATOR:  # calling it only makes the generator; next() runs it
-            from pdyn.variables.generator import GeneratorVariable
-
             return GeneratorVariable(child)
         try:
             result = child.run()
         except Unsupported as e:
-            if not hasattr(e, "in_call"):
-                e.in_call = code  # type: ignore[attr-defined]  # the caller breaks at this call instead
+            if e.in_call is None:
+                e.in_call = code  # the caller breaks at this call instead
             raise
         assert result is not None, f"an inlined call of {code.co_name} stopped early"
-        self.output.loc = self.loc()
         return result
 
     def iterate(self, vt: VariableTracker) -> list[VariableTracker]:
         return vt.iterate(self)
 
     def binary(self, fn: Callable[[Any, Any], Any], lhs: VariableTracker, rhs: VariableTracker) -> VariableTracker:
-        from pdyn.handlers.dispatch import binary
+        return semantics.binary(self, fn, lhs, rhs)
 
-        return binary(self, fn, lhs, rhs)
+    def wrap(self, value: Any, source: Source) -> VariableTracker:
+        """The tracker for `value` read from `source`, with its guards (one tracker per source)."""
+        return builder.wrap(self, value, source)
 
-
-def _ensure_handlers() -> None:
-    import pdyn.handlers  # noqa: F401  (registers every handler family)
-
-
-_ensure_handlers()
+    def wrap_constant(self, value: Any) -> VariableTracker:
+        """The tracker for a value made at trace time (no source, no guard)."""
+        return builder.wrap_constant_result(value)
 

@@ -15,11 +15,12 @@ import types
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+import sympy
 import torch
 import torch.fx
 
 from pdyn import logs
-from pdyn.bytecode_tracer import CellVariable, InstructionTranslator, decoded
+from pdyn.bytecode_tracer import InstructionTranslator, decoded
 from pdyn.bytecode_transform import (JUMPED, NEXT, ResumePoint, break_effect, is_jump, live_locals, original_of,
                                      resume_code, resume_index, step_code, why_not_resumable)
 from pdyn.config import Config
@@ -29,14 +30,17 @@ from pdyn.instructions import Instruction
 from pdyn.guard_codegen import GuardCode, build
 from pdyn.op_effects import draws_random, writes_an_input
 from pdyn.output_graph import OutputGraph
-from pdyn.recompile_policy import TracePlan
+from pdyn.trace_context import TraceContext
+from pdyn.trace_plan import TracePlan
 from pdyn.shape_guards import shape_guards
-from pdyn.sources import LocalSource
+from pdyn.sources import LocalSource, SizeSource
 from pdyn.variables.base import NULL, VariableTracker
-from pdyn.variables.builder import wrap
+from pdyn.variables.cell import CellVariable
 from pdyn.variables.containers import DictVariable, IteratorVariable, ListVariable
 from pdyn.variables.functions import UserFunctionVariable, UserMethodVariable
 from pdyn.variables.generator import GeneratorVariable
+from pdyn.variables.symint import SymIntVariable
+from pdyn.variables.tensor import TensorVariable
 
 graph_log = logs.topic("graph")
 guards_log = logs.topic("guards")
@@ -45,6 +49,8 @@ breaks_log = logs.topic("graph_breaks")
 dynamic_log = logs.topic("dynamic")
 
 Backend = Callable[[torch.fx.GraphModule, list], Callable[..., Any]]
+# (function, its sizes -> this frame's sizes) -> the function under pdyn's hook
+Optimize = Callable[[types.FunctionType, dict[SizeSource, SizeSource]], Any]
 
 
 @dataclass
@@ -59,7 +65,7 @@ class CacheEntry:
     eager_reason: Unsupported | None = None
     break_reason: Unsupported | None = None     # the graph break this entry's code resumes after
     compile_seconds: float = 0.0
-    pinned: dict[str, tuple[int, bool]] = field(default_factory=dict)   # read dims/ints specialized, for the policy
+    pinned: dict[SizeSource, tuple[int, bool]] = field(default_factory=dict)   # sizes specialized, for the policy
     shape_decisions: list[str] = field(default_factory=list)   # specializations and assumed equalities
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -71,12 +77,13 @@ def title_of(code: types.CodeType) -> str:
 def compile_frame(code: types.CodeType, f_locals: dict[str, Any], f_globals: dict[str, Any], backend: Backend,
                   config: Config, number: int, call_original: Callable[[dict[str, Any]], Any],
                   fullgraph: bool, plan: TracePlan | None = None,
-                  optimize: Callable[[types.FunctionType], Any] | None = None) -> CacheEntry:
-    """`optimize(fn)` wraps a resume function (or a function a break calls) with pdyn's hook;
-    without it a graph break runs the frame eagerly."""
+                  optimize: Optimize | None = None) -> CacheEntry:
+    """`optimize(fn, sizes)` wraps a resume function (or a function a break calls) with pdyn's
+    hook; `sizes` maps the sizes it receives to this frame's (see `_parent_sizes`). Without it a
+    graph break runs the frame eagerly."""
     start = time.perf_counter()
     title = f"{title_of(code)}, cache entry {number}"
-    output = OutputGraph(code.co_name, plan)
+    output = OutputGraph(code.co_name, TraceContext(plan))
     tx = InstructionTranslator(code, {}, f_globals, output, config)
     try:
         result = _trace(tx, f_locals)
@@ -96,17 +103,17 @@ def compile_frame(code: types.CodeType, f_locals: dict[str, Any], f_globals: dic
         guard = _build_guards(output, title)
         return CacheEntry(guard, lambda L, G: call_original(L), None, "# runs the original function eagerly\n",
                           number, eager_reason=e, compile_seconds=time.perf_counter() - start,
-                          pinned=pinned_origins(output), shape_decisions=list(output.shape_env.events))
+                          pinned=pinned_origins(output), shape_decisions=list(output.ctx.shape_env.events))
 
 
 def _trace(tx: InstructionTranslator, f_locals: dict[str, Any]) -> VariableTracker | None:
     """Wrap the frame's locals and run the root translator (None where it stopped at `stop_at`)."""
     code = tx.code
-    tx.locals = {name: wrap(tx, value, LocalSource(name)) for name, value in f_locals.items()
+    tx.locals = {name: tx.wrap(value, LocalSource(name)) for name, value in f_locals.items()
                  if name not in code.co_freevars}
     tx.cells = {name: CellVariable(tx.locals.pop(name, None)) for name in code.co_cellvars}
     for name in code.co_freevars:
-        tx.cells[name] = CellVariable(wrap(tx, f_locals[name], LocalSource(name)))
+        tx.cells[name] = CellVariable(tx.wrap(f_locals[name], LocalSource(name)))
         tx.cells[name].source = LocalSource(name)
     return tx.run()
 
@@ -114,7 +121,7 @@ def _trace(tx: InstructionTranslator, f_locals: dict[str, Any]) -> VariableTrack
 def _retrace(code: types.CodeType, f_locals: dict[str, Any], f_globals: dict[str, Any], config: Config,
              plan: TracePlan | None, stop_at: int) -> InstructionTranslator:
     """The same trace again, stopped before root step `stop_at` (the one that broke)."""
-    tx = InstructionTranslator(code, {}, f_globals, OutputGraph(code.co_name, plan), config)
+    tx = InstructionTranslator(code, {}, f_globals, OutputGraph(code.co_name, TraceContext(plan)), config)
     tx.stop_at = stop_at
     if _trace(tx, f_locals) is not None:
         raise Unsupported("retrace", "the trace did not reach its graph break again")
@@ -146,17 +153,16 @@ def _finish(output: OutputGraph, result: VariableTracker | None, backend: Backen
     guards_log.info("%s", guard.source)
     code_log.info("%s", frame_source)
     return CacheEntry(guard, run, gm, frame_source, number, compile_seconds=time.perf_counter() - start,
-                      pinned=pinned_origins(output), shape_decisions=list(output.shape_env.events))
+                      pinned=pinned_origins(output), shape_decisions=list(output.ctx.shape_env.events))
 
 
 def _break_entry(e: Unsupported, code: types.CodeType, retrace: Callable[[int], InstructionTranslator],
-                 backend: Backend, optimize: Callable[[types.FunctionType], Any], title: str,
+                 backend: Backend, optimize: Optimize, title: str,
                  number: int, call_original: Callable[[dict[str, Any]], Any]) -> tuple[CacheEntry | None, str]:
     """The entry for a graph break at `e`, or (None, why no resume function can be built)."""
-    at = getattr(e, "break_at", None)
-    if at is None:
+    if e.break_at is None:
         return None, "the trace stopped before it reached an instruction of this frame"
-    step, inst = at
+    step, inst = e.break_at.step, e.break_at.inst
     original, index = original_of(code, inst.index)
     why = why_not_resumable(code, inst) or why_not_resumable(original, decoded(original)[index])
     if why is not None:
@@ -171,7 +177,7 @@ def _break_entry(e: Unsupported, code: types.CodeType, retrace: Callable[[int], 
 
 
 def _resume_entry(e: Unsupported, tx: InstructionTranslator, inst: Instruction, original: types.CodeType,
-                  index: int, backend: Backend, optimize: Callable[[types.FunctionType], Any], title: str,
+                  index: int, backend: Backend, optimize: Optimize, title: str,
                   number: int, call_original: Callable[[dict[str, Any]], Any]) -> CacheEntry:
     """Frame code that runs the graph so far, rebuilds stack and locals, replays side effects,
     runs `inst` in a step function and returns what the resume function for its branch returns."""
@@ -182,18 +188,21 @@ def _resume_entry(e: Unsupported, tx: InstructionTranslator, inst: Instruction, 
     kinds = tuple("null" if vt is NULL else "iter" if isinstance(vt, IteratorVariable) else "value"
                   for vt in tx.stack)
     values = [_stack_value(codegen, vt, kind) for vt, kind in zip(tx.stack, kinds)]
-    if getattr(e, "in_call", None) is not None and inst.opname == "CALL":
+    if e.in_call is not None and inst.opname == "CALL":
         at = len(values) - taken + (kinds[len(values) - taken] == "null")
         values[at] = _optimized_callee(codegen, tx.stack[at], optimize) or values[at]
     split = len(values) - taken
     below = [v for v in values[:split] if v is not None]
+    below_vts = [vt for vt, kind in zip(tx.stack[:split], kinds[:split]) if kind != "null"]
     branches = [(NEXT, after_next), (JUMPED, after_jump)] if is_jump(inst) else [(NEXT, after_next)]
     calls = []
     for branch, produced in branches:
         live = live_locals(original, resume_index(original, index, branch))
         names = tuple(sorted(n for n in live if n in tx.locals and tx.locals[n] is not NULL))
         point = ResumePoint(original, index, branch, kinds[:split] + ("value",) * produced, names)
-        resume_fn = optimize(types.FunctionType(resume_code(point), tx.f_globals))
+        resume_fn = optimize(types.FunctionType(resume_code(point), tx.f_globals),
+                             _parent_sizes(tx, point.arg_names(), below_vts + [None] * produced + [
+                                 _local_tracker(tx, name) for name in names + original.co_freevars]))
         args = below + ["*r[:-1]"] + [_local_value(codegen, tx, name) for name in names + original.co_freevars]
         calls.append(f"return {codegen.constant(resume_fn, 'resume')}({', '.join(args)})")
     step_fn = types.FunctionType(step_code(tx.code, inst, kinds[split:]), tx.f_globals)
@@ -218,24 +227,45 @@ def _stack_value(codegen: ResumeCodegen, vt: VariableTracker, kind: str) -> str 
     return name
 
 
-def _local_value(codegen: ResumeCodegen, tx: InstructionTranslator, name: str) -> str:
+def _local_tracker(tx: InstructionTranslator, name: str) -> VariableTracker | None:
     vt = tx.locals.get(name)
     if vt is None and name in tx.cells:
         vt = tx.cells[name].contents
+    return vt
+
+
+def _local_value(codegen: ResumeCodegen, tx: InstructionTranslator, name: str) -> str:
+    vt = _local_tracker(tx, name)
     if vt is None:
         raise Unsupported("resume", f"free variable {name!r} is unbound at the break")
     return _stack_value(codegen, vt, "value")  # type: ignore[return-value]
 
 
+def _parent_sizes(tx: InstructionTranslator, arg_names: list[str],
+                  trackers: list[VariableTracker | None]) -> dict[SizeSource, SizeSource]:
+    """Each size a resume function receives that is one of this frame's input sizes: its own
+    SizeSource (`L['y'].size(0)`) -> this frame's (`L['x'].size(0)`), for the recompile policy."""
+    env = tx.ctx.shape_env
+    out: dict[SizeSource, SizeSource] = {}
+    for name, vt in zip(arg_names, trackers):
+        sizes = list(enumerate(vt.sizes)) if isinstance(vt, TensorVariable) else \
+            [(None, vt.expr)] if isinstance(vt, SymIntVariable) else []
+        for dim, size in sizes:
+            expr = env.simplify(size)
+            if isinstance(expr, sympy.Symbol) and env.origins.get(expr):
+                out[SizeSource(LocalSource(name), dim)] = env.origins[expr][0]
+    return out
+
+
 def _optimized_callee(codegen: ResumeCodegen, vt: VariableTracker,
-                      optimize: Callable[[types.FunctionType], Any]) -> str | None:
+                      optimize: Optimize) -> str | None:
     """The function a break inside an inlined call calls, optimized on its own; None to call it as is."""
     method_of = None
     if isinstance(vt, UserMethodVariable):
         method_of, vt = vt.obj, vt.fn
     if not isinstance(vt, UserFunctionVariable) or not isinstance(vt.value, types.FunctionType):
         return None
-    expr = codegen.constant(optimize(vt.value), "callee")
+    expr = codegen.constant(optimize(vt.value, {}), "callee")
     if method_of is not None:
         expr = f"{codegen.constant(types.MethodType, 'MethodType')}({expr}, {codegen.reconstruct(method_of)})"
     name = f"v{len(codegen.lines)}"
@@ -245,25 +275,25 @@ def _optimized_callee(codegen: ResumeCodegen, vt: VariableTracker,
 
 def _build_guards(output: OutputGraph, title: str) -> GuardCode:
     """The trace's guards, then the size guards its ShapeEnv implies (symbols bound once)."""
-    for guard in shape_guards(output.shape_env):
-        output.add_guard(guard)
-    for event in output.shape_env.events:
+    for guard in shape_guards(output.ctx.shape_env):
+        output.ctx.add_guard(guard)
+    for event in output.ctx.shape_env.events:
         dynamic_log.info("%s: %s", title, event)
-    return build(output.guards, title)
+    return build(output.ctx.guards, title)
 
 
-def pinned_origins(output: OutputGraph) -> dict[str, tuple[int, bool]]:
+def pinned_origins(output: OutputGraph) -> dict[SizeSource, tuple[int, bool]]:
     """Each read dim (or int input) the trace specialized, with its value and whether a value read
     (not an equality that held) pinned it: the recompile policy's history."""
-    env = output.shape_env
-    return {origin.expr(): (spec.value, spec.by_value_read)
+    env = output.ctx.shape_env
+    return {origin: (spec.value, spec.by_value_read)
             for sym, spec in env.specialized.items() for origin in env.origins[sym]}
 
 
 def _side_effects(output: OutputGraph, codegen: FrameCodegen) -> list[str]:
     """Statements that replay the trace's side effects in the order the program first made them;
     every value they store is computed (into e0, e1, ...) before any of them runs."""
-    effects = output.side_effects
+    effects = output.ctx.side_effects
     statements: list[str] = []
     for i, (kind, key) in enumerate(effects.order):
         value = f"e{i}"

@@ -8,7 +8,9 @@ error: the code runs eagerly from then on, with one warning.
 from __future__ import annotations
 
 import linecache
+import types
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -41,11 +43,21 @@ class SourceLoc:
         return "\n".join(out)
 
 
+@dataclass(frozen=True)
+class BreakPoint:
+    """Where the root frame can break: its `step`-th traced instruction, `inst` (an Instruction)."""
+
+    step: int
+    inst: Any
+
+
 class Unsupported(Exception):
     """pdyn cannot trace this construct: a graph break, or with `fullgraph=True` an error.
 
     `key` is stable (counted in `explain()`, listed in README's "not supported yet"), `loc` is the
-    user's line, `hint` says what the user can do.
+    user's line, `hint` says what the user can do. The translator fills in `break_at` (the root
+    frame's instruction that was running) and `in_call` (the code of the inlined call it was raised in:
+    the root then breaks at the call that entered it).
     """
 
     def __init__(self, key: str, message: str, *, hint: str = "", loc: SourceLoc | None = None):
@@ -53,6 +65,8 @@ class Unsupported(Exception):
         self.message = message
         self.hint = hint
         self.loc = loc
+        self.break_at: BreakPoint | None = None
+        self.in_call: types.CodeType | None = None
         super().__init__(message)
 
     def __str__(self) -> str:

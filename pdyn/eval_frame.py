@@ -17,12 +17,16 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+import torch
+
 from pdyn import logs
 from pdyn.compile_frame import CacheEntry, compile_frame, title_of
 from pdyn.config import Config, Settings, snapshot
 from pdyn.errors import InternalError, Unsupported, UserException
 from pdyn.guard_codegen import origin
-from pdyn.recompile_policy import CodeHistory, RunEager, TracePlan, decide
+from pdyn.recompile_policy import CodeHistory, InheritedSizes, RunEager, decide
+from pdyn.sources import SizeSource, Source
+from pdyn.trace_plan import TracePlan
 
 recompile_log = logs.topic("recompiles")
 log = logging.getLogger(__name__)
@@ -89,9 +93,11 @@ class Frame:
     """The optimized view of one function: its cache and how to call it eagerly."""
 
     def __init__(self, fn: types.FunctionType, backend: Callable[..., Any], config: Config | Settings, fullgraph: bool,
-                 cache: CodeCache | None = None, dynamic: bool | None = None, caller: str | None = None):
+                 cache: CodeCache | None = None, dynamic: bool | None = None, caller: str | None = None,
+                 inherited: InheritedSizes | None = None):
         """`caller`: the module eager's caller of `fn` is in (code that reads its caller's
-        `__name__`, as namedtuple does, sees it); by default `fn`'s own."""
+        `__name__`, as namedtuple does, sees it); by default `fn`'s own. `inherited`: for a resume
+        function, its parent frame's sizes and history."""
         self.fn = fn
         self.dynamic = dynamic
         self.code = fn.__code__
@@ -100,6 +106,7 @@ class Frame:
         self.fullgraph = fullgraph
         self.cache = cache if cache is not None else cache_for(self.code, backend)
         self.call_original = _make_caller(fn, caller or fn.__globals__.get("__name__", "__main__"))
+        self.inherited = inherited
 
     def miss(self, L: dict[str, Any]) -> Any:
         """No entry's guard holds: compile a new entry, or run eagerly. One thread compiles at a
@@ -124,7 +131,7 @@ class Frame:
             return self._eagerly
         compiles = cache.counters["compiles"]
         config = snapshot(self.config)  # NOTE: pdyn.config may change between compiles, not during one
-        plan = decide(config, cache.history, self.dynamic, lambda expr: _evaluate(expr, L, G))
+        plan = decide(config, cache.history, self.dynamic, lambda size: _read(size, L, G), self.inherited)
         if isinstance(plan, RunEager):
             if not cache.warned_limit:
                 cache.warned_limit = True
@@ -163,15 +170,18 @@ class Frame:
             recorder.entries.append(entry)
         return entry.run
 
-    def optimize_callee(self, fn: types.FunctionType) -> types.FunctionType:
+    def optimize_callee(self, fn: types.FunctionType,
+                        sizes: dict[SizeSource, SizeSource] | None = None) -> types.FunctionType:
         """`fn` (a resume function, or a function a graph break calls) optimized as this frame is:
-        in the shared caches, or under `explain` in caches private to that call."""
+        in the shared caches, or under `explain` in caches private to that call. `sizes` maps the
+        sizes `fn` receives to this frame's, so its policy sees what this frame learned."""
         cache = None
         if CACHES.get((self.code, self.backend)) is not self.cache:
             private = self.cache.private
             cache = private.setdefault(fn.__code__, CodeCache(fn.__code__, private=private))
+        inherited = InheritedSizes(sizes, self.cache.history) if sizes else None
         return make_wrapper(Frame(fn, self.backend, self.config, self.fullgraph, cache, self.dynamic,
-                                  caller=self.call_original.__module__))
+                                  caller=self.call_original.__module__, inherited=inherited))
 
     def _log_recompile(self, L: dict[str, Any], G: dict[str, Any], number: int, plan: TracePlan) -> None:
         if not recompile_log.isEnabledFor(logging.INFO):
@@ -191,27 +201,20 @@ class Frame:
                            self.config.recompile_limit, "; ".join(reasons), decided)
 
 
-def _evaluate(expr: str, L: dict[str, Any], G: dict[str, Any]) -> Any:
-    """A source expression (`L['x'].size(1)`) in this call; None where it cannot be read."""
-    import sys
-
+def _read(source: Source, L: dict[str, Any], G: dict[str, Any]) -> Any:
+    """`source`'s value (`L['x'].size(1)`) in this call; None where it cannot be read."""
     try:
-        return eval(expr, {"L": L, "G": G, "_modules": sys.modules})
+        return source.read(L, G)
     except Exception:
         return None
 
 
 def _actual(guard: Any, L: dict[str, Any], G: dict[str, Any]) -> str:
     """This call's value of what `guard` checks: a dim's size for size guards, else the object."""
-    import sys
-
-    import torch
-
-    expr = guard.source.expr()
-    if getattr(guard, "dim", None) is not None:
-        expr = f"{expr}.size({guard.dim})"
+    dim = getattr(guard, "dim", None)
+    source = guard.source if dim is None else SizeSource(guard.source, dim)
     try:
-        value = eval(expr, {"L": L, "G": G, "_modules": sys.modules})
+        value = source.read(L, G)
     except Exception as e:
         return f" ({type(e).__name__})"
     if isinstance(value, torch.Tensor):

@@ -6,17 +6,22 @@ Generated as source (kept on the entry for `explain` and `PDYN_LOGS=output_code`
 
 from __future__ import annotations
 
+import math
 import sys
 import types
 import warnings
 from typing import Any, Callable
 
-import sympy
 import torch.fx
 
 from pdyn.errors import InternalError, Unsupported
 from pdyn.sources import Source
+from pdyn.symbolic_shapes import to_python
 from pdyn.variables.base import VariableTracker
+from pdyn.variables.containers import IteratorVariable
+from pdyn.variables.functions import UserMethodVariable
+from pdyn.variables.symint import SymIntVariable
+from pdyn.variables.tensor import TensorMethodVariable
 
 SIMPLE_LITERALS = (type(None), bool, int, str, bytes)
 
@@ -76,11 +81,6 @@ class ResumeCodegen(FrameCodegen):
         self._symbols: set[str] = set()
 
     def reconstruct(self, vt: VariableTracker) -> str:
-        from pdyn.variables.containers import IteratorVariable
-        from pdyn.variables.functions import UserMethodVariable
-        from pdyn.variables.symint import SymIntVariable
-        from pdyn.variables.tensor import TensorMethodVariable
-
         if isinstance(vt, SymIntVariable) and not vt.is_python_constant():
             return self._symint(vt)
         if isinstance(vt, TensorMethodVariable):
@@ -104,20 +104,18 @@ class ResumeCodegen(FrameCodegen):
 
     def _symint(self, vt: Any) -> str:
         """A size expression, computed from the sizes it is made of; a data-dependent one from the graph."""
-        from pdyn.symbolic_shapes import to_python
-
-        env = vt.output.shape_env
+        env = vt.env
         expr = env.simplify(vt.expr)
         symbols = sorted(expr.free_symbols, key=lambda s: s.name)
         if not all(env.origins.get(sym) for sym in symbols):
             return self.graph_output(vt)
-        self.scope.setdefault("math", __import__("math"))
+        self.scope.setdefault("math", math)
         for sym in symbols:
             if sym.name not in self._symbols:
                 self._symbols.add(sym.name)
                 origin = env.origins[sym][0]
                 size = "" if origin.dim is None else f".size({origin.dim})"
-                self.lines.append(f"{sym.name} = {self.source_expr(origin.source)}{size}")
+                self.lines.append(f"{sym.name} = {self.source_expr(origin.base)}{size}")
         text = to_python(expr)
         kind = "int" if vt.python_type() is int else "float" if vt.python_type() is float else "bool"
         return f"{kind}({text})"

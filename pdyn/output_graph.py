@@ -1,5 +1,4 @@
-"""The torch.fx graph under construction: its inputs, the ops recorded into it, and the Python side
-effects to replay after it runs.
+"""The torch.fx graph under construction: its inputs and the ops recorded into it.
 
 Every op runs once at trace time on fake tensors (same sizes, dtypes and devices, no data) to learn
 its output's metadata; the node it records carries the user's file:line in `node.meta["loc"]`.
@@ -9,8 +8,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import operator
 import re
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import Any, Iterator
 
 import sympy
 import torch
@@ -24,57 +24,20 @@ from torch._subclasses.fake_tensor import (
 
 from pdyn import logs
 from pdyn.errors import SourceLoc, Unsupported, UserException
-from pdyn.guards import AliasGuard, GradModeGuard, Guard, GuardSet
+from pdyn.guards import AliasGuard
 from pdyn.op_effects import mutates as writes
-from pdyn.recompile_policy import TracePlan
-from pdyn.shape_rules import infer_sizes
-from pdyn.sources import Source
-from pdyn.symbolic_shapes import ShapeEnv, SymbolOrigin
+from pdyn.shape_rules import SymTensor, infer_sizes
+from pdyn.sources import SizeSource, Source
+from pdyn.trace_context import TraceContext
 from pdyn.variables.base import VariableTracker
-
-if TYPE_CHECKING:
-    from pdyn.variables.tensor import TensorVariable
+from pdyn.variables.builder import wrap_constant_result
+from pdyn.variables.fx_args import as_fake, as_node, as_symbolic
+from pdyn.variables.symint import SymIntVariable
+from pdyn.variables.tensor import TensorVariable, wrap_fx_result
+from pdyn.variables.torch import pin_sizes_read
 
 dynamic_log = logs.topic("dynamic")
 DATA_DEPENDENT = (DataDependentOutputException, DynamicOutputShapeException)
-
-
-class SideEffects:
-    """Python-visible changes the trace made to objects that outlive it, in the order first made.
-
-    `mutated` marks a list or dict read from the inputs whose contents changed; `store_attr` and
-    `store_global` record the last value stored. The frame code replays them after the graph.
-    """
-
-    def __init__(self) -> None:
-        self.containers: dict[int, VariableTracker] = {}
-        self.attrs: dict[tuple[int, str], tuple[VariableTracker, VariableTracker]] = {}
-        self.globals: dict[str, VariableTracker] = {}
-        # every target in the order the program first changed it: the order the replay follows
-        self.order: list[tuple[str, Any]] = []
-
-    def _first(self, kind: str, key: Any, table: dict[Any, Any]) -> None:
-        if key not in table:
-            self.order.append((kind, key))
-
-    def mutated(self, vt: VariableTracker) -> None:
-        self._first("container", id(vt), self.containers)
-        self.containers.setdefault(id(vt), vt)
-
-    def store_attr(self, obj: VariableTracker, name: str, value: VariableTracker) -> None:
-        self._first("attr", (id(obj), name), self.attrs)
-        self.attrs[(id(obj), name)] = (obj, value)
-
-    def store_global(self, name: str, value: VariableTracker) -> None:
-        self._first("global", name, self.globals)
-        self.globals[name] = value
-
-    def load_attr(self, obj: VariableTracker, name: str) -> VariableTracker | None:
-        entry = self.attrs.get((id(obj), name))
-        return entry[1] if entry is not None else None
-
-    def __bool__(self) -> bool:
-        return bool(self.containers or self.attrs or self.globals)
 
 
 @contextlib.contextmanager
@@ -90,38 +53,26 @@ def _quiet_fake_tensor() -> Iterator[None]:
 
 
 class OutputGraph:
-    """One trace's fx graph, guards, graph inputs and side effects."""
+    """One trace's fx graph and its inputs; the rest of what the trace accumulates (sizes, guards,
+    side effects) is in its TraceContext, `ctx`."""
 
-    def __init__(self, frame_name: str, plan: TracePlan | None = None) -> None:
+    def __init__(self, frame_name: str, ctx: TraceContext) -> None:
         self.frame_name = frame_name
-        self.plan = plan if plan is not None else TracePlan(None, "value", frozenset())
-        self.shape_env = ShapeEnv(self.plan.read_policy(self._marked_dynamic))
-        self._dynamic_marks: set[SymbolOrigin] = set()
+        self.ctx = ctx
         self.graph = torch.fx.Graph()
         self.fake_mode = FakeTensorMode(allow_non_fake_inputs=False)
-        self.guards = GuardSet()
         self.inputs: list[TensorVariable] = []          # placeholders, in order
         self.placeholders: list[tuple[torch.fx.Node, Source, Any]] = []   # node, source, this call's value
         self._input_by_id: dict[int, TensorVariable] = {}
-        self.side_effects = SideEffects()
-        self.loc: SourceLoc | None = None               # the instruction being traced
         self._names: set[str] = set()
-        self.wrapped: dict[Source, VariableTracker] = {}   # one tracker per source read
-        self.mutable_by_id: dict[int, VariableTracker] = {}  # one tracker per input list/dict object
-        self.add_guard(GradModeGuard(None, enabled=torch.is_grad_enabled()))
-
-    def add_guard(self, guard: Guard) -> None:
-        self.guards.add(guard)
 
     # -- inputs ----------------------------------------------------------------------------------
 
-    def add_input(self, value: torch.Tensor, source: Source) -> TensorVariable:
+    def add_input(self, value: torch.Tensor, source: Source, loc: SourceLoc | None) -> TensorVariable:
         """A tensor read from the frame: a placeholder (or the one already made for this object)."""
-        from pdyn.variables.tensor import TensorVariable
-
         seen = self._input_by_id.get(id(value))
         if seen is not None:
-            self.add_guard(AliasGuard(source, other=seen.source, same=True, loc=self.loc))
+            self.ctx.add_guard(AliasGuard(source, other=seen.source, same=True, loc=loc))
             return seen
         node = self.graph.placeholder(self._fresh_name(_hint(source)))
         with _quiet_fake_tensor():
@@ -143,31 +94,26 @@ class OutputGraph:
             getattr(value, "_pdyn_static_dims", ())
         sizes = []
         for dim, size in enumerate(value.shape):
-            origin = SymbolOrigin(source, dim)
-            if (self.plan.static_inputs and dim not in dynamic) or dim in static:
+            origin = SizeSource(source, dim)
+            if (self.ctx.plan.static_inputs and dim not in dynamic) or dim in static:
                 sizes.append(sympy.Integer(size))
                 continue
             if dim in dynamic:
-                self._dynamic_marks.add(origin)
-            sizes.append(self.shape_env.create_symbol(size, origin))
+                self.ctx.dynamic_marks.add(origin)
+            sizes.append(self.ctx.shape_env.create_symbol(size, origin))
         return tuple(sizes)
 
-    def _marked_dynamic(self, origin: SymbolOrigin) -> bool:
-        return origin in self._dynamic_marks
-
-    def add_int_input(self, value: int, source: Source) -> VariableTracker:
+    def add_int_input(self, value: int, source: Source, loc: SourceLoc | None) -> VariableTracker:
         """An int argument or int attribute, treated as a size: symbolic until Python reads it."""
-        from pdyn.variables.symint import SymIntVariable
-
-        expr = self.shape_env.create_symbol(value, SymbolOrigin(source, None))
-        vt = SymIntVariable(self, expr, None, source=source, input_sources=frozenset({source}))
+        expr = self.ctx.shape_env.create_symbol(value, SizeSource(source, None))
+        vt = SymIntVariable(self.ctx.shape_env, expr, None, loc, source=source, input_sources=frozenset({source}))
 
         def placeholder() -> torch.fx.Node:
             node = self.graph.placeholder(self._fresh_name(_hint(source)))
             node.meta["example_value"] = value
             node.meta["source"] = source
             self.placeholders.append((node, source, value))
-            return node
+            return self.annotate(node, loc)
 
         vt._make_node = placeholder
         return vt
@@ -199,15 +145,12 @@ class OutputGraph:
     # -- recording ops ---------------------------------------------------------------------------
 
     def call(self, kind: str, target: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker],
-             *, mutates: bool = False) -> VariableTracker:
+             *, loc: SourceLoc | None, mutates: bool = False) -> VariableTracker:
         """Record `target(*args, **kwargs)` (kind: call_function or call_method) and wrap its result.
 
         The op runs first on fake tensors; a result with no tensor in it (a size, a dtype) is a
         constant and records nothing, unless the op `mutates` an input (setitem).
         """
-        from pdyn.variables.fx_args import as_fake
-        from pdyn.variables.tensor import wrap_fx_result
-
         fake_args = [as_fake(a) for a in args]
         fake_kwargs = {k: as_fake(v) for k, v in kwargs.items()}
         fn = getattr(torch.Tensor, target) if kind == "call_method" else target
@@ -218,32 +161,27 @@ class OutputGraph:
             raise Unsupported(
                 "data_dependent", f"{_target_name(target)} needs tensor data pdyn does not have at trace time "
                 f"({type(e).__name__})", hint="move data-dependent Python logic out of the compiled function",
-                loc=self.loc) from None
+                loc=loc) from None
         except UnsupportedOperatorException as e:
             raise Unsupported("fake_unsupported", f"{_target_name(target)} has no fake implementation: {e}",
-                              loc=self.loc) from None
+                              loc=loc) from None
         except Exception as e:  # the op itself raised: eager raises it too, for real
-            raise UserException(e, self.loc) from None
+            raise UserException(e, loc) from None
         if not mutates and not _has_tensor(example):
-            from pdyn.variables.builder import wrap_constant_result
-            from pdyn.variables.torch import pin_sizes_read
-
-            pin_sizes_read(self, kind, target, args, kwargs)
+            pin_sizes_read(self.ctx.shape_env, loc, kind, target, args, kwargs)
             return wrap_constant_result(example)
-        node = self._record(kind, target, args, kwargs, example)
+        node = self._record(kind, target, args, kwargs, example, loc)
         same = _returned_argument(example, args, kwargs)
         if same is not None and _alias_is_guarded(node, same):  # `x.add_(1)`, `x.to(x.dtype)`: eager
             return same       # returns x itself (the node stays: it may have written x)
         sources = frozenset().union(*(getattr(a, "input_sources", frozenset()) for a in _flat(args, kwargs)))
-        sizes = self._output_sizes(target, args, kwargs, example)
-        return wrap_fx_result(self, node, example, sources, sizes)
+        sizes = self._output_sizes(target, args, kwargs, example, loc)
+        return wrap_fx_result(self, node, example, sources, sizes, wrap_constant_result)
 
     def _output_sizes(self, target: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker],
-                      example: Any) -> list[tuple[sympy.Expr, ...]]:
+                      example: Any, loc: SourceLoc | None) -> list[tuple[sympy.Expr, ...]]:
         """Symbolic sizes of the op's tensor outputs, from its shape rule; an op with no rule (or
         a rule that disagrees with the fake run) specializes the sizes of its inputs instead."""
-        from pdyn.variables.fx_args import as_symbolic
-
         outputs = [t for t in _flat_values(example) if isinstance(t, torch.Tensor)]
         static = [tuple(sympy.Integer(s) for s in t.shape) for t in outputs]
         sym_args = [as_symbolic(a) for a in args]
@@ -251,9 +189,9 @@ class OutputGraph:
         symbolic = [e for e in _flat_values((sym_args, sym_kwargs)) if _is_symbolic(e)]
         if not symbolic:
             return static
-        env = self.shape_env
+        env = self.ctx.shape_env
         try:
-            result = infer_sizes(env, target, tuple(sym_args), sym_kwargs, self.loc)
+            result = infer_sizes(env, target, tuple(sym_args), sym_kwargs, loc)
         except Exception as e:  # a rule that cannot handle these arguments: specialize below
             dynamic_log.debug("shape rule of %s failed: %s", _target_name(target), e)
             result = None
@@ -262,33 +200,32 @@ class OutputGraph:
             return result
         why = f"{_target_name(target)}(), which has no symbolic shape rule"
         for expr in symbolic:
-            env.specialize(expr, self.loc, why)
-        dynamic_log.info("%s at %s specialized its inputs' sizes", why, self.loc)
+            env.specialize(expr, loc, why)
+        dynamic_log.info("%s at %s specialized its inputs' sizes", why, loc)
         return static
 
     def _record(self, kind: str, target: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker],
-                example: Any) -> torch.fx.Node:
+                example: Any, loc: SourceLoc | None) -> torch.fx.Node:
         """Append the node for an op whose fake run gave `example`, with the user's location."""
-        from pdyn.variables.fx_args import as_node
-
         node = self.graph.create_node(
             kind, target, tuple(as_node(a) for a in args), {k: as_node(v) for k, v in kwargs.items()},
             name=self._fresh_name(_target_name(target).rsplit(".", 1)[-1]),
         )
-        self.annotate(node)
+        self.annotate(node, loc)
         node.meta["example_value"] = example
         return node
 
-    def annotate(self, node: torch.fx.Node) -> None:
+    def annotate(self, node: torch.fx.Node, loc: SourceLoc | None) -> torch.fx.Node:
         """Give `node` the user's file:line (`meta["loc"]`, and fx's stack trace for printing)."""
-        node.meta["loc"] = self.loc
-        if self.loc is not None:
-            node.meta["stack_trace"] = (f'  File "{self.loc.filename}", line {self.loc.lineno}, in '
-                                        f'{self.loc.function}\n    {self.loc.source_line().strip()}\n')
+        node.meta["loc"] = loc
+        if loc is not None:
+            node.meta["stack_trace"] = (f'  File "{loc.filename}", line {loc.lineno}, in '
+                                        f'{loc.function}\n    {loc.source_line().strip()}\n')
+        return node
 
     def getitem_node(self, node: torch.fx.Node, index: int) -> torch.fx.Node:
-        item = self.graph.call_function(__import__("operator").getitem, (node, index))
-        item.meta["loc"] = self.loc
+        item = self.graph.call_function(operator.getitem, (node, index))
+        item.meta["loc"] = node.meta.get("loc")   # the op that made the tuple
         return item
 
 
@@ -309,7 +246,7 @@ def _flat_values(value: Any) -> Iterator[Any]:
             yield from _flat_values(v)
     elif isinstance(value, slice):
         yield from _flat_values((value.start, value.stop, value.step))
-    elif type(value).__name__ == "SymTensor":
+    elif isinstance(value, SymTensor):
         yield from value.sizes
     else:
         yield value
@@ -322,8 +259,6 @@ def _is_symbolic(value: Any) -> bool:
 def _returned_argument(example: Any, args: list[VariableTracker],
                        kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
     """The tensor argument an op returned itself (same fake object), if it did."""
-    from pdyn.variables.tensor import TensorVariable
-
     if not isinstance(example, torch.Tensor):
         return None
     for a in [*args, *kwargs.values()]:

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from pdyn.config import Config
-from pdyn.symbolic_shapes import ReadPolicy, SymbolOrigin
+from pdyn.sources import SizeSource
+from pdyn.trace_plan import TracePlan
 
 
 @dataclass
@@ -21,11 +22,12 @@ class CodeHistory:
     """What earlier compiles of one code object specialized, and to which values."""
 
     compiles: int = 0
-    specialized: dict[str, set[int]] = field(default_factory=dict)   # origin -> values a value read pinned
-    compared: dict[str, set[int]] = field(default_factory=dict)      # origin -> values an equality pinned
-    changed: set[str] = field(default_factory=set)   # origins seen changing: they stay dynamic from then on
+    specialized: dict[SizeSource, set[int]] = field(default_factory=dict)   # size -> values a value read pinned
+    compared: dict[SizeSource, set[int]] = field(default_factory=dict)      # size -> values an equality pinned
+    changed: set[SizeSource] = field(default_factory=set)   # sizes seen changing: dynamic from then on
 
-    def record(self, pinned: dict[str, tuple[int, bool]], changing: frozenset[str] = frozenset()) -> None:
+    def record(self, pinned: dict[SizeSource, tuple[int, bool]],
+               changing: frozenset[SizeSource] = frozenset()) -> None:
         """`pinned`: origin -> (value, whether a value read pinned it rather than an equality);
         `changing`: the origins the plan of this compile treated as changing."""
         self.compiles += 1
@@ -43,41 +45,33 @@ class RunEager:
 
 
 @dataclass(frozen=True)
-class TracePlan:
-    """What one trace assumes: whether dims start static, and how size reads resolve."""
+class InheritedSizes:
+    """What a resume function knows of its parent frame: which parent size each of its own sizes
+    is (`parent_of`, e.g. `L['pdyn_stack0'].size(0)` -> `L['x'].size(0)`), and the parent's history."""
 
-    dynamic: bool | None
-    specialize_on_read: str
-    changing: frozenset[str]          # origins seen changing: their value reads break the graph
-    decisions: tuple[str, ...] = ()   # for the recompile log, e.g. "L['x'].size(1): specialized -> graph break"
+    parent_of: dict[SizeSource, SizeSource]
+    parent: CodeHistory
 
-    @property
-    def static_inputs(self) -> bool:
-        return self.dynamic is False
-
-    def read_policy(self, marked_dynamic: Callable[[SymbolOrigin], bool]) -> ReadPolicy:
-        def on_value_read(origin: SymbolOrigin) -> str:
-            if self.dynamic is True or origin.expr() in self.changing or marked_dynamic(origin):
-                return "break"
-            return "specialize"
-
-        def on_bool_read(origin: SymbolOrigin) -> str:
-            if self.dynamic is True or origin.expr() in self.changing or marked_dynamic(origin):
-                return "guard"
-            return "specialize" if self.specialize_on_read == "any" else "guard"
-
-        return ReadPolicy(on_value_read, on_bool_read)
+    def changing(self) -> list[SizeSource]:
+        """This frame's sizes whose parent size the parent has seen changing."""
+        return [own for own, parent in self.parent_of.items() if parent in self.parent.changed]
 
 
 def decide(config: Config, history: CodeHistory, dynamic: bool | None,
-           current_value: Callable[[str], object]) -> TracePlan | RunEager:
-    """The plan for the next trace; `current_value(origin)` reads an origin in this call."""
+           current_value: Callable[[SizeSource], object],
+           inherited: InheritedSizes | None = None) -> TracePlan | RunEager:
+    """The plan for the next trace; `current_value(size)` reads a size in this call (None where it
+    cannot be read). A resume function's sizes that its parent saw changing start as changing."""
     if history.compiles >= config.recompile_limit:
         return RunEager(f"reached the recompile limit ({config.recompile_limit})")
     changing = [o for o, values in history.specialized.items()
                 if o not in history.changed and _seen_changing(config, values, current_value(o))]
     mode = "graph break" if config.specialize_on_read == "value" else "guarded expression"
     decisions = [f"{o}: specialized -> {mode}" for o in changing]
+    if inherited is not None:
+        from_parent = [o for o in inherited.changing() if o not in changing and o not in history.changed]
+        decisions += [f"{o}: changing in the parent frame ({inherited.parent_of[o]})" for o in from_parent]
+        changing += from_parent
     changing += history.changed
     decisions += [f"{o}: specialized -> guarded expression" for o, values in history.compared.items()
                   if _seen_changing(config, values, current_value(o))]

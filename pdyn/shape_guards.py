@@ -15,7 +15,8 @@ import sympy
 
 from pdyn.errors import SourceLoc
 from pdyn.guards import Guard, Hoist
-from pdyn.symbolic_shapes import ShapeEnv, SymbolOrigin, to_python
+from pdyn.sources import SizeSource
+from pdyn.symbolic_shapes import ShapeEnv, to_python
 
 INF = math.inf
 
@@ -45,7 +46,7 @@ class SymbolGuard(Guard):
         return f"not {int(self.low)} <= {bind} <= {int(self.high)}"
 
     def sentence(self) -> str:
-        what = SymbolOrigin(self.source, self.dim).expr()  # type: ignore[arg-type]
+        what = SizeSource(self.source, self.dim).expr()  # type: ignore[arg-type]
         low = "" if self.low == -INF else f"{int(self.low)} <= "
         high = "" if self.high == INF else f" <= {int(self.high)}"
         return f"{low}{what}{high}"
@@ -65,7 +66,7 @@ class StaticDimGuard(Guard):
         return f"{_read(v, self.dim)} != {self.value}"
 
     def sentence(self) -> str:
-        return f"{SymbolOrigin(self.source, self.dim).expr()} == {self.value}"  # type: ignore[arg-type]
+        return f"{SizeSource(self.source, self.dim).expr()} == {self.value}"  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True, eq=False)
@@ -83,7 +84,7 @@ class SameSizeGuard(Guard):
         return f"{_read(v, self.dim)} != {self.name}"
 
     def sentence(self) -> str:
-        return f"{SymbolOrigin(self.source, self.dim).expr()} == {self.equals}"  # type: ignore[arg-type]
+        return f"{SizeSource(self.source, self.dim).expr()} == {self.equals}"  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True, eq=False)
@@ -110,16 +111,16 @@ def shape_guards(env: ShapeEnv) -> list[Guard]:
     """Every size guard of a finished trace, in an order where each symbol is bound before use."""
     out: list[Guard] = []
     names = {origin: sym for origin, sym in env.all_origins()}
-    bound: dict[sympy.Symbol, SymbolOrigin] = {}
+    bound: dict[sympy.Symbol, SizeSource] = {}
     for origin, expr in env.all_origins():
         loc = _loc_of(env, origin)
         if expr.is_Integer:
-            out.append(StaticDimGuard(origin.source, dim=origin.dim, value=int(expr), loc=loc))
+            out.append(StaticDimGuard(origin.base, dim=origin.dim, value=int(expr), loc=loc))
         elif expr in bound:
-            out.append(SameSizeGuard(origin.source, dim=origin.dim, name=expr.name, equals=bound[expr].expr(), loc=loc))
+            out.append(SameSizeGuard(origin.base, dim=origin.dim, name=expr.name, equals=bound[expr].expr(), loc=loc))
         else:  # the range every symbol starts with; refinements are the expression guards below
             low, high = (2, INF) if env.hints[expr] >= 2 else (-INF, -1)
-            out.append(SymbolGuard(origin.source, dim=origin.dim, name=expr.name, low=low, high=high, loc=loc))
+            out.append(SymbolGuard(origin.base, dim=origin.dim, name=expr.name, low=low, high=high, loc=loc))
             bound[expr] = origin
     by_symbol = {sym: origin for origin, sym in names.items() if isinstance(sym, sympy.Symbol)}
     for guard in env.guards:
@@ -133,7 +134,7 @@ def shape_guards(env: ShapeEnv) -> list[Guard]:
     return out
 
 
-def _loc_of(env: ShapeEnv, origin: SymbolOrigin) -> SourceLoc | None:
+def _loc_of(env: ShapeEnv, origin: SizeSource) -> SourceLoc | None:
     for sym, origins in env.origins.items():
         if origin in origins and sym in env.specialized:
             return env.specialized[sym].loc

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 import math
+import sys
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -58,6 +59,11 @@ class Source(ABC):
     def _code(self, const: Const, bound: Mapping[Source, str]) -> str:
         """This source's step on top of its base's `code`."""
 
+    @abstractmethod
+    def read(self, L: Mapping[str, Any], G: Mapping[str, Any]) -> Any:
+        """The value this source names in a frame with locals `L` and globals `G` (what `code`
+        evaluates to, without compiling it); raises what the expression would raise."""
+
     def root(self) -> Source:
         return self
 
@@ -74,6 +80,9 @@ class LocalSource(Source):
     def _code(self, const: Const, bound: Mapping[Source, str]) -> str:
         return f"L[{self.name!r}]"
 
+    def read(self, L: Mapping[str, Any], G: Mapping[str, Any]) -> Any:
+        return L[self.name]
+
 
 @dataclass(frozen=True)
 class GlobalSource(Source):
@@ -83,6 +92,9 @@ class GlobalSource(Source):
 
     def _code(self, const: Const, bound: Mapping[Source, str]) -> str:
         return f"G[{self.name!r}]"
+
+    def read(self, L: Mapping[str, Any], G: Mapping[str, Any]) -> Any:
+        return G[self.name]
 
 
 @dataclass(frozen=True)
@@ -95,6 +107,9 @@ class AttrSource(Source):
     def _code(self, const: Const, bound: Mapping[Source, str]) -> str:
         base = self.base.code(const, bound)
         return f"{base}.{self.attr}" if self.attr.isidentifier() else f"getattr({base}, {self.attr!r})"
+
+    def read(self, L: Mapping[str, Any], G: Mapping[str, Any]) -> Any:
+        return getattr(self.base.read(L, G), self.attr)
 
     def root(self) -> Source:
         return self.base.root()
@@ -110,6 +125,9 @@ class ModuleMemberSource(AttrSource):
 
     def _code(self, const: Const, bound: Mapping[Source, str]) -> str:
         return f"{self.base.code(const, bound)}.{self.table}[{self.attr!r}]"
+
+    def read(self, L: Mapping[str, Any], G: Mapping[str, Any]) -> Any:
+        return getattr(self.base.read(L, G), self.table)[self.attr]
 
     def __str__(self) -> str:
         base = str(self.base)
@@ -127,6 +145,9 @@ class ItemSource(Source):
     def _code(self, const: Const, bound: Mapping[Source, str]) -> str:
         return f"{self.base.code(const, bound)}[{literal(self.index, const)}]"
 
+    def read(self, L: Mapping[str, Any], G: Mapping[str, Any]) -> Any:
+        return self.base.read(L, G)[self.index]
+
     def root(self) -> Source:
         return self.base.root()
 
@@ -142,6 +163,10 @@ class DefaultSource(Source):
         attr = "__kwdefaults__" if isinstance(self.index, str) else "__defaults__"
         return f"{self.base.code(const, bound)}.{attr}[{self.index!r}]"
 
+    def read(self, L: Mapping[str, Any], G: Mapping[str, Any]) -> Any:
+        attr = "__kwdefaults__" if isinstance(self.index, str) else "__defaults__"
+        return getattr(self.base.read(L, G), attr)[self.index]
+
     def root(self) -> Source:
         return self.base.root()
 
@@ -154,3 +179,27 @@ class ModuleSource(Source):
 
     def _code(self, const: Const, bound: Mapping[Source, str]) -> str:
         return f"_modules[{self.name!r}]"
+
+    def read(self, L: Mapping[str, Any], G: Mapping[str, Any]) -> Any:
+        return sys.modules[self.name]
+
+
+@dataclass(frozen=True)
+class SizeSource(Source):
+    """A size read at run time: dim `dim` of the tensor at `base` (`L['x'].size(0)`), or with
+    `dim` None the int at `base` itself (`L['n']`). The identity of a symbol's origin: the recompile
+    policy keys its history by it, and a resume function's sizes map to their parent's by it."""
+
+    base: Source
+    dim: int | None
+
+    def _code(self, const: Const, bound: Mapping[Source, str]) -> str:
+        base = self.base.code(const, bound)
+        return base if self.dim is None else f"{base}.size({self.dim})"
+
+    def read(self, L: Mapping[str, Any], G: Mapping[str, Any]) -> Any:
+        value = self.base.read(L, G)
+        return value if self.dim is None else value.size(self.dim)
+
+    def root(self) -> Source:
+        return self.base.root()

@@ -20,24 +20,10 @@ from sympy.printing.pycode import PythonCodePrinter
 
 from pdyn import sym_float
 from pdyn.errors import SourceLoc, Unsupported
-from pdyn.sources import Source
+from pdyn.sources import SizeSource
 
 Expr = sympy.Expr
 INF = math.inf
-
-
-@dataclass(frozen=True)
-class SymbolOrigin:
-    """Where a symbol's value is read at run time: `source.size(dim)`, or an int `source` (dim None)."""
-
-    source: Source
-    dim: int | None
-
-    def expr(self) -> str:
-        return f"{self.source.expr()}.size({self.dim})" if self.dim is not None else self.source.expr()
-
-    def __str__(self) -> str:
-        return self.expr()
 
 
 @dataclass
@@ -66,15 +52,15 @@ class ReadPolicy:
     "guard" or "specialize".
     """
 
-    on_value_read: Callable[[SymbolOrigin], str] = lambda origin: "specialize"
-    on_bool_read: Callable[[SymbolOrigin], str] = lambda origin: "guard"
+    on_value_read: Callable[[SizeSource], str] = lambda origin: "specialize"
+    on_bool_read: Callable[[SizeSource], str] = lambda origin: "guard"
 
 
 @dataclass
 class ShapeEnv:
     policy: ReadPolicy = field(default_factory=ReadPolicy)
     hints: dict[sympy.Symbol, int] = field(default_factory=dict)
-    origins: dict[sympy.Symbol, list[SymbolOrigin]] = field(default_factory=dict)
+    origins: dict[sympy.Symbol, list[SizeSource]] = field(default_factory=dict)
     ranges: dict[sympy.Symbol, tuple[float, float]] = field(default_factory=dict)
     replacements: dict[sympy.Symbol, Expr] = field(default_factory=dict)
     specialized: dict[sympy.Symbol, Specialization] = field(default_factory=dict)
@@ -85,7 +71,7 @@ class ShapeEnv:
 
     # -- symbols ---------------------------------------------------------------------------------
 
-    def create_symbol(self, hint: int, origin: SymbolOrigin) -> Expr:
+    def create_symbol(self, hint: int, origin: SizeSource) -> Expr:
         """A new symbol for `hint`; 0 and 1 stay constants (they change broadcasting)."""
         if hint in (0, 1):
             return sympy.Integer(hint)
@@ -233,7 +219,7 @@ class ShapeEnv:
         """Symbols still free (not pinned, not unified into another), in creation order."""
         return [s for s in self.hints if s not in self.replacements]
 
-    def all_origins(self) -> Iterable[tuple[SymbolOrigin, sympy.Basic]]:
+    def all_origins(self) -> Iterable[tuple[SizeSource, sympy.Basic]]:
         """Every read dimension and what it must equal: a live symbol, or a pinned integer."""
         for sym, origins in self.origins.items():
             if sym in self.unified:

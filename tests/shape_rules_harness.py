@@ -15,17 +15,18 @@ import torch
 
 from pdyn.shape_rules import ShapeError, SymTensor, infer_sizes
 from pdyn.sources import LocalSource
-from pdyn.symbolic_shapes import ShapeEnv, SymbolOrigin
+from pdyn.sources import SizeSource
+from pdyn.symbolic_shapes import ShapeEnv
 
 
 def sym_tensor(env: ShapeEnv, shape: tuple[int, ...], name: str, dtype: torch.dtype = torch.float32) -> SymTensor:
     """One symbol per dim (0 and 1 stay constants), read from `L[name].size(d)`."""
-    sizes = tuple(env.create_symbol(n, SymbolOrigin(LocalSource(name), d)) for d, n in enumerate(shape))
+    sizes = tuple(env.create_symbol(n, SizeSource(LocalSource(name), d)) for d, n in enumerate(shape))
     return SymTensor(sizes, dtype)
 
 
 def sym_int(env: ShapeEnv, value: int, name: str) -> sympy.Expr:
-    return env.create_symbol(value, SymbolOrigin(LocalSource(name), None))
+    return env.create_symbol(value, SizeSource(LocalSource(name), None))
 
 
 def concrete(value: Any, values: dict, device: str = "meta") -> Any:

@@ -12,6 +12,7 @@ from pdyn.bytecode_tracer import HANDLERS, InstructionTranslator, handler
 from pdyn.config import Config
 from pdyn.errors import Unsupported
 from pdyn.output_graph import OutputGraph
+from pdyn.trace_context import TraceContext
 from pdyn.sources import LocalSource
 from pdyn.variables.builder import wrap
 
@@ -19,7 +20,7 @@ from pdyn.variables.builder import wrap
 def trace(fn: Any, *args: Any, config: Config | None = None) -> InstructionTranslator:
     """Run `fn`'s bytecode symbolically on `args`, as compile_frame does; returns the translator."""
     code = fn.__code__
-    tx = InstructionTranslator(code, {}, fn.__globals__, OutputGraph(code.co_name), config or Config())
+    tx = InstructionTranslator(code, {}, fn.__globals__, OutputGraph(code.co_name, TraceContext()), config or Config())
     names = code.co_varnames[:code.co_argcount]
     tx.locals = {name: wrap(tx, value, LocalSource(name)) for name, value in zip(names, args)}
     tx.result = tx.run()  # type: ignore[attr-defined]

@@ -7,9 +7,12 @@ from typing import Any
 import pytest
 import torch
 
+import pdyn
 from pdyn.compile_frame import CacheEntry, compile_frame, title_of
 from pdyn.config import Config
 from pdyn.errors import Unsupported
+from pdyn.recompile_policy import CodeHistory, decide
+from pdyn.sources import LocalSource, SizeSource
 from tests.helpers import CountingBackend
 
 
@@ -79,3 +82,27 @@ def test_unsupported_with_fullgraph_raises():
     with pytest.raises(Unsupported) as error:
         compile_for(with_try, torch.ones(2), fullgraph=True)
     assert error.value.loc.filename == __file__
+
+
+def resume_frames(fn: Any) -> list[Any]:
+    """The Frames of the resume functions the entries of optimized `fn` call."""
+    entries = fn._pdyn_frame.cache.entries
+    return [value._pdyn_frame for entry in entries for value in entry.run.__globals__.values()
+            if hasattr(value, "_pdyn_frame")]
+
+
+def test_a_resume_function_knows_which_parent_size_each_of_its_sizes_is():
+    def f(x, n):
+        y = x + 1
+        pdyn.graph_break()
+        return y * n
+
+    fn = pdyn.optimize(f)
+    torch.testing.assert_close(fn(torch.ones(5), 3), (torch.ones(5) + 1) * 3)
+    (resume,) = resume_frames(fn)
+    x0, y0, n = SizeSource(LocalSource("x"), 0), SizeSource(LocalSource("y"), 0), SizeSource(LocalSource("n"), None)
+    assert resume.inherited.parent_of == {y0: x0, n: n}   # n is passed on under its own name
+    # once the parent has seen x.size(0) change, the resume function's plan starts with y.size(0) changing
+    fn._pdyn_frame.cache.history.changed.add(x0)
+    plan = decide(Config(), CodeHistory(), None, lambda size: None, resume.inherited)
+    assert y0 in plan.changing and n not in plan.changing

@@ -11,6 +11,7 @@ import torch
 from pdyn.errors import SourceLoc, Unsupported, UserException
 from pdyn.guards import AliasGuard, GradModeGuard
 from pdyn.output_graph import OutputGraph
+from pdyn.trace_context import TraceContext
 from pdyn.sources import LocalSource
 from tests.helpers import CountingBackend
 
@@ -48,41 +49,41 @@ def test_placeholders_are_the_tensor_inputs_with_their_sources():
 
 
 def test_same_tensor_twice_is_one_input_and_an_alias_guard():
-    output = OutputGraph("f")
+    output = OutputGraph("f", TraceContext())
     t = torch.ones(2)
-    a = output.add_input(t, LocalSource("a"))
-    b = output.add_input(t, LocalSource("b"))
+    a = output.add_input(t, LocalSource("a"), None)
+    b = output.add_input(t, LocalSource("b"), None)
     assert a is b and len(output.inputs) == 1
-    aliases = [g for g in output.guards if isinstance(g, AliasGuard)]
+    aliases = [g for g in output.ctx.guards if isinstance(g, AliasGuard)]
     assert [(g.source, g.other, g.same) for g in aliases] == [(LocalSource("b"), LocalSource("a"), True)]
 
 
 def test_grad_mode_is_always_guarded():
-    assert any(isinstance(g, GradModeGuard) for g in OutputGraph("f").guards)
+    assert any(isinstance(g, GradModeGuard) for g in OutputGraph("f", TraceContext()).ctx.guards)
 
 
 def test_op_that_raises_is_a_user_exception_at_the_current_line():
-    output = OutputGraph("f")
-    output.loc = SourceLoc(__file__, 7, "f")
-    x = output.add_input(torch.ones(2, 3), LocalSource("x"))
+    output = OutputGraph("f", TraceContext())
+    loc = SourceLoc(__file__, 7, "f")
+    x = output.add_input(torch.ones(2, 3), LocalSource("x"), loc)
     with pytest.raises(UserException) as error:
-        output.call("call_function", torch.matmul, [x, x], {})
+        output.call("call_function", torch.matmul, [x, x], {}, loc=loc)
     assert isinstance(error.value.exc, RuntimeError) and error.value.loc.lineno == 7
 
 
 def test_data_dependent_op_is_unsupported():
-    output = OutputGraph("f")
-    x = output.add_input(torch.ones(3), LocalSource("x"))
+    output = OutputGraph("f", TraceContext())
+    x = output.add_input(torch.ones(3), LocalSource("x"), None)
     with pytest.raises(Unsupported) as error:
-        output.call("call_function", torch.nonzero, [x], {})
+        output.call("call_function", torch.nonzero, [x], {}, loc=None)
     assert error.value.key in ("data_dependent", "fake_unsupported")
 
 
 def test_op_records_a_node_with_fake_example_value():
-    output = OutputGraph("f")
-    output.loc = SourceLoc(__file__, 9, "f")
-    x = output.add_input(torch.ones(2, 3), LocalSource("x"))
-    y = output.call("call_function", torch.sum, [x], {})
+    output = OutputGraph("f", TraceContext())
+    loc = SourceLoc(__file__, 9, "f")
+    x = output.add_input(torch.ones(2, 3), LocalSource("x"), loc)
+    y = output.call("call_function", torch.sum, [x], {}, loc=loc)
     node = y.node  # type: ignore[attr-defined]
     assert node.target is torch.sum and node.meta["loc"].lineno == 9
     assert tuple(node.meta["example_value"].shape) == ()

@@ -6,18 +6,20 @@ import torch
 
 from pdyn.config import Config
 from pdyn.errors import Unsupported
-from pdyn.recompile_policy import CodeHistory, RunEager, TracePlan, decide
-from pdyn.sources import LocalSource
-from pdyn.symbolic_shapes import SymbolOrigin
+from pdyn.recompile_policy import CodeHistory, InheritedSizes, RunEager, decide
+from pdyn.sources import ItemSource, LocalSource, SizeSource
+from pdyn.trace_plan import TracePlan
 from tests.tracing import trace
 
-X0 = "L['x'].size(0)"
-ORIGIN = SymbolOrigin(LocalSource("x"), 0)
+X0 = SizeSource(LocalSource("x"), 0)
+X1 = SizeSource(LocalSource("x"), 1)
+N = SizeSource(LocalSource("n"), None)
+ORIGIN = X0
 
 
 def now(**values):
     """current_value for decide(): this call's value of each origin (x0=..., x1=..., n=...)."""
-    names = {"x0": X0, "x1": "L['x'].size(1)", "n": "L['n']"}
+    names = {"x0": X0, "x1": X1, "n": N}
     table = {names[k]: v for k, v in values.items()}
     return lambda origin: table.get(origin)
 
@@ -85,10 +87,11 @@ def test_a_dim_seen_changing_stays_changing_without_a_new_decision():
 
 def test_record_counts_compiles_and_sorts_pins_by_kind():
     h = CodeHistory()
-    h.record({X0: (4, True), "L['n']": (7, False)}, changing=frozenset({"L['m']"}))
+    m = SizeSource(LocalSource("m"), None)
+    h.record({X0: (4, True), N: (7, False)}, changing=frozenset({m}))
     h.record({X0: (5, True)})
     assert h.compiles == 2
-    assert h.specialized == {X0: {4, 5}} and h.compared == {"L['n']": {7}} and h.changed == {"L['m']"}
+    assert h.specialized == {X0: {4, 5}} and h.compared == {N: {7}} and h.changed == {m}
 
 
 def test_dynamic_argument_is_carried_into_the_plan():
@@ -120,7 +123,7 @@ def test_trace_under_a_changing_dim_breaks_at_its_value_read():
     plan = TracePlan(None, "value", frozenset({X0}))
     with pytest.raises(Unsupported) as error:
         trace(f, torch.ones(6), plan=plan)
-    assert error.value.key == "dynamic_size_read" and X0 in error.value.message
+    assert error.value.key == "dynamic_size_read" and str(X0) in error.value.message
     assert error.value.loc.lineno == f.__code__.co_firstlineno + 3
 
 
@@ -129,5 +132,29 @@ def test_trace_under_dynamic_true_keeps_bool_reads_as_guards():
         return x * 2 if x.size(0) > 4 else x
 
     tx = trace(f, torch.ones(6), plan=TracePlan(True, "value", frozenset()))
-    assert [str(g.expr) for g in tx.output.shape_env.guards] == ["s0 > 4"]
-    assert tx.output.shape_env.specialized == {}
+    assert [str(g.expr) for g in tx.ctx.shape_env.guards] == ["s0 > 4"]
+    assert tx.ctx.shape_env.specialized == {}
+
+
+def test_a_resume_function_starts_with_the_sizes_its_parent_saw_changing_as_changing():
+    parent = CodeHistory(changed={X0})
+    own = SizeSource(LocalSource("pdyn_stack0"), 0)
+    other = SizeSource(LocalSource("y"), 1)
+    inherited = InheritedSizes({own: X0, other: X1}, parent)
+    plan = decide(Config(), CodeHistory(), None, now(), inherited)
+    assert plan.changing == frozenset({own})
+    assert plan.decisions == ("L['pdyn_stack0'].size(0): changing in the parent frame (L['x'].size(0))",)
+
+
+def test_decide_reads_sizes_through_their_sources_whatever_the_key():
+    """A dict key that is no literal (an enum member) is read, not evaluated as text."""
+    import enum
+
+    class Key(enum.Enum):
+        A = 1
+
+    size = SizeSource(ItemSource(LocalSource("d"), Key.A), 0)
+    h = history({size: (4, True)})
+    L = {"d": {Key.A: torch.ones(6)}}
+    plan = decide(Config(), h, None, lambda s: s.read(L, {}))
+    assert plan.changing == frozenset({size})

@@ -9,7 +9,8 @@ from pdyn.guard_codegen import build
 from pdyn.guards import GuardSet
 from pdyn.shape_guards import ExprGuard, SameSizeGuard, StaticDimGuard, SymbolGuard, shape_guards
 from pdyn.sources import LocalSource
-from pdyn.symbolic_shapes import ShapeEnv, SymbolOrigin
+from pdyn.sources import SizeSource
+from pdyn.symbolic_shapes import ShapeEnv
 
 X, Y, N = LocalSource("x"), LocalSource("y"), LocalSource("n")
 LOC = SourceLoc(__file__, 12, "forward", 4, 9)
@@ -19,10 +20,10 @@ def traced_env():
     """x: (8, 6), y: (8,), n = 5; an op assumed x.size(0) == y.size(0), Python read `x.size(1) > 4`
     and `range(n)`."""
     env = ShapeEnv()
-    s0 = env.create_symbol(8, SymbolOrigin(X, 0))
-    s1 = env.create_symbol(6, SymbolOrigin(X, 1))
-    s2 = env.create_symbol(8, SymbolOrigin(Y, 0))
-    s3 = env.create_symbol(5, SymbolOrigin(N, None))
+    s0 = env.create_symbol(8, SizeSource(X, 0))
+    s1 = env.create_symbol(6, SizeSource(X, 1))
+    s2 = env.create_symbol(8, SizeSource(Y, 0))
+    s3 = env.create_symbol(5, SizeSource(N, None))
     env.guard_equal(s0, s2, LOC)
     env.evaluate_bool(sympy.Gt(s1, 4), LOC)
     env.specialize(s3, LOC, "range()")
@@ -83,7 +84,7 @@ def test_check_of_a_missing_input_reports_the_exception():
 
 def test_pinned_dim_of_a_tensor_is_a_static_dim_guard():
     env = ShapeEnv()
-    s0 = env.create_symbol(10, SymbolOrigin(X, 1))
+    s0 = env.create_symbol(10, SizeSource(X, 1))
     env.evaluate_bool(sympy.Eq(s0, 10, evaluate=False), LOC)
     (guard,) = shape_guards(env)
     assert isinstance(guard, StaticDimGuard) and guard.sentence() == "L['x'].size(1) == 10"
@@ -94,7 +95,7 @@ def test_pinned_dim_of_a_tensor_is_a_static_dim_guard():
 
 def test_negative_int_input_keeps_its_negative_range():
     env = ShapeEnv()
-    env.create_symbol(-4, SymbolOrigin(N, None))
+    env.create_symbol(-4, SizeSource(N, None))
     (guard,) = shape_guards(env)
     assert isinstance(guard, SymbolGuard) and guard.sentence() == "L['n'] <= -1"
     check = checker(env).check
@@ -103,7 +104,7 @@ def test_negative_int_input_keeps_its_negative_range():
 
 def test_expression_guard_with_integer_division_is_exact():
     env = ShapeEnv()
-    s0 = env.create_symbol(12, SymbolOrigin(X, 0))
+    s0 = env.create_symbol(12, SizeSource(X, 0))
     env.evaluate_bool(sympy.Eq(sympy.Mod(s0, 4, evaluate=False), 0, evaluate=False), LOC)
     env.evaluate_bool(sympy.Lt(sympy.floor(s0 / 5), 3, evaluate=False), LOC)
     check = checker(env).check
@@ -114,7 +115,7 @@ def test_expression_guard_with_integer_division_is_exact():
 
 def test_expression_guard_with_math_hoists_the_module():
     env = ShapeEnv()
-    s0 = env.create_symbol(16, SymbolOrigin(X, 0))
+    s0 = env.create_symbol(16, SizeSource(X, 0))
     env.evaluate_bool(sympy.Gt(sympy.sqrt(s0), 3, evaluate=False), LOC)
     code = checker(env)
     assert "if not ((_math.sqrt(s0) > 3)):" in code.source
@@ -124,7 +125,7 @@ def test_expression_guard_with_math_hoists_the_module():
 
 def test_guard_that_simplified_to_true_is_dropped():
     env = ShapeEnv()
-    s0 = env.create_symbol(6, SymbolOrigin(X, 0))
+    s0 = env.create_symbol(6, SizeSource(X, 0))
     env.evaluate_bool(sympy.Gt(s0, 4), LOC)
     env.specialize(s0, LOC, "range()")
     assert [type(g) for g in shape_guards(env)] == [StaticDimGuard]

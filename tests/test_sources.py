@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from pdyn.sources import AttrSource, DefaultSource, GlobalSource, ItemSource, LocalSource, ModuleSource
+import sys
+import types
+
+import torch
+
+from pdyn.sources import (AttrSource, DefaultSource, GlobalSource, ItemSource, LocalSource, ModuleMemberSource,
+                          ModuleSource, SizeSource)
 
 
 def test_local_and_global_render_as_scope_lookups():
@@ -48,3 +54,26 @@ def test_sources_are_values_equal_and_hashable():
     a = AttrSource(LocalSource("m"), "w")
     assert a == AttrSource(LocalSource("m"), "w")
     assert len({a, AttrSource(LocalSource("m"), "w"), AttrSource(GlobalSource("m"), "w")}) == 2
+
+
+def test_size_source_renders_a_dim_or_the_int_itself():
+    assert SizeSource(LocalSource("x"), 1).expr() == "L['x'].size(1)"
+    assert SizeSource(AttrSource(LocalSource("self"), "n"), None).expr() == "L['self'].n"
+    assert SizeSource(LocalSource("x"), 0).root() == LocalSource("x")
+
+
+def test_read_gives_what_the_rendered_expression_evaluates_to():
+    def f(a, *, b=4):
+        return a
+
+    holder = types.SimpleNamespace(weights={float("inf"): torch.ones(2, 5)}, f=f)
+    L, G = {"h": holder}, {"g": [10, 20]}
+    sources = [
+        SizeSource(ItemSource(AttrSource(LocalSource("h"), "weights"), float("inf")), 1),
+        ItemSource(GlobalSource("g"), 1),
+        DefaultSource(AttrSource(LocalSource("h"), "f"), "b"),
+        AttrSource(ModuleSource("sys"), "maxsize"),
+    ]
+    assert [s.read(L, G) for s in sources] == [5, 20, 4, sys.maxsize]
+    module = torch.nn.Linear(2, 3)
+    assert ModuleMemberSource(LocalSource("m"), "weight", "_parameters").read({"m": module}, {}) is module.weight

@@ -10,7 +10,8 @@ from hypothesis import given, settings, strategies as st
 
 from pdyn.errors import SourceLoc, Unsupported
 from pdyn.sources import LocalSource
-from pdyn.symbolic_shapes import FloorDiv, ReadPolicy, ShapeEnv, SymbolOrigin, evaluate, substitute, to_python
+from pdyn.sources import SizeSource
+from pdyn.symbolic_shapes import FloorDiv, ReadPolicy, ShapeEnv, evaluate, substitute, to_python
 
 LOC = SourceLoc("model.py", 3, "forward", 4, 9)
 X, Y = LocalSource("x"), LocalSource("y")
@@ -19,28 +20,28 @@ X, Y = LocalSource("x"), LocalSource("y")
 def env_with(*hints):
     """A ShapeEnv with one symbol per hint: s0 = x.size(0), s1 = x.size(1), ..."""
     env = ShapeEnv()
-    syms = [env.create_symbol(h, SymbolOrigin(X, i)) for i, h in enumerate(hints)]
+    syms = [env.create_symbol(h, SizeSource(X, i)) for i, h in enumerate(hints)]
     return env, syms
 
 
 def test_create_symbol_specializes_zero_and_one():
     env = ShapeEnv()
-    assert env.create_symbol(0, SymbolOrigin(X, 0)) == 0 and env.create_symbol(1, SymbolOrigin(X, 1)) == 1
+    assert env.create_symbol(0, SizeSource(X, 0)) == 0 and env.create_symbol(1, SizeSource(X, 1)) == 1
     assert env.hints == {} and env.origins == {}
 
 
 def test_create_symbol_records_hint_origin_and_range():
     env = ShapeEnv()
-    s0 = env.create_symbol(8, SymbolOrigin(X, 0))
-    s1 = env.create_symbol(-3, SymbolOrigin(LocalSource("n"), None))
+    s0 = env.create_symbol(8, SizeSource(X, 0))
+    s1 = env.create_symbol(-3, SizeSource(LocalSource("n"), None))
     assert (s0.name, s1.name) == ("s0", "s1") and s0.is_integer
     assert env.hints == {s0: 8, s1: -3}
-    assert env.origins[s0] == [SymbolOrigin(X, 0)] and str(env.origins[s1][0]) == "L['n']"
+    assert env.origins[s0] == [SizeSource(X, 0)] and str(env.origins[s1][0]) == "L['n']"
     assert env.ranges == {s0: (2, math.inf), s1: (-math.inf, -1)}
 
 
 def test_symbol_origin_expression():
-    assert SymbolOrigin(X, 2).expr() == "L['x'].size(2)" and SymbolOrigin(X, None).expr() == "L['x']"
+    assert SizeSource(X, 2).expr() == "L['x'].size(2)" and SizeSource(X, None).expr() == "L['x']"
 
 
 def test_evaluate_bool_records_the_fact_that_held():
@@ -100,7 +101,7 @@ def test_guard_equal_unifies_two_symbols():
     env.ranges[s1] = (3, 100)
     assert env.guard_equal(s1, s0, LOC) == s0
     assert env.replacements == {s1: s0} and env.unified == {s1}
-    assert env.origins[s0] == [SymbolOrigin(X, 0), SymbolOrigin(X, 1)]
+    assert env.origins[s0] == [SizeSource(X, 0), SizeSource(X, 1)]
     assert env.ranges[s0] == (3, 100)
     assert env.simplify(s0 * s1) == s0 ** 2
     assert env.live_symbols() == [s0]
@@ -137,7 +138,7 @@ def test_specialize_pins_every_symbol_and_records_the_origins():
 
 def test_value_read_under_a_break_policy_is_unsupported():
     env = ShapeEnv(ReadPolicy(on_value_read=lambda origin: "break"))
-    s0 = env.create_symbol(5, SymbolOrigin(X, 0))
+    s0 = env.create_symbol(5, SizeSource(X, 0))
     with pytest.raises(Unsupported) as error:
         env.specialize(s0, LOC, "range()")
     assert error.value.key == "dynamic_size_read" and error.value.loc == LOC
@@ -146,7 +147,7 @@ def test_value_read_under_a_break_policy_is_unsupported():
 
 def test_bool_read_under_a_specialize_policy_pins_instead_of_guarding():
     env = ShapeEnv(ReadPolicy(on_bool_read=lambda origin: "specialize"))
-    s0 = env.create_symbol(5, SymbolOrigin(X, 0))
+    s0 = env.create_symbol(5, SizeSource(X, 0))
     assert env.evaluate_bool(sympy.Gt(s0, 4), LOC, "if") is True
     assert env.guards == [] and env.specialized[s0].value == 5
 
@@ -250,7 +251,7 @@ def test_to_python_source_computes_the_same_value(pair, values):
 def test_pinning_a_symbol_keeps_the_value_of_every_expression(pair, values):
     expr, python = pair
     env = ShapeEnv()
-    syms = [env.create_symbol(v, SymbolOrigin(X, i)) for i, v in enumerate(values)]
+    syms = [env.create_symbol(v, SizeSource(X, i)) for i, v in enumerate(values)]
     mapping = dict(zip(S, syms))
     expr = substitute(expr, mapping)  # xreplace would let sympy fold Mod(Max(0, 2*s0), 6) to 0
     env.specialize(syms[0], LOC, "test")
@@ -261,7 +262,7 @@ def test_pinning_a_symbol_keeps_the_value_of_every_expression(pair, values):
 @given(expressions(depth=2), expressions(depth=2), VALUES)
 def test_a_recorded_guard_holds_for_the_hints_it_was_made_on(left, right, values):
     env = ShapeEnv()
-    syms = [env.create_symbol(v, SymbolOrigin(X, i)) for i, v in enumerate(values)]
+    syms = [env.create_symbol(v, SizeSource(X, i)) for i, v in enumerate(values)]
     mapping = dict(zip(S, syms))
     a, b = substitute(left[0], mapping), substitute(right[0], mapping)
     outcome = env.evaluate_bool(sympy.Lt(a, b, evaluate=False), LOC)

@@ -7,14 +7,16 @@ from typing import Any
 
 import torch
 
-from pdyn.bytecode_tracer import CellVariable, InstructionTranslator
+from pdyn.bytecode_tracer import InstructionTranslator
 from pdyn.config import Config
 from pdyn.guards import Guard
 from pdyn.instructions import decode
 from pdyn.output_graph import OutputGraph
-from pdyn.recompile_policy import TracePlan
+from pdyn.trace_context import TraceContext
+from pdyn.trace_plan import TracePlan
 from pdyn.sources import LocalSource
 from pdyn.variables.builder import wrap
+from pdyn.variables.cell import CellVariable
 
 
 def trace(fn: Any, *args: Any, config: Config | None = None, plan: TracePlan | None = None,
@@ -23,7 +25,7 @@ def trace(fn: Any, *args: Any, config: Config | None = None, plan: TracePlan | N
     code = fn.__code__
     bound = inspect.signature(fn).bind(*args, **kwargs)
     bound.apply_defaults()
-    tx = InstructionTranslator(code, {}, fn.__globals__, OutputGraph(code.co_name, plan), config or Config())
+    tx = InstructionTranslator(code, {}, fn.__globals__, OutputGraph(code.co_name, TraceContext(plan)), config or Config())
     tx.locals = {name: wrap(tx, value, LocalSource(name)) for name, value in bound.arguments.items()}
     tx.cells = {name: CellVariable(tx.locals.pop(name, None)) for name in code.co_cellvars}
     for name, cell in zip(code.co_freevars, fn.__closure__ or ()):  # read from the frame, as compile_frame does
@@ -99,7 +101,7 @@ def assert_graph(tx_or_graph: Any, expected: str) -> None:
 
 
 def guards_of(tx: InstructionTranslator, kind: type[Guard]) -> list[Any]:
-    return [g for g in tx.output.guards if isinstance(g, kind)]
+    return [g for g in tx.ctx.guards if isinstance(g, kind)]
 
 
 def run_graph(tx: InstructionTranslator, *inputs: Any) -> Any:

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
-from pdyn.bytecode_tracer import InstructionTranslator as Tracer, handler
+from typing import TYPE_CHECKING
+
 from pdyn.errors import Unsupported
+from pdyn.handlers.registry import handler
 from pdyn.instructions import Instruction
 from pdyn.variables.base import NULL
 from pdyn.variables.containers import DictVariable
 from pdyn.variables.functions import UserFunctionVariable
+
+if TYPE_CHECKING:
+    from pdyn.bytecode_tracer import InstructionTranslator as Tracer
 
 
 @handler("CALL")

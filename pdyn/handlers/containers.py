@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
-from pdyn.bytecode_tracer import InstructionTranslator as Tracer, handler
+from typing import TYPE_CHECKING
+
 from pdyn.errors import Unsupported, UserException
-from pdyn.handlers.dispatch import fold
+from pdyn.handlers.registry import handler
 from pdyn.instructions import Instruction
+from pdyn.variables.base import fold
 from pdyn.variables.constant import ConstantVariable
-from pdyn.variables.containers import DictVariable, ListVariable, SetVariable, SliceVariable, TupleVariable
-from pdyn.variables.symint import SymIntVariable, is_known, python_value
+from pdyn.variables.containers import (DictVariable, ListVariable, SetVariable, SliceVariable, TupleVariable, is_known,
+                                       python_value)
+from pdyn.variables.symint import SymIntVariable
+
+if TYPE_CHECKING:
+    from pdyn.bytecode_tracer import InstructionTranslator as Tracer
 
 
 @handler("BUILD_TUPLE")
@@ -29,7 +35,7 @@ def build_set(tx: Tracer, inst: Instruction) -> None:
 def _key(tx: Tracer, vt):  # type: ignore[no-untyped-def]
     if not is_known(vt):
         raise Unsupported("dict_key", f"pdyn needs constant dict keys, got {vt}", loc=tx.loc())
-    return python_value(vt, "a dict key")
+    return python_value(vt, "a dict key", tx.loc())
 
 
 @handler("BUILD_MAP")
@@ -69,7 +75,7 @@ def format_value(tx: Tracer, inst: Instruction) -> None:
     if not is_known(value):
         raise Unsupported("format", f"pdyn can format only constants at trace time, not {value}", loc=tx.loc())
     convert = inst.argval.conversion or (lambda v: v)
-    tx.push(fold(lambda v: format(convert(v), spec), python_value(value, "str() or formatting")))
+    tx.push(fold(tx, lambda v: format(convert(v), spec), python_value(value, "str() or formatting", tx.loc())))
 
 
 @handler("LIST_APPEND")

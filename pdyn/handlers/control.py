@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
-from pdyn.bytecode_tracer import InstructionTranslator as Tracer, handler
+from typing import TYPE_CHECKING
+
 from pdyn.errors import Unsupported, UserException
-from pdyn.handlers.dispatch import is_same
+from pdyn.handlers.registry import handler
 from pdyn.instructions import Instruction
 from pdyn.variables.base import VariableTracker
 from pdyn.variables.constant import ConstantVariable
-from pdyn.variables.containers import IteratorVariable, ListVariable
-from pdyn.variables.functions import ClassVariable
+from pdyn.variables.builtins import ClassVariable
+from pdyn.variables.containers import IteratorVariable, make_iterator
+from pdyn.variables.semantics import is_same
+
+if TYPE_CHECKING:
+    from pdyn.bytecode_tracer import InstructionTranslator as Tracer
 
 NONE = ConstantVariable(None)
 
@@ -55,14 +60,6 @@ handler("JUMP_IF_FALSE_OR_POP")(_jump_or_pop(False))
 handler("JUMP_IF_TRUE_OR_POP")(_jump_or_pop(True))
 
 
-def make_iterator(tx: Tracer, vt: VariableTracker) -> IteratorVariable:
-    if isinstance(vt, IteratorVariable):
-        return vt
-    if isinstance(vt, ListVariable):
-        return IteratorVariable(vt)
-    return IteratorVariable(tx.iterate(vt))
-
-
 @handler("GET_ITER")
 def get_iter(tx: Tracer, inst: Instruction) -> None:
     tx.push(make_iterator(tx, tx.pop()))
@@ -87,9 +84,7 @@ def return_value(tx: Tracer, inst: Instruction) -> None:
 
 @handler("RETURN_CONST")
 def return_const(tx: Tracer, inst: Instruction) -> None:
-    from pdyn.variables.builder import wrap_constant_result
-
-    tx.return_value = wrap_constant_result(inst.argval)
+    tx.return_value = tx.wrap_constant(inst.argval)
 
 
 @handler("RETURN_GENERATOR")

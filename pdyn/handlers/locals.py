@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-from pdyn.bytecode_tracer import CellVariable, InstructionTranslator as Tracer, handler
+from typing import TYPE_CHECKING
+
 from pdyn.errors import Unsupported, UserException
+from pdyn.handlers.registry import handler
 from pdyn.instructions import Instruction
 from pdyn.variables.base import NULL
-from pdyn.variables.builder import wrap_constant_result
+from pdyn.variables.cell import CellVariable
+
+if TYPE_CHECKING:
+    from pdyn.bytecode_tracer import InstructionTranslator as Tracer
 
 
 @handler("LOAD_FAST")
@@ -49,7 +54,7 @@ def delete_fast(tx: Tracer, inst: Instruction) -> None:
 
 @handler("LOAD_CONST")
 def load_const(tx: Tracer, inst: Instruction) -> None:
-    tx.push(wrap_constant_result(inst.argval))
+    tx.push(tx.wrap_constant(inst.argval))
 
 
 def _cell(tx: Tracer, name: str):  # type: ignore[no-untyped-def]
@@ -69,7 +74,7 @@ def load_deref(tx: Tracer, inst: Instruction) -> None:
 @handler("STORE_DEREF")
 def store_deref(tx: Tracer, inst: Instruction) -> None:
     cell = _cell(tx, inst.argval)
-    if getattr(cell, "source", None) is not None:
+    if cell.source is not None:
         raise Unsupported("nonlocal_store", f"pdyn cannot trace a store to the enclosing scope's {inst.argval!r}",
                           loc=tx.loc())
     cell.contents = tx.pop()
@@ -92,7 +97,7 @@ def store_global(tx: Tracer, inst: Instruction) -> None:
     if tx.f_globals is not tx.root_globals:
         raise Unsupported("store_global", "pdyn traces stores to globals only in the optimized function's module",
                           loc=tx.loc())
-    tx.output.side_effects.store_global(inst.argval, tx.pop())
+    tx.ctx.side_effects.store_global(inst.argval, tx.pop())
 
 
 @handler("LOAD_ATTR")
@@ -122,7 +127,4 @@ def load_super_attr(tx: Tracer, inst: Instruction) -> None:
 def store_attr(tx: Tracer, inst: Instruction) -> None:
     obj = tx.pop()
     value = tx.pop()
-    store = getattr(obj, "store_attr", None)
-    if store is None:
-        raise Unsupported("store_attr", f"pdyn cannot trace setting attribute {inst.argval!r} of {obj}", loc=tx.loc())
-    store(tx, inst.argval, value)
+    obj.store_attr(tx, inst.argval, value)

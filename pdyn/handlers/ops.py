@@ -6,13 +6,16 @@ Semantics: https://docs.python.org/3.12/library/dis.html
 from __future__ import annotations
 
 import operator
+from typing import TYPE_CHECKING
 
-from pdyn.bytecode_tracer import InstructionTranslator as Tracer, handler
-from pdyn.errors import Unsupported
-from pdyn.handlers.dispatch import contains, fold, is_same
+from pdyn.handlers.registry import handler
 from pdyn.instructions import INPLACE_OF, Instruction
-from pdyn.variables.base import VariableTracker
+from pdyn.variables.base import fold
 from pdyn.variables.constant import ConstantVariable
+from pdyn.variables.semantics import binary, contains, is_same
+
+if TYPE_CHECKING:
+    from pdyn.bytecode_tracer import InstructionTranslator as Tracer
 
 
 @handler("BINARY_OP")
@@ -20,14 +23,14 @@ def binary_op(tx: Tracer, inst: Instruction) -> None:
     rhs = tx.pop()
     lhs = tx.pop()
     fn = INPLACE_OF[inst.argval] if inst.inplace else inst.argval
-    tx.push(tx.binary(fn, lhs, rhs))
+    tx.push(binary(tx, fn, lhs, rhs))
 
 
 @handler("COMPARE_OP")
 def compare_op(tx: Tracer, inst: Instruction) -> None:
     rhs = tx.pop()
     lhs = tx.pop()
-    tx.push(tx.binary(inst.argval, lhs, rhs))
+    tx.push(binary(tx, inst.argval, lhs, rhs))
 
 
 @handler("IS_OP")
@@ -48,7 +51,7 @@ def _unary(fn):  # type: ignore[no-untyped-def]
     def run(tx: Tracer, inst: Instruction) -> None:
         value = tx.pop()
         if value.is_python_constant():
-            tx.push(fold(fn, value.as_python_constant()))
+            tx.push(fold(tx, fn, value.as_python_constant()))
         else:
             tx.push(value.unary_op(tx, fn))
 
@@ -65,20 +68,11 @@ def unary_not(tx: Tracer, inst: Instruction) -> None:
     tx.push(ConstantVariable(not tx.pop().truth(tx)))
 
 
-def getitem(tx: Tracer, container: VariableTracker, key: VariableTracker) -> VariableTracker:
-    method = getattr(container, "getitem", None)
-    if method is not None:
-        return method(tx, key)
-    if container.is_python_constant() and key.is_python_constant():
-        return fold(operator.getitem, container.as_python_constant(), key.as_python_constant())
-    raise Unsupported("getitem", f"pdyn cannot index {container}", loc=tx.loc())
-
-
 @handler("BINARY_SUBSCR")
 def binary_subscr(tx: Tracer, inst: Instruction) -> None:
     key = tx.pop()
     container = tx.pop()
-    tx.push(getitem(tx, container, key))
+    tx.push(container.getitem(tx, key))
 
 
 @handler("STORE_SUBSCR")
@@ -86,17 +80,11 @@ def store_subscr(tx: Tracer, inst: Instruction) -> None:
     key = tx.pop()
     container = tx.pop()
     value = tx.pop()
-    method = getattr(container, "setitem", None)
-    if method is None:
-        raise Unsupported("setitem", f"pdyn cannot assign an item of {container}", loc=tx.loc())
-    method(tx, key, value)
+    container.setitem(tx, key, value)
 
 
 @handler("DELETE_SUBSCR")
 def delete_subscr(tx: Tracer, inst: Instruction) -> None:
     key = tx.pop()
     container = tx.pop()
-    method = getattr(container, "delitem", None)
-    if method is None:
-        raise Unsupported("delitem", f"pdyn cannot delete an item of {container}", loc=tx.loc())
-    method(tx, key)
+    container.delitem(tx, key)

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-from pdyn.bytecode_tracer import InstructionTranslator as Tracer, handler
+from typing import TYPE_CHECKING
+
+from pdyn.handlers.registry import handler
 from pdyn.instructions import Instruction
 from pdyn.variables.base import NULL
+
+if TYPE_CHECKING:
+    from pdyn.bytecode_tracer import InstructionTranslator as Tracer
 
 
 @handler("POP_TOP")

@@ -1,14 +1,18 @@
 """VariableTracker: what the tracer knows about one Python value while it runs bytecode symbolically.
 
 Subclasses override the operations their values support; the defaults raise `Unsupported` naming
-the type and the operation, so an unknown case becomes a graph break, never a wrong answer.
+the type and the operation, so an unknown case becomes a graph break, never a wrong answer. The
+protocol (the operations handlers and builtin rules call) is declared here, never probed with
+`getattr`: call, call_method, getattr, store_attr, getitem, setitem, delitem, contains, length,
+iterate, truth, binary_op, unary_op, reconstruct.
 """
 
 from __future__ import annotations
 
+import operator
 from typing import TYPE_CHECKING, Any, Callable
 
-from pdyn.errors import Unsupported
+from pdyn.errors import Unsupported, UserException
 from pdyn.sources import Source
 
 if TYPE_CHECKING:
@@ -41,6 +45,34 @@ class VariableTracker:
 
     def getattr(self, tx: Tracer, name: str) -> VariableTracker:
         raise Unsupported("getattr", f"pdyn cannot read attribute {name!r} of {type(self).__name__}")
+
+    def store_attr(self, tx: Tracer, name: str, value: VariableTracker) -> None:
+        raise Unsupported("store_attr", f"pdyn cannot trace setting attribute {name!r} of {self}")
+
+    def getitem(self, tx: Tracer, key: VariableTracker) -> VariableTracker:
+        """`self[key]`; on two constants, folded (an error is the user's)."""
+        if self.is_python_constant() and key.is_python_constant():
+            return fold(tx, operator.getitem, self.as_python_constant(), key.as_python_constant())
+        raise Unsupported("getitem", f"pdyn cannot index {self}")
+
+    def setitem(self, tx: Tracer, key: VariableTracker, value: VariableTracker) -> None:
+        raise Unsupported("setitem", f"pdyn cannot assign an item of {self}")
+
+    def delitem(self, tx: Tracer, key: VariableTracker) -> None:
+        raise Unsupported("delitem", f"pdyn cannot delete an item of {self}")
+
+    def contains(self, tx: Tracer, item: VariableTracker) -> bool:
+        """`item in self`; on two constants, decided at trace time."""
+        if item.is_python_constant() and self.is_python_constant():
+            try:
+                return item.as_python_constant() in self.as_python_constant()
+            except TypeError as e:
+                raise UserException(e) from None
+        raise Unsupported("contains", f"pdyn cannot decide `in` over {self}")
+
+    def length(self, tx: Tracer) -> VariableTracker:
+        """`len(self)`: a constant, or a symbolic int (a tensor's first size)."""
+        return fold(tx, len, self.as_python_constant())
 
     def call(self, tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         raise Unsupported("call", f"pdyn cannot call {type(self).__name__} {self}")
@@ -77,3 +109,14 @@ class NullVariable(VariableTracker):
 
 
 NULL = NullVariable()
+
+
+def fold(tx: Tracer, fn: Callable[..., Any], *values: Any) -> VariableTracker:
+    """`fn(*values)` on constants, at trace time; an exception is the user's."""
+    try:
+        result = fn(*values)
+    except (Unsupported, UserException):
+        raise
+    except Exception as e:
+        raise UserException(e) from None
+    return tx.wrap_constant(result)

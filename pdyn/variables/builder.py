@@ -1,10 +1,12 @@
 """Wrapping Python values as trackers: `wrap` for values read from the frame (with a Source, and
 the guards that pin what the trace assumed about them), `wrap_constant_result` for values made at
-trace time (no source, no guard).
+trace time (no source, no guard). Trackers reach both through the translator (`tx.wrap(value,
+source)`, `tx.wrap_constant(value)`): this module sits above every tracker module it builds.
 """
 
 from __future__ import annotations
 
+import collections
 import enum
 import functools
 import types
@@ -16,10 +18,10 @@ from pdyn.errors import Unsupported
 from pdyn.guards import AliasGuard, DictKeysGuard, EqualsGuard, IdGuard, LenGuard, TensorGuard, TypeGuard
 from pdyn.sources import AttrSource, ItemSource, LocalSource, Source
 from pdyn.variables.base import VariableTracker
-from pdyn.variables.constant import ConstantVariable, ObjectConstantVariable, is_constant_value
+from pdyn.variables.builtins import BuiltinVariable, ClassVariable
+from pdyn.variables.constant import CONSTANT_TYPES, ConstantVariable, ObjectConstantVariable, is_constant_value
 from pdyn.variables.containers import DictVariable, ListVariable, SetVariable, SizeVariable, TupleVariable
-from pdyn.variables.functions import (BuiltinVariable, ClassVariable, PartialVariable, UserFunctionVariable,
-                                     UserMethodVariable)
+from pdyn.variables.functions import PartialVariable, UserFunctionVariable, UserMethodVariable
 from pdyn.variables.nn_module import NNModuleVariable, UserObjectVariable
 from pdyn.variables.tensor import TensorUnboundMethodVariable, is_tensor_method
 from pdyn.variables.torch import PythonModuleVariable, TorchFunctionVariable, is_torch_function
@@ -34,7 +36,7 @@ CALLABLE_TYPES = (types.BuiltinFunctionType, types.MethodWrapperType, types.Meth
 
 def wrap(tx: Tracer, value: Any, source: Source) -> VariableTracker:
     """The tracker for `value`, read from `source`, with its guards; one tracker per source."""
-    memo = tx.output.wrapped
+    memo = tx.ctx.wrapped
     if source not in memo:
         mutable = type(value) in (list, dict) and isinstance(source.root(), LocalSource)
         memo[source] = _wrap_mutable(tx, value, source) if mutable else _wrap(tx, value, source)
@@ -44,7 +46,7 @@ def wrap(tx: Tracer, value: Any, source: Source) -> VariableTracker:
 def _wrap_mutable(tx: Tracer, value: Any, source: Source) -> VariableTracker:
     """One tracker per list or dict object reachable from the arguments, so that a mutation through
     one alias shows through the others; guards say which of them were (and were not) one object."""
-    by_id = tx.output.mutable_by_id
+    by_id = tx.ctx.mutable_by_id
     seen = by_id.get(id(value))
     if seen is not None:
         _guard(tx, AliasGuard, source, seen.source, True)
@@ -57,66 +59,131 @@ def _wrap_mutable(tx: Tracer, value: Any, source: Source) -> VariableTracker:
 
 
 def _guard(tx: Tracer, guard_type: Callable[..., Any], source: Source, *args: Any) -> None:
-    tx.output.add_guard(guard_type(source, *args, loc=tx.loc()))
+    tx.ctx.add_guard(guard_type(source, *args, loc=tx.loc()))
 
 
 def _wrap(tx: Tracer, value: Any, source: Source) -> VariableTracker:
+    """Dispatch on the value's exact type, then on the first base class listed, else a user object."""
     kind = type(value)
-    if isinstance(value, torch.Tensor):
-        if kind not in TENSOR_TYPES:
-            raise Unsupported("tensor_subclass", f"pdyn cannot trace tensor subclass {kind.__name__} ({source})",
-                              loc=tx.loc())
-        vt = tx.output.add_input(value, source)
-        # TENSOR_MATCH_DYNAMIC: static dims here; symbolic dims are bound and checked by the size guards
-        sizes = tuple(int(e) if e.is_Integer else None for e in vt.sizes)
-        static = all(s is not None for s in sizes)
-        tx.output.add_guard(TensorGuard(source, kind, value.dtype, value.device, value.requires_grad, sizes,
-                                        tuple(value.stride()) if static else None,
-                                        None if static else value.is_contiguous(), loc=tx.loc()))
-        vt._python_type = kind
-        return vt
-    if kind is torch.Size:
-        _guard(tx, EqualsGuard, source, value)
-        return SizeVariable([ConstantVariable(v) for v in value], source)
-    if kind is int and value not in (0, 1) and not tx.output.plan.static_inputs:
-        _guard(tx, TypeGuard, source, int)  # an int is a size: symbolic until Python reads it
-        return tx.output.add_int_input(value, source)
-    if isinstance(value, enum.Enum):  # a member decides control flow by identity: pin which one
-        _guard(tx, IdGuard, source, value)
-        return ConstantVariable(value, source)
-    if is_constant_value(value) and kind not in (tuple, frozenset):
-        _guard(tx, EqualsGuard, source, value)
-        return ConstantVariable(value, source)
-    if kind in (tuple, list):
-        _guard(tx, LenGuard, source, kind, len(value))
-        items = [wrap(tx, v, ItemSource(source, i)) for i, v in enumerate(value)]
-        return TupleVariable(items, source) if kind is tuple else ListVariable(items, source)
-    if kind is dict or kind.__name__ == "OrderedDict" and isinstance(value, dict):
-        if not all(is_constant_value(k) for k in value):
-            raise Unsupported("dict_keys", f"pdyn needs constant keys in dict {source}", loc=tx.loc())
-        _guard(tx, DictKeysGuard, source, kind, tuple(value))
-        return DictVariable({k: wrap(tx, v, ItemSource(source, k)) for k, v in value.items()}, source, kind)
-    if isinstance(value, torch.nn.Module):
-        _guard(tx, IdGuard, source, value)
-        return NNModuleVariable(value, source)
-    if isinstance(value, types.MethodType):
-        fn = wrap(tx, value.__func__, AttrSource(source, "__func__"))
-        return UserMethodVariable(fn, wrap(tx, value.__self__, AttrSource(source, "__self__")))
-    if isinstance(value, (types.ModuleType, types.FunctionType, type, *CALLABLE_TYPES)):
-        _guard(tx, IdGuard, source, value)
-        vt = wrap_constant_result(value)
-        vt.source = source
-        return vt
-    if kind is functools.partial:
-        _guard(tx, TypeGuard, source, kind)
-        return PartialVariable.from_input(tx, value, source)
-    if kind in (set, frozenset, types.CodeType) or isinstance(value, (torch.finfo, torch.iinfo)):
-        raise Unsupported("input_type", f"pdyn cannot guard a {kind.__name__} input ({source}) yet", loc=tx.loc())
-    if isinstance(value, tuple):
-        raise Unsupported("input_type", f"pdyn cannot trace a {kind.__name__} (a tuple subclass) input yet",
+    fn = WRAP_BY_TYPE.get(kind)
+    if fn is None:
+        fn = next((fn for base, fn in WRAP_BY_BASE if isinstance(value, base)), _wrap_object)
+    return fn(tx, value, source)
+
+
+def _wrap_tensor(tx: Tracer, value: torch.Tensor, source: Source) -> VariableTracker:
+    kind = type(value)
+    if kind not in TENSOR_TYPES:
+        raise Unsupported("tensor_subclass", f"pdyn cannot trace tensor subclass {kind.__name__} ({source})",
                           loc=tx.loc())
-    _guard(tx, TypeGuard, source, kind)
+    vt = tx.output.add_input(value, source, tx.loc())
+    # TENSOR_MATCH_DYNAMIC: static dims here; symbolic dims are bound and checked by the size guards
+    sizes = tuple(int(e) if e.is_Integer else None for e in vt.sizes)
+    static = all(s is not None for s in sizes)
+    tx.ctx.add_guard(TensorGuard(source, kind, value.dtype, value.device, value.requires_grad, sizes,
+                                    tuple(value.stride()) if static else None,
+                                    None if static else value.is_contiguous(), loc=tx.loc()))
+    vt._python_type = kind
+    return vt
+
+
+def _wrap_size(tx: Tracer, value: torch.Size, source: Source) -> VariableTracker:
+    _guard(tx, EqualsGuard, source, value)
+    return SizeVariable([ConstantVariable(v) for v in value], source)
+
+
+def _wrap_int(tx: Tracer, value: int, source: Source) -> VariableTracker:
+    if value in (0, 1) or tx.ctx.plan.static_inputs:
+        return _wrap_constant(tx, value, source)
+    _guard(tx, TypeGuard, source, int)  # an int is a size: symbolic until Python reads it
+    return tx.output.add_int_input(value, source, tx.loc())
+
+
+def _wrap_enum(tx: Tracer, value: enum.Enum, source: Source) -> VariableTracker:
+    _guard(tx, IdGuard, source, value)  # a member decides control flow by identity: pin which one
+    return ConstantVariable(value, source)
+
+
+def _wrap_constant(tx: Tracer, value: Any, source: Source) -> VariableTracker:
+    if not is_constant_value(value):  # a slice of non-constants
+        return _wrap_object(tx, value, source)
+    _guard(tx, EqualsGuard, source, value)
+    return ConstantVariable(value, source)
+
+
+def _wrap_sequence(tx: Tracer, value: tuple[Any, ...] | list[Any], source: Source) -> VariableTracker:
+    kind = type(value)
+    _guard(tx, LenGuard, source, kind, len(value))
+    items = [wrap(tx, v, ItemSource(source, i)) for i, v in enumerate(value)]
+    return TupleVariable(items, source) if kind is tuple else ListVariable(items, source)
+
+
+def _wrap_dict(tx: Tracer, value: dict[Any, Any], source: Source) -> VariableTracker:
+    if not all(is_constant_value(k) for k in value):
+        raise Unsupported("dict_keys", f"pdyn needs constant keys in dict {source}", loc=tx.loc())
+    _guard(tx, DictKeysGuard, source, type(value), tuple(value))
+    return DictVariable({k: wrap(tx, v, ItemSource(source, k)) for k, v in value.items()}, source, type(value))
+
+
+def _wrap_module(tx: Tracer, value: torch.nn.Module, source: Source) -> VariableTracker:
+    _guard(tx, IdGuard, source, value)
+    return NNModuleVariable(value, source)
+
+
+def _wrap_method(tx: Tracer, value: types.MethodType, source: Source) -> VariableTracker:
+    fn = wrap(tx, value.__func__, AttrSource(source, "__func__"))
+    return UserMethodVariable(fn, wrap(tx, value.__self__, AttrSource(source, "__self__")))
+
+
+def _wrap_by_identity(tx: Tracer, value: Any, source: Source) -> VariableTracker:
+    """A module, function, class or builtin: pinned by identity, then what it is made at trace time."""
+    _guard(tx, IdGuard, source, value)
+    vt = wrap_constant_result(value)
+    vt.source = source
+    return vt
+
+
+def _wrap_partial(tx: Tracer, value: functools.partial[Any], source: Source) -> VariableTracker:
+    _guard(tx, TypeGuard, source, functools.partial)
+    return PartialVariable.from_input(tx, value, source)
+
+
+def _refuse(tx: Tracer, value: Any, source: Source) -> VariableTracker:
+    raise Unsupported("input_type", f"pdyn cannot guard a {type(value).__name__} input ({source}) yet",
+                      loc=tx.loc())
+
+
+def _wrap_tuple_subclass(tx: Tracer, value: tuple[Any, ...], source: Source) -> VariableTracker:
+    """A named tuple of constants is a constant; any other tuple subclass is refused."""
+    if is_constant_value(value):
+        return _wrap_constant(tx, value, source)
+    raise Unsupported("input_type", f"pdyn cannot trace a {type(value).__name__} (a tuple subclass) input yet",
+                      loc=tx.loc())
+
+
+def _wrap_object(tx: Tracer, value: Any, source: Source) -> VariableTracker:
+    _guard(tx, TypeGuard, source, type(value))
     return UserObjectVariable(value, source)
+
+
+WrapFn = Callable[["Tracer", Any, Source], VariableTracker]
+# NOTE: exact types first: `int` is a size but `bool` and an IntEnum member are not, and a
+# torch.Size is a tuple whose guard is its value.
+WRAP_BY_TYPE: dict[type, WrapFn] = {
+    **{kind: _wrap_constant for kind in CONSTANT_TYPES},
+    int: _wrap_int, torch.Size: _wrap_size, tuple: _wrap_sequence, list: _wrap_sequence,
+    dict: _wrap_dict, collections.OrderedDict: _wrap_dict, functools.partial: _wrap_partial,
+    **{kind: _refuse for kind in (set, frozenset, types.CodeType, torch.finfo, torch.iinfo)},
+}
+# then the first base class that matches, in this order
+WRAP_BY_BASE: list[tuple[type | tuple[type, ...], WrapFn]] = [
+    (torch.Tensor, _wrap_tensor),
+    (enum.Enum, _wrap_enum),
+    (torch.nn.Module, _wrap_module),
+    (types.MethodType, _wrap_method),
+    ((types.ModuleType, types.FunctionType, type, *CALLABLE_TYPES), _wrap_by_identity),
+    (tuple, _wrap_tuple_subclass),
+]
 
 
 def wrap_constant_result(value: Any) -> VariableTracker:

@@ -7,19 +7,29 @@ folded when every argument is a constant. Anything else (print, open, id, ...) i
 
 from __future__ import annotations
 
+import enum
 import functools
+import inspect
 import math
 import operator
+import types
 from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 
 from pdyn.errors import Unsupported, UserException
-from pdyn.handlers.dispatch import contains, fold
-from pdyn.variables.base import VariableTracker
-from pdyn.variables.symint import UNARY_SYMPY_OPS, SymIntVariable, is_known, python_value, sym_binary
-from pdyn.variables.constant import CONSTANT_TYPES, ConstantVariable
-from pdyn.variables.containers import (DictVariable, IteratorVariable, ListVariable, SetVariable,
+from pdyn.guards import HasAttrGuard
+from pdyn.sources import AttrSource
+from pdyn.variables.base import VariableTracker, fold
+from pdyn.variables.semantics import contains
+from pdyn.variables.symint import UNARY_SYMPY_OPS, SymIntVariable, sym_binary
+from pdyn.variables.constant import CONSTANT_TYPES, ConstantVariable, ObjectConstantVariable, is_constant_value
+from pdyn.variables.functions import PartialVariable, UserFunctionVariable, UserMethodVariable
+from pdyn.variables.nn_module import NNModuleVariable
+from pdyn.variables.tensor import TensorMethodVariable
+from pdyn.variables.torch import TorchFunctionVariable
+from pdyn.variables.containers import (DictVariable, IteratorVariable, ListVariable, SetVariable, is_known, make_iterator,
+                                       python_value,
                                        SizeVariable, TupleVariable)
 
 if TYPE_CHECKING:
@@ -68,9 +78,9 @@ def call_builtin(tx: Tracer, fn: Any, args: list[VariableTracker], kwargs: dict[
     all_known = all(is_known(a) for a in [*args, *kwargs.values()])
     if _is_pure(fn) and all_known:  # a symbolic int passed to range(), str(), ... is a value read
         why = f"{getattr(fn, '__name__', fn)}()"
-        values = [python_value(a, why) for a in args]
-        keywords = {k: python_value(v, why) for k, v in kwargs.items()}
-        return fold(lambda: fn(*values, **keywords))
+        values = [python_value(a, why, tx.loc()) for a in args]
+        keywords = {k: python_value(v, why, tx.loc()) for k, v in kwargs.items()}
+        return fold(tx, lambda: fn(*values, **keywords))
     if fn in SIDE_EFFECT_HINTS:
         key, message, hint = SIDE_EFFECT_HINTS[fn]
         raise Unsupported(key, message, hint=hint, loc=tx.loc())
@@ -88,34 +98,20 @@ def _constants(args: list[VariableTracker]) -> bool:
 @rule(len)
 def _len(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
     (obj,) = args
-    method = getattr(obj, "length", None)
-    if method is not None:
-        length = method(tx)
-        return length if isinstance(length, VariableTracker) else ConstantVariable(length)
-    if isinstance(obj, (TupleVariable, ListVariable, DictVariable, SetVariable)):
-        return ConstantVariable(len(obj.items))
-    from pdyn.variables.tensor import TensorVariable
-
-    if isinstance(obj, TensorVariable):
-        if obj.example.dim() == 0:
-            raise UserException(TypeError("len() of a 0-d tensor"))
-        return ConstantVariable(obj.example.shape[0])
-    return fold(len, obj.as_python_constant())
+    return obj.length(tx)
 
 
 @rule(isinstance)
 def _isinstance(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
     obj, classes = args
-    return fold(issubclass, obj.python_type(), classes.as_python_constant())
+    return fold(tx, issubclass, obj.python_type(), classes.as_python_constant())
 
 
 @rule(type)
 def _type(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
-    from pdyn.variables.builder import wrap_constant_result
-
     if len(args) != 1:
         raise Unsupported("type", "pdyn cannot create classes with type(name, bases, dict)", loc=tx.loc())
-    return wrap_constant_result(args[0].python_type())
+    return tx.wrap_constant(args[0].python_type())
 
 
 @rule(getattr)
@@ -148,34 +144,26 @@ def _guard_presence(tx: Tracer, obj: VariableTracker, name: str, found: Variable
     """The answer depended on `obj.name` being there (or missing): set later, on the instance or its
     class (or deleted), the entry must not apply. A value read through its own source is already
     guarded by reading it; an immutable constant cannot change."""
-    from pdyn.guards import HasAttrGuard
-    from pdyn.sources import AttrSource
-
     if obj.source is None or (isinstance(obj, ConstantVariable) and type(obj.value) in CONSTANT_TYPES):
         return
     if found is not None:
         read = found.source
         if isinstance(read, AttrSource) and read.base == obj.source and read.attr == name:
             return
-        if tx.output.side_effects.load_attr(obj, name) is found:
+        if tx.ctx.side_effects.load_attr(obj, name) is found:
             return  # the trace set it itself
-    tx.output.add_guard(HasAttrGuard(obj.source, name=name, present=found is not None, loc=tx.loc()))
+    tx.ctx.add_guard(HasAttrGuard(obj.source, name=name, present=found is not None, loc=tx.loc()))
 
 
 @rule(setattr)
 def _setattr(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
     obj, name, value = args
-    store = getattr(obj, "store_attr", None)
-    if store is None:
-        raise Unsupported("store_attr", f"pdyn cannot trace setattr on {obj}", loc=tx.loc())
-    store(tx, name.as_python_constant(), value)
+    obj.store_attr(tx, name.as_python_constant(), value)
     return ConstantVariable(None)
 
 
 @rule(iter)
 def _iter(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
-    from pdyn.handlers.control import make_iterator
-
     return make_iterator(tx, args[0])
 
 
@@ -254,8 +242,6 @@ def _frozenset(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, Variab
 
 @rule(functools.partial)
 def _partial(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
-    from pdyn.variables.functions import PartialVariable
-
     if not args:
         raise UserException(TypeError("type 'partial' takes at least one argument"))
     inner = args[0]
@@ -266,8 +252,6 @@ def _partial(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, Variable
 
 @rule(super)
 def _super(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
-    from pdyn.variables.functions import SuperVariable
-
     if not args:  # zero-argument form: the frame's __class__ cell and its first argument
         cell = tx.cells.get("__class__")
         first = tx.code.co_varnames[0] if tx.code.co_argcount else None
@@ -286,7 +270,7 @@ def _sorted(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableT
     if set(kwargs) - {"reverse"} or not all(is_known(i) for i in items):
         raise Unsupported("sorted", "pdyn sorts only constants, without key=", loc=tx.loc())
     reverse = bool(kwargs["reverse"].as_python_constant()) if "reverse" in kwargs else False
-    values = [python_value(i, "sorted()") for i in items]  # the order is a value read
+    values = [python_value(i, "sorted()", tx.loc()) for i in items]  # the order is a value read
     try:
         order = sorted(range(len(items)), key=lambda i: values[i], reverse=reverse)
     except TypeError as e:
@@ -313,7 +297,7 @@ def _minmax(pick_left: Callable[[Any, Any], Any]) -> Rule:
                 i.pytype is int if isinstance(i, SymIntVariable) else type(i.as_python_constant()) is int for i in items):
             best = items[0]  # sizes: min(n, 4) stays symbolic (sympy Min), no guard
             for item in items[1:]:
-                best = sym_binary(tx.output, min if pick_left is operator.lt else max, best, item)
+                best = sym_binary(tx, min if pick_left is operator.lt else max, best, item)
             return best
         best = items[0]
         for item in items[1:]:
@@ -330,8 +314,6 @@ RULES[max] = _minmax(operator.gt)
 
 def _any_all(want: bool) -> Rule:
     def run(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
-        from pdyn.handlers.control import make_iterator
-
         it = make_iterator(tx, args[0])  # lazily: a generator stops where any()/all() stop
         while (item := it.next()) is not None:
             if item.truth(tx) == want:
@@ -348,7 +330,7 @@ RULES[all] = _any_all(False)
 @rule(abs)
 def _abs(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
     if args[0].is_python_constant():
-        return fold(abs, args[0].as_python_constant())
+        return fold(tx, abs, args[0].as_python_constant())
     return args[0].unary_op(tx, abs)
 
 
@@ -359,13 +341,11 @@ def _bool(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTra
 
 @rule(callable)
 def _callable(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
-    from pdyn.variables.functions import BuiltinVariable, ClassVariable, UserFunctionVariable, UserMethodVariable
-    from pdyn.variables.torch import TorchFunctionVariable
-
-    kinds = (BuiltinVariable, ClassVariable, UserFunctionVariable, UserMethodVariable, TorchFunctionVariable)
-    if isinstance(args[0], kinds) or type(args[0]).__name__ in ("NNModuleVariable", "TensorMethodVariable"):
+    kinds = (BuiltinVariable, ClassVariable, UserFunctionVariable, UserMethodVariable, TorchFunctionVariable,
+             NNModuleVariable, TensorMethodVariable)
+    if isinstance(args[0], kinds):
         return ConstantVariable(True)
-    return fold(callable, args[0].as_python_constant())
+    return fold(tx, callable, args[0].as_python_constant())
 
 
 for _op in (operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv, operator.mod,
@@ -374,15 +354,13 @@ for _op in (operator.add, operator.sub, operator.mul, operator.truediv, operator
             operator.iadd, operator.isub, operator.imul, operator.itruediv):
     RULES[_op] = functools.partial(lambda fn, tx, args, kwargs: tx.binary(fn, *args), _op)
 
-RULES[operator.neg] = lambda tx, args, kwargs: (fold(operator.neg, args[0].as_python_constant())
+RULES[operator.neg] = lambda tx, args, kwargs: (fold(tx, operator.neg, args[0].as_python_constant())
                                                  if args[0].is_python_constant() else args[0].unary_op(tx, operator.neg))
 
 
 @rule(operator.getitem)
 def _getitem(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
-    from pdyn.handlers.ops import getitem
-
-    return getitem(tx, args[0], args[1])
+    return args[0].getitem(tx, args[1])
 
 
 @rule(operator.contains)
@@ -398,20 +376,85 @@ def construct(tx: Tracer, cls: type, args: list[VariableTracker], kwargs: dict[s
         return SizeVariable(tx.iterate(args[0]) if args else [])
     if all(is_known(a) for a in [*args, *kwargs.values()]) and (
             cls in (torch.device, torch.finfo, torch.iinfo) or issubclass(cls, BaseException)):
-        return _fold_object(cls, args, kwargs)
+        return _fold_object(tx, cls, args, kwargs)
     if issubclass(cls, torch.nn.Module):
         raise Unsupported("module_construction", f"pdyn cannot trace constructing {cls.__qualname__} inside a "
                           "compiled function", hint="build modules in __init__, not in forward", loc=tx.loc())
     raise Unsupported("construct", f"pdyn cannot trace constructing a {cls.__qualname__}", loc=tx.loc())
 
 
-def _fold_object(cls: type, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
-    from pdyn.variables.builder import wrap_constant_result
-
+def _fold_object(tx: Tracer, cls: type, args: list[VariableTracker],
+                 kwargs: dict[str, VariableTracker]) -> VariableTracker:
     try:
         why = f"constructing a {cls.__name__}"
-        value = cls(*[python_value(a, why) for a in args], **{k: python_value(v, why) for k, v in kwargs.items()})
+        loc = tx.loc()
+        value = cls(*[python_value(a, why, loc) for a in args], **{k: python_value(v, why, loc) for k, v in kwargs.items()})
     except Exception as e:
         raise UserException(e) from None
-    return wrap_constant_result(value)
+    return tx.wrap_constant(value)
 
+
+class BuiltinVariable(ObjectConstantVariable):
+    """A builtin function or type (`len`, `range`, `math.sqrt`, `operator.add`, `str.upper` of a
+    constant): a rule in `pdyn.variables.builtins`, or folded when pure and given constants."""
+
+    def call(self, tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        return call_builtin(tx, self.value, args, kwargs)
+
+    def __repr__(self) -> str:
+        return f"BuiltinVariable({getattr(self.value, '__qualname__', self.value)})"
+
+
+class ClassVariable(ObjectConstantVariable):
+    """A class: for isinstance checks, class attributes, and constructing the few classes pdyn
+    knows how to build (torch.Size, torch.device, exceptions)."""
+
+    def call(self, tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        return construct(tx, self.value, args, kwargs)
+
+    def getattr(self, tx: Tracer, name: str) -> VariableTracker:
+        try:
+            attr = inspect.getattr_static(self.value, name)
+        except AttributeError as e:
+            raise UserException(e) from None
+        if isinstance(attr, staticmethod):
+            attr = attr.__func__
+        elif isinstance(attr, classmethod):
+            return UserMethodVariable(tx.wrap_constant(attr.__func__), self)
+        elif not isinstance(attr, types.FunctionType):
+            attr = getattr(self.value, name)
+            if self.source is not None and is_constant_value(attr) and not isinstance(self.value, enum.EnumMeta):
+                return tx.wrap(attr, AttrSource(self.source, name))  # a class attribute can be reassigned
+        return tx.wrap_constant(attr)
+
+    def __repr__(self) -> str:
+        return f"ClassVariable({self.value.__qualname__})"
+
+
+class SuperVariable(VariableTracker):
+    """`super(cls, obj)`: attribute reads look in type(obj)'s MRO after `cls` and bind to `obj`."""
+
+    def __init__(self, cls: type, obj: VariableTracker):
+        self.cls = cls
+        self.obj = obj
+
+    def python_type(self) -> type:
+        return super
+
+    def getattr(self, tx: Tracer, name: str) -> VariableTracker:
+        mro = self.obj.python_type().__mro__
+        if self.cls not in mro:
+            raise UserException(TypeError("super(type, obj): obj must be an instance or subtype of type"))
+        for klass in mro[mro.index(self.cls) + 1:]:
+            if name not in klass.__dict__:
+                continue
+            attr = klass.__dict__[name]
+            if isinstance(attr, types.FunctionType):
+                return UserMethodVariable(tx.wrap_constant(attr), self.obj)
+            if isinstance(attr, staticmethod):
+                return tx.wrap_constant(attr.__func__)
+            if isinstance(attr, classmethod):
+                return UserMethodVariable(tx.wrap_constant(attr.__func__), ClassVariable(self.obj.python_type()))
+            raise Unsupported("super_attr", f"pdyn cannot read {klass.__qualname__}.{name} through super()",
+                              loc=tx.loc())
+        raise UserException(AttributeError(f"'super' object has no attribute '{name}'"), tx.loc())

@@ -57,10 +57,8 @@ class ObjectConstantVariable(VariableTracker):
         return self.value
 
     def getattr(self, tx: Tracer, name: str) -> VariableTracker:
-        from pdyn.variables.builder import wrap_constant_result
-
         try:
-            return wrap_constant_result(getattr(self.value, name))
+            return tx.wrap_constant(getattr(self.value, name))
         except AttributeError as e:
             raise UserException(e) from None
 
@@ -69,10 +67,8 @@ class ConstantVariable(ObjectConstantVariable):
     """A None/bool/int/float/str/... fixed at trace time."""
 
     def iterate(self, tx: Tracer) -> list[VariableTracker]:
-        from pdyn.variables.builder import wrap_constant_result
-
         if isinstance(self.value, (range, str, bytes, tuple, frozenset)):
-            return [wrap_constant_result(v) for v in self.value]
+            return [tx.wrap_constant(v) for v in self.value]
         return super().iterate(tx)
 
     def reconstruct(self, codegen: FrameCodegen) -> str:

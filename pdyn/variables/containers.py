@@ -13,19 +13,32 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 
-from pdyn.errors import Unsupported, UserException
+from pdyn.errors import SourceLoc, Unsupported, UserException
 from pdyn.sources import Source
 from pdyn.variables.base import VariableTracker
 from pdyn.variables.constant import ConstantVariable
+from pdyn.variables.symint import SymIntVariable
 
 if TYPE_CHECKING:
     from pdyn.bytecode_tracer import InstructionTranslator as Tracer
     from pdyn.frame_codegen import FrameCodegen
 
 
-def _const(vt: VariableTracker, what: str) -> Any:
-    from pdyn.variables.symint import is_known, python_value
+def is_known(vt: VariableTracker) -> bool:
+    """A value Python can have at trace time: a constant, or a symbolic int (by specializing it)."""
+    return isinstance(vt, SymIntVariable) or vt.is_python_constant()
 
+
+def python_value(vt: VariableTracker, why: str, loc: SourceLoc | None = None) -> Any:
+    """`vt`'s Python value; a symbolic int is a value read at `loc` (specialized, TENSOR_MATCH_STATIC)."""
+    if isinstance(vt, SymIntVariable):
+        return vt.value_read(why, loc)
+    if isinstance(vt, SequenceVariable) and any(isinstance(i, SymIntVariable) for i in vt.items):
+        return vt.python_type()(python_value(i, why, loc) for i in vt.items)
+    return vt.as_python_constant()
+
+
+def _const(vt: VariableTracker, what: str) -> Any:
     if isinstance(vt, SliceVariable):
         return slice(*(python_value(p, f"a slice bound of a Python {what}") for p in vt.parts))
     if not is_known(vt):
@@ -127,6 +140,9 @@ class SequenceVariable(VariableTracker):
     def truth(self, tx: Tracer) -> bool:
         return bool(self.items)
 
+    def length(self, tx: Tracer) -> VariableTracker:
+        return ConstantVariable(len(self.items))
+
     def _method(self, tx: Tracer, name: str, args: list[VariableTracker]) -> VariableTracker | None:
         if name == "index" and len(args) == 1:
             for i, item in enumerate(self.items):
@@ -194,7 +210,7 @@ class ListVariable(SequenceVariable):
 
     def _mutate(self, tx: Tracer) -> None:
         if self.source is not None:
-            tx.output.side_effects.mutated(self)
+            tx.ctx.side_effects.mutated(self)
 
     def call_method(self, tx: Tracer, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         result = self._method(tx, name, args)
@@ -282,7 +298,7 @@ class DictVariable(VariableTracker):
 
     def _mutate(self, tx: Tracer) -> None:
         if self.source is not None:
-            tx.output.side_effects.mutated(self)
+            tx.ctx.side_effects.mutated(self)
 
     def iterate(self, tx: Tracer) -> list[VariableTracker]:
         return [ConstantVariable(k) for k in self.items]
@@ -292,6 +308,9 @@ class DictVariable(VariableTracker):
 
     def truth(self, tx: Tracer) -> bool:
         return bool(self.items)
+
+    def length(self, tx: Tracer) -> VariableTracker:
+        return ConstantVariable(len(self.items))
 
     def contains(self, tx: Tracer, item: VariableTracker) -> bool:
         return _const(item, "dict key") in self.items
@@ -389,8 +408,8 @@ class DictViewVariable(VariableTracker):
             return list(items.values())
         return [TupleVariable([ConstantVariable(k), v]) for k, v in items.items()]
 
-    def length(self, tx: Tracer) -> int:
-        return len(self.mapping.items)
+    def length(self, tx: Tracer) -> VariableTracker:
+        return ConstantVariable(len(self.mapping.items))
 
     def truth(self, tx: Tracer) -> bool:
         return bool(self.mapping.items)
@@ -431,6 +450,9 @@ class SetVariable(VariableTracker):
     def contains(self, tx: Tracer, item: VariableTracker) -> bool:
         return _const(item, "set element") in self.items
 
+    def length(self, tx: Tracer) -> VariableTracker:
+        return ConstantVariable(len(self.items))
+
     def call_method(self, tx: Tracer, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         if name == "add":
             self.items.setdefault(_const(args[0], "set element"), args[0])
@@ -440,11 +462,9 @@ class SetVariable(VariableTracker):
                 for i in tx.iterate(a):
                     self.items.setdefault(_const(i, "set element"), i)
             return ConstantVariable(None)
-        from pdyn.variables.builder import wrap_constant_result
-
         try:
             fn = getattr(set(self.items), name)
-            return wrap_constant_result(fn(*[_const(a, "argument") for a in args]))
+            return tx.wrap_constant(fn(*[_const(a, "argument") for a in args]))
         except (KeyError, TypeError, AttributeError) as e:
             raise UserException(e) from None
 
@@ -477,3 +497,12 @@ class IteratorVariable(VariableTracker):
         while (item := self.next()) is not None:
             rest.append(item)
         return rest
+
+
+def make_iterator(tx: Tracer, vt: VariableTracker) -> IteratorVariable:
+    """`iter(vt)`: an iterator is itself, a list is read live, anything else is iterated now."""
+    if isinstance(vt, IteratorVariable):
+        return vt
+    if isinstance(vt, ListVariable):
+        return IteratorVariable(vt)
+    return IteratorVariable(tx.iterate(vt))

@@ -1,12 +1,9 @@
-"""Trackers for callables: user functions (inlined), bound methods, builtins and classes.
-
-User functions are traced by inlining their bytecode; builtins either have a rule here or are
-folded on constant arguments when they are pure; anything else is a graph break.
+"""Trackers for user callables: functions (inlined), bound methods and functools.partial, and
+Python's argument binding over trackers. Builtins and classes are in `variables/builtins.py`.
 """
 
 from __future__ import annotations
 
-import enum
 import functools
 import inspect
 import types
@@ -15,11 +12,11 @@ from typing import TYPE_CHECKING, Any
 from pdyn.errors import Unsupported, UserException
 from pdyn.sources import AttrSource, DefaultSource, ItemSource, Source
 from pdyn.variables.base import VariableTracker
-from pdyn.variables.constant import ConstantVariable, ObjectConstantVariable, is_constant_value
+from pdyn.variables.cell import CellVariable
+from pdyn.variables.constant import ConstantVariable
 from pdyn.variables.containers import DictVariable, TupleVariable
 
 if TYPE_CHECKING:
-    from pdyn.bytecode_tracer import CellVariable
     from pdyn.bytecode_tracer import InstructionTranslator as Tracer
 
 
@@ -64,8 +61,6 @@ class UserFunctionVariable(VariableTracker):
         return self._kwdefaults
 
     def closure_cells(self, tx: Tracer) -> list[CellVariable]:
-        from pdyn.bytecode_tracer import CellVariable
-
         if self._closure is None:
             cells = []
             for i, cell in enumerate(self.value.__closure__ or ()):  # type: ignore[union-attr]
@@ -81,12 +76,10 @@ class UserFunctionVariable(VariableTracker):
         return self._closure
 
     def _wrap_part(self, tx: Tracer, value: Any, source: Source | None) -> VariableTracker:
-        from pdyn.variables.builder import wrap, wrap_constant_result
-
         if source is not None:
-            return wrap(tx, value, source)
-        vt = wrap_constant_result(value)
-        if not vt.is_python_constant() and not isinstance(vt, (UserFunctionVariable, BuiltinVariable, ClassVariable)):
+            return tx.wrap(value, source)
+        vt = tx.wrap_constant(value)
+        if not vt.is_python_constant() and not isinstance(vt, UserFunctionVariable):
             raise Unsupported("closure", f"pdyn cannot guard a closure variable of {self.code.co_name}()",
                               loc=tx.loc())
         return vt
@@ -130,9 +123,7 @@ class PartialVariable(VariableTracker):
     @classmethod
     def from_input(cls, tx: Tracer, value: functools.partial[Any], source: Source) -> PartialVariable:
         """A partial read from the frame: its parts are read, and guarded, through their own sources."""
-        from pdyn.variables.builder import wrap
-
-        parts = [wrap(tx, getattr(value, name), AttrSource(source, name)) for name in ("func", "args", "keywords")]
+        parts = [tx.wrap(getattr(value, name), AttrSource(source, name)) for name in ("func", "args", "keywords")]
         return cls(parts[0], parts[1].items, dict(parts[2].items), source)  # type: ignore[attr-defined]
 
     def python_type(self) -> type:
@@ -147,37 +138,6 @@ class PartialVariable(VariableTracker):
         if name in ("args", "keywords"):
             return TupleVariable(self.args) if name == "args" else DictVariable(self.keywords)
         return super().getattr(tx, name)
-
-
-class SuperVariable(VariableTracker):
-    """`super(cls, obj)`: attribute reads look in type(obj)'s MRO after `cls` and bind to `obj`."""
-
-    def __init__(self, cls: type, obj: VariableTracker):
-        self.cls = cls
-        self.obj = obj
-
-    def python_type(self) -> type:
-        return super
-
-    def getattr(self, tx: Tracer, name: str) -> VariableTracker:
-        from pdyn.variables.builder import wrap_constant_result
-
-        mro = self.obj.python_type().__mro__
-        if self.cls not in mro:
-            raise UserException(TypeError("super(type, obj): obj must be an instance or subtype of type"))
-        for klass in mro[mro.index(self.cls) + 1:]:
-            if name not in klass.__dict__:
-                continue
-            attr = klass.__dict__[name]
-            if isinstance(attr, types.FunctionType):
-                return UserMethodVariable(wrap_constant_result(attr), self.obj)
-            if isinstance(attr, staticmethod):
-                return wrap_constant_result(attr.__func__)
-            if isinstance(attr, classmethod):
-                return UserMethodVariable(wrap_constant_result(attr.__func__), ClassVariable(self.obj.python_type()))
-            raise Unsupported("super_attr", f"pdyn cannot read {klass.__qualname__}.{name} through super()",
-                              loc=tx.loc())
-        raise UserException(AttributeError(f"'super' object has no attribute '{name}'"), tx.loc())
 
 
 def bind_arguments(fn: UserFunctionVariable, args: list[VariableTracker], kwargs: dict[str, VariableTracker],
@@ -225,48 +185,3 @@ def bind_arguments(fn: UserFunctionVariable, args: list[VariableTracker], kwargs
     if has_varkw:
         bound[names[extra_index + has_varargs]] = DictVariable(extra_kw)
     return bound
-
-
-class BuiltinVariable(ObjectConstantVariable):
-    """A builtin function or type (`len`, `range`, `math.sqrt`, `operator.add`, `str.upper` of a
-    constant): a rule in `pdyn.variables.builtins`, or folded when pure and given constants."""
-
-    def call(self, tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
-        from pdyn.variables.builtins import call_builtin
-
-        return call_builtin(tx, self.value, args, kwargs)
-
-    def __repr__(self) -> str:
-        return f"BuiltinVariable({getattr(self.value, '__qualname__', self.value)})"
-
-
-class ClassVariable(ObjectConstantVariable):
-    """A class: for isinstance checks, class attributes, and constructing the few classes pdyn
-    knows how to build (torch.Size, torch.device, exceptions)."""
-
-    def call(self, tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
-        from pdyn.variables.builtins import construct
-
-        return construct(tx, self.value, args, kwargs)
-
-    def getattr(self, tx: Tracer, name: str) -> VariableTracker:
-        from pdyn.variables.builder import wrap_constant_result
-
-        try:
-            attr = inspect.getattr_static(self.value, name)
-        except AttributeError as e:
-            raise UserException(e) from None
-        if isinstance(attr, staticmethod):
-            attr = attr.__func__
-        elif isinstance(attr, classmethod):
-            return UserMethodVariable(wrap_constant_result(attr.__func__), self)
-        elif not isinstance(attr, types.FunctionType):
-            attr = getattr(self.value, name)
-            if self.source is not None and is_constant_value(attr) and not isinstance(self.value, enum.EnumMeta):
-                from pdyn.variables.builder import wrap
-
-                return wrap(tx, attr, AttrSource(self.source, name))  # a class attribute can be reassigned
-        return wrap_constant_result(attr)
-
-    def __repr__(self) -> str:
-        return f"ClassVariable({self.value.__qualname__})"

@@ -9,29 +9,25 @@ from __future__ import annotations
 from typing import Any
 
 from pdyn.errors import Unsupported
+from pdyn.shape_rules import SymTensor
 from pdyn.variables.base import VariableTracker
 from pdyn.variables.constant import ConstantVariable
 from pdyn.variables.containers import DictVariable, ListVariable, SizeVariable, SliceVariable, TupleVariable
+from pdyn.variables.symint import SymIntVariable
+from pdyn.variables.tensor import TensorVariable
 
 
 def _leaf(vt: VariableTracker, form: str) -> Any:
     """A tensor or symbolic int in `form`: "node" (graph), "example" (fake run), "symbolic" (shape rule)."""
-    from pdyn.shape_rules import SymTensor
-    from pdyn.variables.symint import SymIntVariable
-    from pdyn.variables.tensor import TensorVariable
-
     if isinstance(vt, TensorVariable):
         return SymTensor(vt.sizes, vt.example.dtype) if form == "symbolic" else getattr(vt, form)
     assert isinstance(vt, SymIntVariable)
     if form == "node":
         return vt.node
-    return vt.hint() if form == "example" else vt.output.shape_env.simplify(vt.expr)
+    return vt.hint() if form == "example" else vt.env.simplify(vt.expr)
 
 
 def _convert(vt: VariableTracker, tensor_attr: str) -> Any:
-    from pdyn.variables.symint import SymIntVariable
-    from pdyn.variables.tensor import TensorVariable
-
     if isinstance(vt, (TensorVariable, SymIntVariable)):
         return _leaf(vt, tensor_attr)
     if isinstance(vt, ConstantVariable):

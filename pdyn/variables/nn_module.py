@@ -19,6 +19,8 @@ from pdyn.sources import AttrSource, ItemSource, ModuleMemberSource, Source
 from pdyn.variables.base import VariableTracker
 from pdyn.variables.constant import ConstantVariable
 from pdyn.variables.containers import IteratorVariable, ListVariable, TupleVariable
+from pdyn.variables.functions import UserMethodVariable
+from pdyn.variables.tensor import TensorVariable
 
 if TYPE_CHECKING:
     from pdyn.bytecode_tracer import InstructionTranslator as Tracer
@@ -33,22 +35,19 @@ DICT_METHODS = ("keys", "values", "items")  # of ModuleDict
 
 def lookup_class_attr(tx: Tracer, owner: VariableTracker, cls: type, name: str) -> VariableTracker | None:
     """A class attribute seen through an instance: methods bind, properties run, constants wrap."""
-    from pdyn.variables.builder import wrap, wrap_constant_result
-    from pdyn.variables.functions import UserMethodVariable
-
     attr = mro_lookup(cls, name)
     if attr is None:
         return None
     if isinstance(attr, staticmethod):
-        return wrap_constant_result(attr.__func__)
+        return tx.wrap_constant(attr.__func__)
     if isinstance(attr, classmethod):
-        return UserMethodVariable(wrap_constant_result(attr.__func__), wrap_constant_result(cls))
+        return UserMethodVariable(tx.wrap_constant(attr.__func__), tx.wrap_constant(cls))
     if isinstance(attr, property) and isinstance(attr.fget, types.FunctionType):
-        return wrap_constant_result(attr.fget).call(tx, [owner], {})
+        return tx.wrap_constant(attr.fget).call(tx, [owner], {})
     if isinstance(attr, types.FunctionType):
-        return UserMethodVariable(wrap_constant_result(attr), owner)
+        return UserMethodVariable(tx.wrap_constant(attr), owner)
     if owner.source is not None and not hasattr(attr, "__get__"):
-        return wrap(tx, getattr(owner.value, name), AttrSource(owner.source, name))  # type: ignore[attr-defined]
+        return tx.wrap(getattr(owner.value, name), AttrSource(owner.source, name))  # type: ignore[attr-defined]
     raise Unsupported("class_attr", f"pdyn cannot read {cls.__qualname__}.{name} ({type(attr).__name__})",
                       loc=tx.loc())
 
@@ -64,18 +63,16 @@ class NNModuleVariable(VariableTracker):
         return type(self.value)
 
     def getattr(self, tx: Tracer, name: str) -> VariableTracker:
-        from pdyn.variables.builder import wrap
-
-        stored = tx.output.side_effects.load_attr(self, name)
+        stored = tx.ctx.side_effects.load_attr(self, name)
         if stored is not None:
             return stored
         m = self.value
         for table in ("_parameters", "_buffers", "_modules"):
             members = m.__dict__.get(table, {})
             if name in members:
-                return wrap(tx, members[name], ModuleMemberSource(self.source, name, table))
+                return tx.wrap(members[name], ModuleMemberSource(self.source, name, table))
         if name in m.__dict__:
-            return wrap(tx, m.__dict__[name], AttrSource(self.source, name))
+            return tx.wrap(m.__dict__[name], AttrSource(self.source, name))
         found = self._member_method(name) or lookup_class_attr(tx, self, type(m), name)
         if found is None:
             _no_custom_getattr(tx, type(m), torch.nn.Module.__getattr__)
@@ -87,11 +84,9 @@ class NNModuleVariable(VariableTracker):
                 name in self.value._parameters or name in self.value._modules:
             raise Unsupported("module_setattr", f"pdyn cannot trace assigning {type(self.value).__name__}.{name}",
                               loc=tx.loc())
-        from pdyn.variables.tensor import TensorVariable
-
         if name in self.value._buffers and not isinstance(value, TensorVariable):
             raise Unsupported("module_setattr", f"pdyn cannot replace buffer {name!r} with a non-tensor", loc=tx.loc())
-        tx.output.side_effects.store_attr(self, name, value)
+        tx.ctx.side_effects.store_attr(self, name, value)
 
     def call(self, tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         m = self.value
@@ -104,19 +99,16 @@ class NNModuleVariable(VariableTracker):
                               loc=tx.loc())
         if type(m).__call__ is not torch.nn.Module.__call__:
             raise Unsupported("module_call", f"{type(m).__name__} overrides __call__", loc=tx.loc())
-        tx.output.add_guard(NoHooksGuard(self.source, loc=tx.loc()))
-        tx.output.add_guard(NoGlobalHooksGuard(None, loc=tx.loc()))  # a hook registered later runs
+        tx.ctx.add_guard(NoHooksGuard(self.source, loc=tx.loc()))
+        tx.ctx.add_guard(NoGlobalHooksGuard(None, loc=tx.loc()))  # a hook registered later runs
         return self.call_method(tx, "forward", args, kwargs)
 
     def call_method(self, tx: Tracer, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
-        from pdyn.variables.builder import wrap_constant_result
-        from pdyn.variables.functions import UserMethodVariable
-
         if name == "forward":
             fn = self.value.__dict__.get("forward")
             original = getattr(fn, "_pdyn_original", None)
             if original is not None:  # a submodule optimized on its own: inline its plain forward
-                return UserMethodVariable(wrap_constant_result(original), self).call(tx, args, kwargs)
+                return UserMethodVariable(tx.wrap_constant(original), self).call(tx, args, kwargs)
         return self.getattr(tx, name).call(tx, args, kwargs)
 
     def _member_method(self, name: str) -> VariableTracker | None:
@@ -168,22 +160,20 @@ class NNModuleVariable(VariableTracker):
     @staticmethod
     def _table(tx: Tracer, vt: NNModuleVariable, table: str, prefix: str) -> list[tuple[str, Any]]:
         """The entries of `vt.<table>` (a dict of members) as (qualified name, tracker), keys guarded."""
-        from pdyn.variables.builder import wrap
-
         members = getattr(vt.value, table)
-        tx.output.add_guard(DictKeysGuard(AttrSource(vt.source, table), type(members), tuple(members),
+        tx.ctx.add_guard(DictKeysGuard(AttrSource(vt.source, table), type(members), tuple(members),
                                           loc=tx.loc()))
-        return [(f"{prefix}.{k}" if prefix else k, None if v is None else wrap(tx, v, AttrSource(vt.source, k)))
+        return [(f"{prefix}.{k}" if prefix else k, None if v is None else tx.wrap(v, AttrSource(vt.source, k)))
                 for k, v in members.items() if v is not None or table == "_modules"]
 
     def _guard_length(self, tx: Tracer) -> int:
-        tx.output.add_guard(LenGuard(self.source, type(self.value), len(self.value), loc=tx.loc()))  # type: ignore[arg-type]
+        tx.ctx.add_guard(LenGuard(self.source, type(self.value), len(self.value), loc=tx.loc()))  # type: ignore[arg-type]
         return len(self.value)  # type: ignore[arg-type]
 
-    def length(self, tx: Tracer) -> int:
+    def length(self, tx: Tracer) -> VariableTracker:
         if not isinstance(self.value, (*SEQUENTIAL, torch.nn.ModuleDict, torch.nn.ParameterList)):
             raise UserException(TypeError(f"object of type '{type(self.value).__name__}' has no len()"))
-        return self._guard_length(tx)
+        return ConstantVariable(self._guard_length(tx))
 
     def _item_source(self, index: int) -> Source:
         """The i-th submodule of a ModuleList/Sequential, read from `_modules` by its key."""
@@ -192,31 +182,27 @@ class NNModuleVariable(VariableTracker):
         return ItemSource(self.source, index)
 
     def iterate(self, tx: Tracer) -> list[VariableTracker]:
-        from pdyn.variables.builder import wrap
-
         if isinstance(self.value, (*SEQUENTIAL, torch.nn.ParameterList)):
             n = self._guard_length(tx)
-            return [wrap(tx, self.value[i], self._item_source(i)) for i in range(n)]
+            return [tx.wrap(self.value[i], self._item_source(i)) for i in range(n)]
         if isinstance(self.value, torch.nn.ModuleDict):
             self._guard_length(tx)
             return [ConstantVariable(k) for k in self.value.keys()]
         raise UserException(TypeError(f"'{type(self.value).__name__}' object is not iterable"))
 
     def getitem(self, tx: Tracer, key: VariableTracker) -> VariableTracker:
-        from pdyn.variables.builder import wrap
-
         index = key.as_python_constant()
         if isinstance(self.value, (*SEQUENTIAL, torch.nn.ParameterList)) and isinstance(index, int):
             n = self._guard_length(tx)
             if not -n <= index < n:
                 raise UserException(IndexError(f"index {index} is out of range"))
-            return wrap(tx, self.value[index], self._item_source(index % n))
+            return tx.wrap(self.value[index], self._item_source(index % n))
         if isinstance(self.value, SEQUENTIAL) and isinstance(index, slice):
             return ListVariable(self.iterate(tx)[index])
         if isinstance(self.value, torch.nn.ModuleDict) and isinstance(index, str):
             if index not in self.value:
                 raise UserException(KeyError(index))
-            return wrap(tx, self.value[index], ModuleMemberSource(self.source, index, "_modules"))
+            return tx.wrap(self.value[index], ModuleMemberSource(self.source, index, "_modules"))
         raise Unsupported("module_getitem", f"pdyn cannot index {type(self.value).__name__} with {index!r}",
                           loc=tx.loc())
 
@@ -267,9 +253,7 @@ class UserObjectVariable(VariableTracker):
         return type(self.value)
 
     def getattr(self, tx: Tracer, name: str) -> VariableTracker:
-        from pdyn.variables.builder import wrap
-
-        stored = tx.output.side_effects.load_attr(self, name)
+        stored = tx.ctx.side_effects.load_attr(self, name)
         if stored is not None:
             return stored
         if type(self.value).__getattribute__ is not object.__getattribute__:
@@ -277,7 +261,7 @@ class UserObjectVariable(VariableTracker):
                               loc=tx.loc())
         instance_dict = getattr(self.value, "__dict__", {})
         if name in instance_dict and not _is_data_descriptor(type(self.value), name):
-            return wrap(tx, instance_dict[name], AttrSource(self.source, name))
+            return tx.wrap(instance_dict[name], AttrSource(self.source, name))
         found = lookup_class_attr(tx, self, type(self.value), name)
         if found is None:
             _no_custom_getattr(tx, type(self.value), None)
@@ -288,7 +272,7 @@ class UserObjectVariable(VariableTracker):
     def store_attr(self, tx: Tracer, name: str, value: VariableTracker) -> None:
         if type(self.value).__setattr__ is not object.__setattr__ or _is_data_descriptor(type(self.value), name):
             raise Unsupported("setattr", f"{type(self.value).__name__} customizes attribute assignment", loc=tx.loc())
-        tx.output.side_effects.store_attr(self, name, value)
+        tx.ctx.side_effects.store_attr(self, name, value)
 
     def call(self, tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         call = lookup_class_attr(tx, self, type(self.value), "__call__")
@@ -314,9 +298,9 @@ def pin_identity(tx: Tracer, lhs: VariableTracker, rhs: VariableTracker, same: b
     except Unsupported:
         pass
     if len(users) == 2:
-        tx.output.add_guard(AliasGuard(lhs.source, other=rhs.source, same=same, loc=tx.loc()))
+        tx.ctx.add_guard(AliasGuard(lhs.source, other=rhs.source, same=same, loc=tx.loc()))
     else:
-        tx.output.add_guard(IdGuard(users[0].source, users[0].value, loc=tx.loc()))
+        tx.ctx.add_guard(IdGuard(users[0].source, users[0].value, loc=tx.loc()))
 
 
 def mro_lookup(cls: type, name: str) -> Any:

@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any, Callable
 import sympy
 import torch.fx
 
-from pdyn.errors import UserException
 from pdyn import sym_float
-from pdyn.symbolic_shapes import FloorDiv
+from pdyn.errors import SourceLoc, UserException
+from pdyn.symbolic_shapes import FloorDiv, ShapeEnv
 from pdyn.sources import Source
 from pdyn.variables.base import VariableTracker
 from pdyn.variables.constant import ConstantVariable
@@ -25,7 +25,6 @@ from pdyn.variables.constant import ConstantVariable
 if TYPE_CHECKING:
     from pdyn.bytecode_tracer import InstructionTranslator as Tracer
     from pdyn.frame_codegen import FrameCodegen
-    from pdyn.output_graph import OutputGraph
 
 
 def _floordiv(a: Any, b: Any) -> Any:
@@ -65,13 +64,15 @@ def is_boolean(expr: sympy.Basic) -> bool:
 
 class SymIntVariable(VariableTracker):
     """An int, float or bool (`pytype`, decided by Python's rules when it was computed) whose value
-    is a sympy expression over sizes; `node` computes it in the graph."""
+    is a sympy expression over the sizes of `env`; `node` computes it in the graph. `loc` is where
+    the program computed it: a read that comes with no location of its own is pinned there."""
 
-    def __init__(self, output: OutputGraph, expr: sympy.Basic, make_node: Callable[[], torch.fx.Node] | None,
-                 source: Source | None = None, input_sources: frozenset[Source] = frozenset(),
-                 pytype: type = int):
-        self.output = output
+    def __init__(self, env: ShapeEnv, expr: sympy.Basic, make_node: Callable[[], torch.fx.Node] | None,
+                 loc: SourceLoc | None, source: Source | None = None,
+                 input_sources: frozenset[Source] = frozenset(), pytype: type = int):
+        self.env = env
         self.expr = expr
+        self.loc = loc
         self._make_node = make_node
         self._node: torch.fx.Node | None = None
         self.source = source
@@ -87,18 +88,17 @@ class SymIntVariable(VariableTracker):
             assert self._make_node is not None, f"no way to compute {self.expr} in the graph"
             self._node = self._make_node()
             self._node.meta["pdyn_sym"] = True
-            self.output.annotate(self._node)
         return self._node
 
     def hint(self) -> Any:
         """This call's value, of the Python type the program computed (`n / n` is 1.0, not 1)."""
-        return as_pytype(self.output.shape_env.hint(self.expr), self.pytype)
+        return as_pytype(self.env.hint(self.expr), self.pytype)
 
     def python_type(self) -> type:
         return self.pytype
 
     def is_python_constant(self) -> bool:
-        expr = self.output.shape_env.simplify(self.expr)
+        expr = self.env.simplify(self.expr)
         return bool(expr.is_Number or isinstance(expr, sympy.logic.boolalg.BooleanAtom))
 
     def as_python_constant(self) -> Any:
@@ -106,30 +106,32 @@ class SymIntVariable(VariableTracker):
             return self.hint()
         return self.value_read("a Python value")
 
-    def value_read(self, why: str) -> Any:
-        """Python needs the concrete value: specialize (TENSOR_MATCH_STATIC on the dims in it)."""
-        return as_pytype(self.output.shape_env.specialize(self.expr, self.output.loc, why), self.pytype)
+    def value_read(self, why: str, loc: SourceLoc | None = None) -> Any:
+        """Python needs the concrete value (at `loc`, by default where it was computed): specialize
+        (TENSOR_MATCH_STATIC on the dims in it)."""
+        return as_pytype(self.env.specialize(self.expr, loc or self.loc, why), self.pytype)
 
     def binary_op(self, tx: Tracer, fn: Callable[[Any, Any], Any], other: VariableTracker) -> VariableTracker:
-        return sym_binary(tx.output, fn, self, other)
+        return sym_binary(tx, fn, self, other)
 
     def unary_op(self, tx: Tracer, fn: Callable[[Any], Any]) -> VariableTracker:
         table = UNARY_FLOAT_OPS if self.pytype is float else UNARY_SYMPY_OPS
         if self.pytype is bool or fn not in table:
-            return ConstantVariable(fn(self.value_read(f"{getattr(fn, '__name__', fn)}()")))
+            return ConstantVariable(fn(self.value_read(f"{getattr(fn, '__name__', fn)}()", tx.loc())))
         try:
             pytype = type(fn(self.hint()))
         except (ArithmeticError, ValueError) as e:  # math.sqrt(-n): Python's own error
-            raise UserException(e, self.output.loc) from None
-        return SymIntVariable(self.output, table[fn](self.expr),
-                              lambda: self.output.graph.call_function(fn, (self.node,)),
+            raise UserException(e, tx.loc()) from None
+        output, loc = tx.output, tx.loc()
+        return SymIntVariable(self.env, table[fn](self.expr),
+                              lambda: output.annotate(output.graph.call_function(fn, (self.node,)), loc), loc,
                               input_sources=self.input_sources, pytype=pytype)
 
     def truth(self, tx: Tracer) -> bool:
         expr = self.expr
         if not is_boolean(expr):
             expr = sympy.Ne(expr, 0, evaluate=False)
-        return self.output.shape_env.evaluate_bool(expr, tx.loc(), "a Python condition")
+        return self.env.evaluate_bool(expr, tx.loc(), "a Python condition")
 
     def reconstruct(self, codegen: FrameCodegen) -> str:
         return codegen.constant(self.value_read("returned to Python"))
@@ -163,7 +165,7 @@ def _hint(vt: VariableTracker) -> Any:
 DIVISIONS = (operator.truediv, operator.floordiv, operator.mod)
 
 
-def sym_binary(output: OutputGraph, fn: Callable[[Any, Any], Any], lhs: VariableTracker,
+def sym_binary(tx: Tracer, fn: Callable[[Any, Any], Any], lhs: VariableTracker,
                rhs: VariableTracker) -> VariableTracker:
     """`fn(lhs, rhs)` where one side is symbolic and the other symbolic or a number.
 
@@ -171,49 +173,34 @@ def sym_binary(output: OutputGraph, fn: Callable[[Any, Any], Any], lhs: Variable
     raise (`n // 0`, `0 ** -n`) is the user's, and the result's type (`n / 2` is a float) is the
     type of the symbolic value."""
     fn = PLAIN_OF.get(fn, fn)
+    env, output, loc = tx.ctx.shape_env, tx.output, tx.loc()
     for side in (lhs, rhs):
         if not isinstance(side, SymIntVariable) and not isinstance(side.as_python_constant(), (int, float, bool)):
-            return ConstantVariable(fn(*[_value(v, fn) for v in (lhs, rhs)]))
+            return ConstantVariable(fn(*[_value(v, fn, loc) for v in (lhs, rhs)]))
     if any(isinstance(v, SymIntVariable) and v.pytype is bool for v in (lhs, rhs)) or fn not in SYMPY_OPS \
             and fn not in sym_float.BINARY:
-        return ConstantVariable(fn(_value(lhs, fn), _value(rhs, fn)))
+        return ConstantVariable(fn(_value(lhs, fn, loc), _value(rhs, fn, loc)))
     try:
         result = fn(_hint(lhs), _hint(rhs))
     except ArithmeticError as e:
-        raise UserException(e, output.loc) from None
-    a, b = (output.shape_env.simplify(_expr(v)) for v in (lhs, rhs))
+        raise UserException(e, loc) from None
+    a, b = (env.simplify(_expr(v)) for v in (lhs, rhs))
     if a.is_Number and b.is_Number:  # folded already (`n - n`): plain Python arithmetic, exact
         return ConstantVariable(result)
     pytype = type(result)
     if pytype not in (int, float, bool) or fn in (min, max) and type(_hint(lhs)) is not type(_hint(rhs)):
-        return ConstantVariable(fn(_value(lhs, fn), _value(rhs, fn)))  # min(n, 2.5): its type is its value's
+        return ConstantVariable(fn(_value(lhs, fn, loc), _value(rhs, fn, loc)))  # min(n, 2.5): its type is its value's
     if fn is operator.pow and pytype is int and b.free_symbols:  # `n ** m` is an int while m >= 0
-        output.shape_env.evaluate_bool(sympy.Ge(b, 0, evaluate=False), output.loc, "an int power")
+        env.evaluate_bool(sympy.Ge(b, 0, evaluate=False), loc, "an int power")
     if fn in DIVISIONS and b.free_symbols:  # the next call's divisor may be 0, where Python raises
-        output.shape_env.evaluate_bool(sympy.Ne(b, 0, evaluate=False), output.loc, "a divisor")
+        env.evaluate_bool(sympy.Ne(b, 0, evaluate=False), loc, "a divisor")
     expr = sym_float.BINARY[fn](a, b) if pytype is float and fn in sym_float.BINARY else SYMPY_OPS[fn](a, b)
     sources = frozenset().union(*(getattr(v, "input_sources", frozenset()) for v in (lhs, rhs)))
-    return SymIntVariable(output, expr, lambda: output.graph.call_function(
-        fn, (_graph_value(lhs), _graph_value(rhs))), input_sources=sources, pytype=pytype)
+    return SymIntVariable(env, expr, lambda: output.annotate(output.graph.call_function(
+        fn, (_graph_value(lhs), _graph_value(rhs))), loc), loc, input_sources=sources, pytype=pytype)
 
 
-def _value(vt: VariableTracker, fn: Any) -> Any:
+def _value(vt: VariableTracker, fn: Any, loc: SourceLoc | None) -> Any:
     if isinstance(vt, SymIntVariable):
-        return vt.value_read(f"{getattr(fn, '__name__', fn)}() on a non-number")
-    return vt.as_python_constant()
-
-
-def is_known(vt: VariableTracker) -> bool:
-    """A value Python can have at trace time: a constant, or a symbolic int (by specializing it)."""
-    return isinstance(vt, SymIntVariable) or vt.is_python_constant()
-
-
-def python_value(vt: VariableTracker, why: str) -> Any:
-    """`vt`'s Python value; a symbolic int is a value read (specialized, TENSOR_MATCH_STATIC)."""
-    if isinstance(vt, SymIntVariable):
-        return vt.value_read(why)
-    from pdyn.variables.containers import SequenceVariable
-
-    if isinstance(vt, SequenceVariable) and any(isinstance(i, SymIntVariable) for i in vt.items):
-        return vt.python_type()(python_value(i, why) for i in vt.items)
+        return vt.value_read(f"{getattr(fn, '__name__', fn)}() on a non-number", loc)
     return vt.as_python_constant()

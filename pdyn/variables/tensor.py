@@ -65,11 +65,12 @@ class TensorVariable(VariableTracker):
             raise UserException(IndexError(f"Dimension out of range (expected to be in range of "
                                            f"[{-ndim}, {ndim - 1}], but got {dim})"))
         dim %= ndim
-        expr = tx.output.shape_env.simplify(self.sizes[dim])
+        expr = tx.ctx.shape_env.simplify(self.sizes[dim])
         if expr.is_Integer:
             return ConstantVariable(int(expr))
-        output = tx.output
-        return SymIntVariable(output, expr, lambda: output.graph.call_method("size", (self.node, dim)),
+        output, loc = tx.output, tx.loc()
+        return SymIntVariable(tx.ctx.shape_env, expr,
+                              lambda: output.annotate(output.graph.call_method("size", (self.node, dim)), loc), loc,
                               input_sources=self.input_sources)
 
     def shape_vt(self, tx: Tracer) -> SizeVariable:
@@ -89,7 +90,7 @@ class TensorVariable(VariableTracker):
     def value_read_all(self, tx: Tracer, why: str) -> None:
         """Python needs facts that depend on every size (strides, a loop over rows): specialize them."""
         for size in self.sizes:
-            tx.output.shape_env.specialize(size, tx.loc(), why)
+            tx.ctx.shape_env.specialize(size, tx.loc(), why)
 
     def python_type(self) -> type:
         return self._python_type
@@ -105,7 +106,7 @@ class TensorVariable(VariableTracker):
                                   loc=tx.loc())
             return ConstantVariable(getattr(self.example, name))
         if name in GRAPH_ATTRS:
-            return tx.output.call("call_function", getattr, [self, ConstantVariable(name)], {})
+            return tx.output.call("call_function", getattr, [self, ConstantVariable(name)], {}, loc=tx.loc())
         if name == "grad":
             raise Unsupported("tensor_grad", "pdyn cannot read .grad inside a compiled function", loc=tx.loc())
         attr = getattr(torch.Tensor, name, None)
@@ -119,21 +120,24 @@ class TensorVariable(VariableTracker):
         return TensorMethodVariable(self, name).call(tx, args, kwargs)
 
     def binary_op(self, tx: Tracer, fn: Callable[[Any, Any], Any], other: VariableTracker) -> VariableTracker:
-        return tx.output.call("call_function", fn, [self, other], {})
+        return tx.output.call("call_function", fn, [self, other], {}, loc=tx.loc())
 
     def unary_op(self, tx: Tracer, fn: Callable[[Any], Any]) -> VariableTracker:
-        return tx.output.call("call_function", fn, [self], {})
+        return tx.output.call("call_function", fn, [self], {}, loc=tx.loc())
 
     def getitem(self, tx: Tracer, key: VariableTracker) -> VariableTracker:
-        return tx.output.call("call_function", operator.getitem, [self, key], {})
+        return tx.output.call("call_function", operator.getitem, [self, key], {}, loc=tx.loc())
 
     def setitem(self, tx: Tracer, key: VariableTracker, value: VariableTracker) -> None:
-        tx.output.call("call_function", operator.setitem, [self, key, value], {}, mutates=True)
+        tx.output.call("call_function", operator.setitem, [self, key, value], {}, loc=tx.loc(), mutates=True)
+
+    def contains(self, tx: Tracer, item: VariableTracker) -> bool:
+        raise Unsupported("data_dependent", "`in` on a tensor depends on its values", loc=tx.loc())
 
     def iterate(self, tx: Tracer) -> list[VariableTracker]:
         if self.example.dim() == 0:
             raise UserException(TypeError("iteration over a 0-d tensor"))
-        rows = tx.output.shape_env.specialize(self.sizes[0], tx.loc(), "iterating over a tensor's rows")
+        rows = tx.ctx.shape_env.specialize(self.sizes[0], tx.loc(), "iterating over a tensor's rows")
         return [self.getitem(tx, ConstantVariable(i)) for i in range(int(rows))]
 
     def truth(self, tx: Tracer) -> bool:
@@ -170,28 +174,27 @@ class TensorMethodVariable(VariableTracker):
         if shape_query is not None:
             return shape_query(tx, self.tensor, args, kwargs)
         mutates = self.name in ("__setitem__",) or self.name.endswith("_")
-        return tx.output.call("call_method", self.name, [self.tensor, *args], kwargs, mutates=mutates)
+        return tx.output.call("call_method", self.name, [self.tensor, *args], kwargs, loc=tx.loc(),
+                              mutates=mutates)
 
 
 def _size(tx: Tracer, x: TensorVariable, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
     dim = args[0] if args else kwargs.get("dim")
     if dim is None:
         return x.shape_vt(tx)
-    return x.size_item(tx, int(_static_int(dim, "the dim of Tensor.size()")))
+    return x.size_item(tx, int(_static_int(tx, dim, "the dim of Tensor.size()")))
 
 
-def _static_int(vt: VariableTracker, why: str) -> Any:
+def _static_int(tx: Tracer, vt: VariableTracker, why: str) -> Any:
     if isinstance(vt, SymIntVariable):
-        return vt.value_read(why)
+        return vt.value_read(why, tx.loc())
     return vt.as_python_constant()
 
 
 def _strides(tx: Tracer, x: TensorVariable, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
-    from pdyn.variables.builder import wrap_constant_result
-
     x.value_read_all(tx, "Tensor.stride(), which depends on every size")
     dim = args[0] if args else kwargs.get("dim")
-    return wrap_constant_result(x.example.stride() if dim is None else x.example.stride(_static_int(dim, "a dim")))
+    return tx.wrap_constant(x.example.stride() if dim is None else x.example.stride(_static_int(tx, dim, "a dim")))
 
 
 SHAPE_METHODS: dict[str, Callable[..., VariableTracker]] = {
@@ -231,9 +234,10 @@ def is_tensor_method(value: Any) -> bool:
 
 
 def wrap_fx_result(output: OutputGraph, node: torch.fx.Node, example: Any, sources: frozenset[Source],
-                   sizes: list[tuple[sympy.Expr, ...]] | None = None) -> VariableTracker:
-    """The tracker for an op's result: tensors keep `node`; tuples get one getitem node per item.
-    `sizes` holds the symbolic sizes of the tensor outputs, in order."""
+                   sizes: list[tuple[sympy.Expr, ...]] | None,
+                   wrap_constant: Callable[[Any], VariableTracker]) -> VariableTracker:
+    """The tracker for an op's result: tensors keep `node`; tuples get one getitem node per item,
+    other items `wrap_constant`. `sizes` holds the symbolic sizes of the tensor outputs, in order."""
     pending = list(sizes) if sizes else []
 
     def next_sizes() -> tuple[sympy.Expr, ...] | None:
@@ -248,9 +252,7 @@ def wrap_fx_result(output: OutputGraph, node: torch.fx.Node, example: Any, sourc
                 items.append(TensorVariable(output.getitem_node(node, i), value, input_sources=sources,
                                             sizes=next_sizes()))
             else:
-                from pdyn.variables.builder import wrap_constant_result
-
-                items.append(wrap_constant_result(value))
+                items.append(wrap_constant(value))
         fields = getattr(type(example), "_fields", None) or getattr(type(example), "__match_args__", None)
         if fields and type(example) not in (tuple, list):
             return NamedTupleVariable(items, type(example), tuple(fields))

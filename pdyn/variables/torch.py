@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from pdyn.errors import Unsupported, UserException
-from pdyn.sources import AttrSource, Source
+from pdyn.errors import SourceLoc, Unsupported, UserException
+from pdyn.sources import AttrSource
+from pdyn.symbolic_shapes import ShapeEnv
 from pdyn.variables.base import VariableTracker
 from pdyn.variables.constant import ConstantVariable, ObjectConstantVariable
 from pdyn.variables.symint import SymIntVariable
@@ -20,7 +21,6 @@ from pdyn.variables.tensor import TensorVariable
 
 if TYPE_CHECKING:
     from pdyn.bytecode_tracer import InstructionTranslator as Tracer
-    from pdyn.output_graph import OutputGraph
 
 # torch namespaces whose functions change global state, touch devices or autograd, or do I/O.
 UNTRACEABLE_MODULES = ("torch.cuda", "torch.distributed", "torch.autograd", "torch.jit", "torch.random",
@@ -85,13 +85,13 @@ class TorchFunctionVariable(ObjectConstantVariable):
         method = TENSOR_QUERIES.get(self.value)
         if method is not None and args and isinstance(args[0], TensorVariable):
             return args[0].call_method(tx, method, list(args[1:]), kwargs)
-        return tx.output.call("call_function", self.value, args, kwargs, mutates=name.endswith("_"))
+        return tx.output.call("call_function", self.value, args, kwargs, loc=tx.loc(), mutates=name.endswith("_"))
 
     def __repr__(self) -> str:
         return f"TorchFunctionVariable({getattr(self.value, '__name__', self.value)})"
 
 
-def pin_sizes_read(output: OutputGraph, kind: str, target: Any, args: list[VariableTracker],
+def pin_sizes_read(env: ShapeEnv, loc: SourceLoc | None, kind: str, target: Any, args: list[VariableTracker],
                    kwargs: dict[str, VariableTracker]) -> None:
     """An op answered a non-tensor (a count, a flag) from fake tensors of this trace's sizes: unless
     its answer depends on no size, the sizes it was given are pinned (each a value read), so that
@@ -106,9 +106,9 @@ def pin_sizes_read(output: OutputGraph, kind: str, target: Any, args: list[Varia
         vt = stack.pop()
         if isinstance(vt, TensorVariable):
             for size in vt.sizes:
-                output.shape_env.specialize(size, output.loc, why)
+                env.specialize(size, loc, why)
         elif isinstance(vt, SymIntVariable):
-            vt.value_read(why)
+            vt.value_read(why, loc)
         else:
             items = getattr(vt, "items", ())
             stack.extend(items.values() if isinstance(items, dict) else items)
@@ -130,17 +130,15 @@ class PythonModuleVariable(ObjectConstantVariable):
         return types.ModuleType
 
     def getattr(self, tx: Tracer, name: str) -> VariableTracker:
-        from pdyn.variables.builder import wrap, wrap_constant_result
-
         try:
             value = getattr(self.value, name)
         except AttributeError as e:
             raise UserException(e) from None
         if self.value.__name__.startswith("torch") or isinstance(value, types.ModuleType):
-            return wrap_constant_result(value)
+            return tx.wrap_constant(value)
         if self.source is None:
-            return wrap_constant_result(value)
-        return wrap(tx, value, AttrSource(self.source, name))
+            return tx.wrap_constant(value)
+        return tx.wrap(value, AttrSource(self.source, name))
 
     def __repr__(self) -> str:
         return f"PythonModuleVariable({self.value.__name__})"

@@ -44,7 +44,7 @@ def test_build_map_with_a_size_key_specializes_it():
 
     tx = trace(f, torch.ones(5))
     assert list(tx.result.items) == [5]
-    assert [spec.why for spec in tx.output.shape_env.specialized.values()] == ["a dict key"]
+    assert [spec.why for spec in tx.ctx.shape_env.specialized.values()] == ["a dict key"]
 
 
 def test_build_map_with_a_tensor_key_is_unsupported_at_the_users_line():
@@ -72,7 +72,7 @@ def test_build_slice_with_a_size_bound_stays_symbolic_in_a_tensor_index():
 
     tx = trace(f, torch.ones(6))
     assert_ran(tx, f, "BUILD_SLICE")
-    assert tx.output.shape_env.specialized == {}
+    assert tx.ctx.shape_env.specialized == {}
     assert_graph(tx, """
         x = placeholder L['x']
         size = x.size(0)
@@ -87,7 +87,7 @@ def test_build_slice_with_a_size_bound_on_a_list_is_a_value_read():
 
     tx = trace(f, torch.ones(2), ["a", "b", "c"])
     assert tx.result.as_python_constant() == ["a", "b"]
-    (spec,) = tx.output.shape_env.specialized.values()
+    (spec,) = tx.ctx.shape_env.specialized.values()
     assert spec.value == 2 and spec.why == "a slice bound of a Python index"
 
 
@@ -116,7 +116,7 @@ def test_format_value_of_a_size_specializes_it():
 
     tx = trace(f, torch.ones(4))
     assert tx.result.as_python_constant() == "n=4"
-    assert [spec.why for spec in tx.output.shape_env.specialized.values()] == ["str() or formatting"]
+    assert [spec.why for spec in tx.ctx.shape_env.specialized.values()] == ["str() or formatting"]
 
 
 def test_format_value_of_a_tensor_is_unsupported():
@@ -225,7 +225,7 @@ def test_unpack_sequence_of_a_tensor_specializes_its_first_dim():
         return a + b
 
     tx = trace(f, torch.ones(2, 3))
-    assert len(tx.output.shape_env.specialized) == 1
+    assert len(tx.ctx.shape_env.specialized) == 1
     assert [n.name for n in tx.output.graph.nodes] == ["x", "getitem", "getitem_2", "add"]
 
 
@@ -254,7 +254,7 @@ def test_slice_with_a_symbolic_int_argument_is_a_graph_slice():
         return x[1:n]
 
     tx = trace(f, torch.ones(8), 5)
-    assert tx.output.shape_env.specialized == {}
+    assert tx.ctx.shape_env.specialized == {}
     assert_graph(tx, """
         x = placeholder L['x']
         n = placeholder L['n']

@@ -53,8 +53,8 @@ def test_pop_jump_if_true_on_a_size_guards_the_comparison():
 
     tx = trace(f, torch.ones(8))
     assert "POP_JUMP_IF_TRUE" in tx.executed_opnames
-    assert [str(g.expr) for g in tx.output.shape_env.guards] == ["s0 > 4"]
-    assert tx.output.shape_env.specialized == {}
+    assert [str(g.expr) for g in tx.ctx.shape_env.guards] == ["s0 > 4"]
+    assert tx.ctx.shape_env.specialized == {}
     assert tx.result.node.name == "add"
 
 
@@ -118,7 +118,7 @@ def test_for_loop_over_range_of_a_size_specializes_that_size():
         return x
 
     tx = trace(f, torch.ones(3, 5))
-    env = tx.output.shape_env
+    env = tx.ctx.shape_env
     assert [str(s) for s in env.specialized] == ["s0"] and env.specialized[next(iter(env.specialized))].value == 3
     assert [n.name for n in tx.output.graph.nodes] == ["x", "add", "add_2", "add_3"]
 
@@ -132,7 +132,7 @@ def test_for_loop_over_a_tensor_is_unrolled_over_its_rows():
 
     tx = trace(f, torch.ones(2, 3))
     assert len(tx.result.items) == 2
-    assert [str(s) for s in tx.output.shape_env.specialized] == ["s0"]
+    assert [str(s) for s in tx.ctx.shape_env.specialized] == ["s0"]
 
 
 def test_while_loop_on_a_python_counter_runs_to_the_end():
@@ -219,8 +219,8 @@ def test_assert_on_a_size_that_holds_guards_it_and_keeps_the_dim_dynamic():
             return x + 1
     """)
     tx = trace(f, torch.ones(16))
-    assert [str(g.expr) for g in tx.output.shape_env.guards] == ["Eq(Mod(s0, 8), 0)"]
-    assert tx.output.shape_env.specialized == {}
+    assert [str(g.expr) for g in tx.ctx.shape_env.guards] == ["Eq(Mod(s0, 8), 0)"]
+    assert tx.ctx.shape_env.specialized == {}
 
 
 def test_raise_of_an_exception_instance_is_the_users_exception():

@@ -103,7 +103,7 @@ def test_store_global_is_a_side_effect_that_later_loads_see():
 
     tx = trace(f, torch.ones(2))
     assert_ran(tx, f, "STORE_GLOBAL")
-    assert tx.output.side_effects.globals["counter"].as_python_constant() == 5
+    assert tx.ctx.side_effects.globals["counter"].as_python_constant() == 5
     assert counter == 0  # nothing ran for real
     assert_graph(tx, """
         x = placeholder L['x']
@@ -218,7 +218,7 @@ def test_store_attr_on_an_object_is_a_side_effect_that_later_loads_see():
     tx = trace(f, box, torch.ones(2))
     assert_ran(tx, f, "STORE_ATTR")
     assert box.t is None
-    ((obj, value),) = tx.output.side_effects.attrs.values()
+    ((obj, value),) = tx.ctx.side_effects.attrs.values()
     assert obj.source == LocalSource("b") and value is tx.result
 
 

@@ -58,7 +58,7 @@ def test_binary_op_on_a_symbolic_int_stays_symbolic():
 
     tx = trace(f, 5)
     assert isinstance(tx.result, SymIntVariable) and str(tx.result.expr) == "2*s0 + 1"
-    assert tx.output.shape_env.specialized == {}
+    assert tx.ctx.shape_env.specialized == {}
 
 
 def test_binary_op_on_constants_that_raises_is_the_users_exception():
@@ -109,7 +109,7 @@ def test_compare_op_on_a_size_is_symbolic_until_read():
         return x
 
     tx = trace(f, torch.ones(6))
-    assert [str(g.expr) for g in tx.output.shape_env.guards] == ["s0 >= 4"]
+    assert [str(g.expr) for g in tx.ctx.shape_env.guards] == ["s0 >= 4"]
     assert tx.result.node.name == "mul"
 
 
@@ -251,7 +251,7 @@ def test_delete_subscr_removes_a_dict_key_and_marks_it_mutated():
     tx = trace(f, {"a": 1, "b": 2})
     assert_ran(tx, f, "DELETE_SUBSCR")
     assert tx.result.as_python_constant() == 1
-    assert len(tx.output.side_effects.containers) == 1
+    assert len(tx.ctx.side_effects.containers) == 1
 
 
 def test_delete_subscr_of_a_missing_key_raises_key_error():

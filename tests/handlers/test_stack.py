@@ -46,7 +46,7 @@ def test_copy_and_swap_run_a_chained_comparison_on_sizes():
     tx = trace(f, torch.ones(5))
     assert_ran(tx, f, "COPY", "SWAP", "JUMP_IF_FALSE_OR_POP" if sys.version_info < (3, 12) else "POP_JUMP_IF_FALSE")
     # the first comparison is a bool read (a guard); the second is the value returned, still symbolic
-    assert [str(g.expr) for g in tx.output.shape_env.guards] == ["3 < s0"]
+    assert [str(g.expr) for g in tx.ctx.shape_env.guards] == ["3 < s0"]
     assert isinstance(tx.result, SymIntVariable) and str(tx.result.expr) == "s0 < 10"
 
 
@@ -71,7 +71,7 @@ def test_swap_keeps_operands_in_order_when_the_chain_fails():
 
     tx = trace(f, 7)
     assert tx.result.as_python_constant() is False
-    assert [str(g.expr) for g in tx.output.shape_env.guards] == ["8 >= s0"]
+    assert [str(g.expr) for g in tx.ctx.shape_env.guards] == ["8 >= s0"]
 
 
 def test_chained_comparison_of_tensors_is_a_data_dependent_branch_at_the_users_line():

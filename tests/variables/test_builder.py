@@ -13,13 +13,14 @@ from pdyn.config import Config
 from pdyn.errors import Unsupported
 from pdyn.guards import AliasGuard, DictKeysGuard, EqualsGuard, IdGuard, LenGuard, TensorGuard, TypeGuard
 from pdyn.output_graph import OutputGraph
-from pdyn.recompile_policy import TracePlan
+from pdyn.trace_context import TraceContext
+from pdyn.trace_plan import TracePlan
 from pdyn.sources import AttrSource, ItemSource, LocalSource
 from pdyn.variables.builder import wrap, wrap_constant_result
 from pdyn.variables.constant import ConstantVariable, ObjectConstantVariable
 from pdyn.variables.containers import DictVariable, ListVariable, SetVariable, SizeVariable, TupleVariable
-from pdyn.variables.functions import (BuiltinVariable, ClassVariable, PartialVariable, UserFunctionVariable,
-                                     UserMethodVariable)
+from pdyn.variables.builtins import BuiltinVariable, ClassVariable
+from pdyn.variables.functions import PartialVariable, UserFunctionVariable, UserMethodVariable
 from pdyn.variables.nn_module import NNModuleVariable, UserObjectVariable
 from pdyn.variables.symint import SymIntVariable
 from pdyn.variables.tensor import TensorUnboundMethodVariable, TensorVariable
@@ -33,11 +34,11 @@ def noop(x):
 
 
 def tracer(plan=None):
-    return InstructionTranslator(noop.__code__, {}, globals(), OutputGraph("noop", plan), Config())
+    return InstructionTranslator(noop.__code__, {}, globals(), OutputGraph("noop", TraceContext(plan)), Config())
 
 
 def guards(tx):
-    return [g for g in tx.output.guards if type(g).__name__ != "GradModeGuard"]
+    return [g for g in tx.ctx.guards if type(g).__name__ != "GradModeGuard"]
 
 
 class Config_:

@@ -107,7 +107,7 @@ def test_sorted_of_sizes_is_a_value_read():
 
     tx = trace(f, torch.ones(3, 5))
     assert [v.hint() for v in tx.result.items] == [5, 3]
-    assert len(tx.output.shape_env.specialized) == 2
+    assert len(tx.ctx.shape_env.specialized) == 2
 
 
 def test_sorted_with_a_key_is_unsupported():
@@ -139,7 +139,7 @@ def test_min_of_sizes_stays_symbolic_without_a_guard():
     tx = trace(f, torch.ones(6, 3))
     low, high = tx.result.items
     assert str(low.expr) == "Min(4, s0)" and str(high.expr) == "Max(s0, s1)"
-    assert tx.output.shape_env.guards == [] and tx.output.shape_env.specialized == {}
+    assert tx.ctx.shape_env.guards == [] and tx.ctx.shape_env.specialized == {}
 
 
 def test_max_of_constants_and_of_an_empty_list():
@@ -171,7 +171,7 @@ def test_any_and_all_on_size_comparisons_guard_each_read():
 
     tx = trace(f, torch.ones(3, 8))
     assert tx.result.as_python_constant() == (True, True)
-    assert [str(g.expr) for g in tx.output.shape_env.guards] == ["s0 <= 4", "s1 > 4", "s0 > 2"]  # s1 > 2 follows from s1 > 4
+    assert [str(g.expr) for g in tx.ctx.shape_env.guards] == ["s0 <= 4", "s1 > 4", "s0 > 2"]  # s1 > 2 follows from s1 > 4
 
 
 def test_abs_bool_and_callable():
@@ -188,7 +188,7 @@ def test_math_function_of_a_size_stays_symbolic():
         return x / math.sqrt(x.size(-1))
 
     tx = trace(f, torch.ones(2, 16))
-    assert tx.output.shape_env.specialized == {}
+    assert tx.ctx.shape_env.specialized == {}
     assert_graph(tx, """
         x = placeholder L['x']
         size = x.size(1)
@@ -203,7 +203,7 @@ def test_pure_builtin_of_a_size_is_a_value_read():
 
     tx = trace(f, torch.ones(6))
     assert tx.result.as_python_constant() == ("6", 2)
-    assert [spec.why for spec in tx.output.shape_env.specialized.values()] == ["str()"]
+    assert [spec.why for spec in tx.ctx.shape_env.specialized.values()] == ["str()"]
 
 
 def test_operator_functions_dispatch_like_the_operators():
@@ -263,7 +263,7 @@ def test_setattr_on_an_object_is_a_side_effect_and_on_a_tensor_unsupported():
         return o.y
 
     tx = trace(f, Obj(), torch.ones(1))
-    assert tx.result.as_python_constant() == 2.5 and tx.output.side_effects
+    assert tx.result.as_python_constant() == 2.5 and tx.ctx.side_effects
 
     def g(x):
         setattr(x, "y", 1)

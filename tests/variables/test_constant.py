@@ -11,7 +11,7 @@ from pdyn.frame_codegen import FrameCodegen
 from pdyn.guards import EqualsGuard
 from pdyn.sources import LocalSource
 from pdyn.variables.constant import ConstantVariable, ObjectConstantVariable, is_constant_value
-from pdyn.variables.functions import BuiltinVariable
+from pdyn.variables.builtins import BuiltinVariable
 from tests.tracing import assert_graph, guards_of, trace
 
 

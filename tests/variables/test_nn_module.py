@@ -145,7 +145,7 @@ def test_storing_a_plain_attribute_is_a_side_effect():
     net = Net()
     tx = trace(f, net, torch.ones(3))
     assert tx.result.node.name == "add" and not hasattr(net, "cache")
-    assert tx.output.side_effects.attrs
+    assert tx.ctx.side_effects.attrs
 
 
 def test_assigning_a_parameter_is_unsupported():

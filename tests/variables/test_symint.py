@@ -12,7 +12,8 @@ from pdyn.errors import UserException
 from pdyn.frame_codegen import FrameCodegen
 from pdyn.sym_float import Sqrt, TrueDiv
 from pdyn.variables.constant import ConstantVariable
-from pdyn.variables.symint import SymIntVariable, is_boolean, is_known, python_value, sym_binary
+from pdyn.variables.containers import is_known, python_value
+from pdyn.variables.symint import SymIntVariable, is_boolean, sym_binary
 from tests.tracing import assert_graph, trace
 
 
@@ -27,7 +28,7 @@ def test_arithmetic_stays_symbolic_with_sympy_expressions():
     tx = trace(f, 10)
     assert [str(v.expr) for v in tx.result.items] == ["2*s0", "FloorDiv(s0, 3)", "Mod(s0, 4)", "s0 - 1", "TrueDiv(s0, 2)"]
     assert [v.hint() for v in tx.result.items] == [20, 3, 2, 9, 5]
-    assert tx.output.shape_env.specialized == {} and tx.output.shape_env.guards == []
+    assert tx.ctx.shape_env.specialized == {} and tx.ctx.shape_env.guards == []
 
 
 def test_graph_nodes_are_made_on_first_use_only():
@@ -50,7 +51,7 @@ def test_min_and_sqrt_give_sympy_expressions_and_graph_nodes():
         return x * min(n, 4), x * math.sqrt(n)
 
     tx = trace(f, torch.ones(2), 9)
-    assert tx.output.shape_env.specialized == {}
+    assert tx.ctx.shape_env.specialized == {}
     assert_graph(tx, """
         x = placeholder L['x']
         n = placeholder L['n']
@@ -91,7 +92,7 @@ def test_bool_read_records_a_guard_and_keeps_the_symbol():
         return x
 
     tx = trace(f, torch.ones(1), 7)
-    env = tx.output.shape_env
+    env = tx.ctx.shape_env
     assert [str(g.expr) for g in env.guards] == ["s0 > 4"]
     assert env.specialized == {}
     assert env.guards[0].loc.lineno == f.__code__.co_firstlineno + 1
@@ -103,7 +104,7 @@ def test_truth_of_a_plain_int_compares_it_with_zero():
 
     tx = trace(f, -3)
     assert tx.result.as_python_constant() == "yes"
-    assert tx.output.shape_env.guards == []  # the range of a negative symbol (-inf, -1) decides it
+    assert tx.ctx.shape_env.guards == []  # the range of a negative symbol (-inf, -1) decides it
 
 
 def test_value_read_specializes_and_records_why_and_where():
@@ -112,7 +113,7 @@ def test_value_read_specializes_and_records_why_and_where():
 
     tx = trace(f, 3)
     assert tx.result.as_python_constant() == [0, 1, 2]
-    ((sym, spec),) = tx.output.shape_env.specialized.items()
+    ((sym, spec),) = tx.ctx.shape_env.specialized.items()
     assert str(sym) == "s0" and spec.value == 3 and spec.by_value_read and spec.why == "range()"
     assert spec.loc.lineno == f.__code__.co_firstlineno + 1
 
@@ -120,7 +121,7 @@ def test_value_read_specializes_and_records_why_and_where():
 def test_pinned_symbol_makes_expressions_constants():
     tx = trace(ident, 6)
     n = tx.result
-    doubled = sym_binary(tx.output, operator.mul, n, ConstantVariable(2))
+    doubled = sym_binary(tx, operator.mul, n, ConstantVariable(2))
     assert not doubled.is_python_constant()
     n.value_read("a test")
     assert doubled.is_python_constant() and doubled.as_python_constant() == 12 and doubled.node == 12
@@ -150,7 +151,7 @@ def test_operation_without_a_sympy_rule_is_a_value_read():
 
     tx = trace(f, 5)
     assert [v.as_python_constant() for v in tx.result.items] == [-6, 1]
-    assert len(tx.output.shape_env.specialized) == 1
+    assert len(tx.ctx.shape_env.specialized) == 1
 
 
 def test_operation_with_a_non_number_is_a_value_read():
@@ -159,13 +160,13 @@ def test_operation_with_a_non_number_is_a_value_read():
 
     tx = trace(f, 2)
     assert tx.result.as_python_constant() == "abab"
-    assert len(tx.output.shape_env.specialized) == 1
+    assert len(tx.ctx.shape_env.specialized) == 1
 
 
 def test_reconstruct_returns_the_value_and_specializes():
     tx = trace(ident, 9)
     assert tx.result.reconstruct(FrameCodegen()) == "9"
-    assert [spec.why for spec in tx.output.shape_env.specialized.values()] == ["returned to Python"]
+    assert [spec.why for spec in tx.ctx.shape_env.specialized.values()] == ["returned to Python"]
 
 
 def test_is_known_and_python_value():

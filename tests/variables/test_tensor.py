@@ -24,7 +24,7 @@ def test_shape_has_sym_ints_for_dynamic_dims_and_constants_for_static_ones():
     shape, size = tx.result.items
     assert isinstance(shape, SizeVariable) and isinstance(size, SizeVariable)
     assert exprs(shape) == ["s0", 1, "s1"] and exprs(size) == ["s0", 1, "s1"]
-    assert tx.output.shape_env.specialized == {}
+    assert tx.ctx.shape_env.specialized == {}
 
 
 def test_size_of_a_dim_and_negative_dims():
@@ -91,7 +91,7 @@ def test_stride_specializes_every_dim():
 
     tx = trace(f, torch.ones(3, 4))
     assert tx.result.as_python_constant() == (4, 1)
-    assert len(tx.output.shape_env.specialized) == 2
+    assert len(tx.ctx.shape_env.specialized) == 2
 
 
 def test_metadata_attributes_are_constants():
@@ -205,7 +205,7 @@ def test_iterating_a_tensor_specializes_its_rows_only():
 
     tx = trace(f, torch.ones(2, 7))
     assert len(tx.result.items) == 2
-    assert [str(s) for s in tx.output.shape_env.specialized] == ["s0"]
+    assert [str(s) for s in tx.ctx.shape_env.specialized] == ["s0"]
 
 
 def test_op_outputs_carry_symbolic_sizes_and_input_sources():
@@ -230,4 +230,4 @@ def test_transpose_attribute_keeps_dims_symbolic():
 
     tx = trace(f, torch.ones(3, 4))
     assert [str(s) for s in tx.result.sizes] == ["s1", "s0"]
-    assert tx.output.shape_env.specialized == {}
+    assert tx.ctx.shape_env.specialized == {}

@@ -45,7 +45,7 @@ def test_torch_factory_with_symbolic_sizes_keeps_them():
 
     tx = trace(f, torch.ones(5))
     assert [str(s) for s in tx.result.sizes] == ["2*s0", "3"]
-    assert tx.output.shape_env.specialized == {}
+    assert tx.ctx.shape_env.specialized == {}
 
 
 def test_is_grad_enabled_is_a_constant():

@@ -1,4 +1,5 @@
-"""The Python semantics that several handler families share: binary operators, identity and `in`."""
+"""Python semantics over trackers that handlers and builtin rules share: binary operators (which
+tracker answers `a + b`), identity (`is`) and membership (`in`)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 
-from pdyn.errors import Unsupported, UserException
-from pdyn.variables.base import VariableTracker
+from pdyn.errors import Unsupported
+from pdyn.variables.base import VariableTracker, fold
 from pdyn.variables.constant import ConstantVariable
 from pdyn.variables.containers import DictVariable, ListVariable, SequenceVariable, SetVariable
 from pdyn.variables.symint import SymIntVariable, sym_binary
@@ -24,31 +25,18 @@ INPLACE = frozenset({operator.iadd, operator.isub, operator.imul, operator.itrue
 MUTABLE = (ListVariable, DictVariable, SetVariable)
 
 
-def fold(fn: Callable[..., Any], *values: Any) -> VariableTracker:
-    """`fn(*values)` on constants, at trace time; an exception is the user's."""
-    from pdyn.variables.builder import wrap_constant_result
-
-    try:
-        result = fn(*values)
-    except (Unsupported, UserException):
-        raise
-    except Exception as e:
-        raise UserException(e) from None
-    return wrap_constant_result(result)
-
-
 def binary(tx: Tracer, fn: Callable[[Any, Any], Any], lhs: VariableTracker, rhs: VariableTracker) -> VariableTracker:
     if isinstance(lhs, TensorVariable) or isinstance(rhs, TensorVariable):
-        return tx.output.call("call_function", fn, [lhs, rhs], {})
+        return tx.output.call("call_function", fn, [lhs, rhs], {}, loc=tx.loc())
     if isinstance(lhs, SymIntVariable) or isinstance(rhs, SymIntVariable):
-        return sym_binary(tx.output, fn, lhs, rhs)
+        return sym_binary(tx, fn, lhs, rhs)
     if fn in (operator.eq, operator.ne) and isinstance(lhs, SequenceVariable) and isinstance(rhs, SequenceVariable) \
             and any(isinstance(i, SymIntVariable) for i in [*lhs.items, *rhs.items]):
         return _sequence_equal(tx, fn, lhs, rhs)
     if fn in INPLACE and isinstance(lhs, MUTABLE):
         return lhs.binary_op(tx, fn, rhs)
     if lhs.is_python_constant() and rhs.is_python_constant():
-        return fold(fn, lhs.as_python_constant(), rhs.as_python_constant())
+        return fold(tx, fn, lhs.as_python_constant(), rhs.as_python_constant())
     if fn in (operator.mul, operator.imul) and isinstance(lhs, ConstantVariable) and isinstance(rhs, SequenceVariable):
         return rhs.binary_op(tx, operator.mul, lhs)  # `n * [x]` repeats the list, as `[x] * n` does
     return lhs.binary_op(tx, fn, rhs)
@@ -94,16 +82,7 @@ def is_same(tx: Tracer, lhs: VariableTracker, rhs: VariableTracker) -> bool:
 
 
 def contains(tx: Tracer, item: VariableTracker, container: VariableTracker) -> bool:
+    """`item in container`: a symbolic item is a value read; the container's tracker decides."""
     if isinstance(item, SymIntVariable):
-        item = ConstantVariable(item.value_read("an `in` test"))
-    if isinstance(container, TensorVariable):
-        raise Unsupported("data_dependent", "`in` on a tensor depends on its values", loc=tx.loc())
-    method = getattr(container, "contains", None)
-    if method is not None:
-        return bool(method(tx, item))
-    if item.is_python_constant() and container.is_python_constant():
-        try:
-            return item.as_python_constant() in container.as_python_constant()
-        except TypeError as e:
-            raise UserException(e) from None
-    raise Unsupported("contains", f"pdyn cannot decide `in` over {container}", loc=tx.loc())
+        item = ConstantVariable(item.value_read("an `in` test", tx.loc()))
+    return bool(container.contains(tx, item))

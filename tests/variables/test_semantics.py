@@ -1,5 +1,5 @@
-"""The semantics several handler families share: fold, binary dispatch, sequence equality with
-sizes, identity and `in` (pdyn/handlers/dispatch.py)."""
+"""The semantics handlers and builtin rules share: fold, binary dispatch, sequence equality with
+sizes, identity and `in` (pdyn/variables/semantics.py, fold in pdyn/variables/base.py)."""
 
 import operator
 
@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from pdyn.errors import Unsupported, UserException
-from pdyn.handlers.dispatch import binary, contains, fold, identity, is_same
+from pdyn.variables.base import fold
+from pdyn.variables.semantics import binary, contains, identity, is_same
 from pdyn.variables.constant import ConstantVariable
 from pdyn.variables.containers import ListVariable, TupleVariable
 from pdyn.variables.symint import SymIntVariable
@@ -19,6 +20,9 @@ def identity_fn(x):
     return x
 
 
+TX = trace(lambda: None)  # a finished trace: what fold needs of a translator (wrap_constant)
+
+
 def tracer_with(*args):
     """A finished trace of `identity_fn(*args)`: its tracker for the argument, and the tracer."""
     tx = trace(identity_fn, *args)
@@ -26,13 +30,13 @@ def tracer_with(*args):
 
 
 def test_fold_computes_on_constants_and_wraps_the_result():
-    assert fold(operator.add, 2, 3).as_python_constant() == 5
-    assert isinstance(fold(lambda: (1, 2)), TupleVariable)
+    assert fold(TX, operator.add, 2, 3).as_python_constant() == 5
+    assert isinstance(fold(TX, lambda: (1, 2)), TupleVariable)
 
 
 def test_fold_turns_an_exception_into_the_users_exception():
     with pytest.raises(UserException) as error:
-        fold(operator.truediv, 1, 0)
+        fold(TX, operator.truediv, 1, 0)
     assert isinstance(error.value.exc, ZeroDivisionError)
 
 
@@ -41,7 +45,7 @@ def test_fold_lets_unsupported_through():
         raise Unsupported("x", "no")
 
     with pytest.raises(Unsupported):
-        fold(boom)
+        fold(TX, boom)
 
 
 def test_binary_with_a_tensor_side_records_a_node():
@@ -85,7 +89,7 @@ def test_shape_compared_with_a_tuple_guards_each_dim_and_pins_on_equality():
 
     tx = trace(f, torch.ones(4, 6))
     assert tx.result.as_python_constant() is True
-    env = tx.output.shape_env
+    env = tx.ctx.shape_env
     assert sorted(spec.value for spec in env.specialized.values()) == [4, 6]
     assert all(not spec.by_value_read for spec in env.specialized.values())
 
@@ -96,7 +100,7 @@ def test_shape_compared_with_a_different_tuple_stops_at_the_first_unequal_dim():
 
     tx = trace(f, torch.ones(4, 6))
     assert tx.result.as_python_constant() is True
-    env = tx.output.shape_env
+    env = tx.ctx.shape_env
     assert [str(g.expr) for g in env.guards] == ["Ne(s0, 5)"]
     assert env.specialized == {}
 
@@ -107,7 +111,7 @@ def test_shape_compared_with_a_list_is_unequal_without_a_guard():
 
     tx = trace(f, torch.ones(4, 6))
     assert tx.result.as_python_constant() is False
-    assert tx.output.shape_env.guards == [] and tx.output.shape_env.specialized == {}
+    assert tx.ctx.shape_env.guards == [] and tx.ctx.shape_env.specialized == {}
 
 
 def test_identity_of_constants_tensors_and_objects():
@@ -136,7 +140,7 @@ def test_is_same_on_an_undecidable_pair_is_unsupported():
 def test_contains_with_a_symbolic_item_is_a_value_read():
     tx, n = tracer_with(3)
     assert contains(tx, n, TupleVariable([ConstantVariable(1), ConstantVariable(3)]))
-    (spec,) = tx.output.shape_env.specialized.values()
+    (spec,) = tx.ctx.shape_env.specialized.values()
     assert spec.value == 3 and spec.why == "an `in` test"
 
 
