@@ -26,6 +26,7 @@ from pdyn import logs
 from pdyn.errors import SourceLoc, Unsupported, UserException
 from pdyn.guards import AliasGuard, GradModeGuard, Guard, GuardSet
 from pdyn.op_effects import mutates as writes
+from pdyn.ops import canonical
 from pdyn.recompile_policy import TracePlan
 from pdyn.shape_rules import infer_sizes
 from pdyn.sources import Source
@@ -277,6 +278,7 @@ class OutputGraph:
         )
         self.annotate(node)
         node.meta["example_value"] = example
+        node.meta["op"] = canonical(target)  # the op table's row: backends and effects read it
         return node
 
     def annotate(self, node: torch.fx.Node) -> None:

@@ -10,7 +10,8 @@ import operator
 from pdyn.bytecode_tracer import InstructionTranslator as Tracer, handler
 from pdyn.errors import Unsupported
 from pdyn.handlers.dispatch import contains, fold, is_same
-from pdyn.instructions import INPLACE_OF, Instruction
+from pdyn.instructions import Instruction
+from pdyn.ops import in_place_operator
 from pdyn.variables.base import VariableTracker
 from pdyn.variables.constant import ConstantVariable
 
@@ -19,7 +20,7 @@ from pdyn.variables.constant import ConstantVariable
 def binary_op(tx: Tracer, inst: Instruction) -> None:
     rhs = tx.pop()
     lhs = tx.pop()
-    fn = INPLACE_OF[inst.argval] if inst.inplace else inst.argval
+    fn = in_place_operator(inst.argval) if inst.inplace else inst.argval
     tx.push(tx.binary(fn, lhs, rhs))
 
 
