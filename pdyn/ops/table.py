@@ -48,7 +48,7 @@ class Refusal:
 
     kind: str
     message: str
-    hint: str | None = None
+    hint: str = ""
 
 
 @dataclass(eq=False)
