@@ -33,14 +33,6 @@ for _op in BinaryOp:
     }[_name]
     BINARY_OPS[_op] = (_fn, _op.name.startswith("INPLACE_"))
 
-INPLACE_OF: dict[Callable[[Any, Any], Any], Callable[[Any, Any], Any]] = {
-    operator.add: operator.iadd, operator.and_: operator.iand, operator.floordiv: operator.ifloordiv,
-    operator.lshift: operator.ilshift, operator.matmul: operator.imatmul, operator.mul: operator.imul,
-    operator.mod: operator.imod, operator.or_: operator.ior, operator.pow: operator.ipow,
-    operator.rshift: operator.irshift, operator.sub: operator.isub, operator.truediv: operator.itruediv,
-    operator.xor: operator.ixor,
-}
-
 COMPARE_OPS: dict[Compare, Callable[[Any, Any], Any]] = {
     Compare.LT: operator.lt, Compare.LE: operator.le, Compare.EQ: operator.eq,
     Compare.NE: operator.ne, Compare.GT: operator.gt, Compare.GE: operator.ge,

@@ -3,49 +3,29 @@
 with a write with torch (its IR reads lazily); the frame code can rerun a graph that raised eagerly
 only when the graph wrote nothing, and restores the generator first when it drew.
 
-Derived, not listed: Python's in-place operators from the `operator` module, Tensor's in-place
-dunders, aten schemas (an argument that is written and is not an `out=`), `inplace=` and `out=`.
+The op table (pdyn/ops) answers per op: the argument its row writes, its random draws, whether it
+surely allocates. What depends on one call is decided here: `out=` and an `inplace` flag.
 """
 
 from __future__ import annotations
 
-import functools
 import inspect
-import operator
 from typing import Any
 
 import torch
 import torch.fx
 
-# operator.iadd, ixor, imatmul, ...: each `i<name>` whose out-of-place `<name>` exists too
-IN_PLACE_OPERATORS = frozenset(
-    [getattr(operator, n) for n in dir(operator)
-     if n.startswith("i") and (hasattr(operator, n[1:]) or hasattr(operator, n[1:] + "_"))]
-    + [operator.setitem, operator.delitem])
-
-PURE_OPERATORS = frozenset(getattr(operator, n) for n in dir(operator)
-                           if callable(getattr(operator, n))) - IN_PLACE_OPERATORS
-
-# Tensor.__iadd__, __ixor__, __idiv__, ...: each `__i<name>__` whose `__<name>__` exists too
-IN_PLACE_DUNDERS = frozenset(n for n in dir(torch.Tensor)
-                             if n.startswith("__i") and hasattr(torch.Tensor, "__" + n[3:]))
+from pdyn.ops import op_of
 
 
 def mutates(node: torch.fx.Node) -> bool:
     """Whether running `node` may write to one of its tensor arguments."""
     if node.op not in ("call_function", "call_method"):
         return False
-    target = node.target
-    if target in IN_PLACE_OPERATORS or node.kwargs.get("out") is not None:
+    if node.kwargs.get("out") is not None:
         return True
-    if target in PURE_OPERATORS:  # operator.and_, or_: the trailing `_` only avoids a keyword
-        return False
-    name = target if isinstance(target, str) else getattr(target, "__name__", "")
-    if isinstance(target, torch._ops.OpOverload):
-        return _writes(target._schema)
-    if name in IN_PLACE_DUNDERS or _aten_writes(name) or _inplace_flag(node):
-        return True
-    return name.endswith("_") and not name.startswith("_")  # torch.nn.init.normal_, ...
+    op = op_of(node)
+    return op.mutates is not None or _inplace_flag(node)
 
 
 def writes_an_input(graph: torch.fx.Graph) -> bool:
@@ -54,11 +34,22 @@ def writes_an_input(graph: torch.fx.Graph) -> bool:
     return any(mutates(node) and any(_may_alias_input(t) for t in _written(node)) for node in graph.nodes)
 
 
+def draws_random(node: torch.fx.Node) -> bool:
+    """Whether running `node` advances a random generator: an aten op tagged `nondeterministic_seeded`
+    under the node's name (`dropout`, `randn_like`, `bernoulli_`, ...)."""
+    if node.op not in ("call_function", "call_method"):
+        return False
+    return op_of(node).draws_random
+
+
 def _written(node: torch.fx.Node) -> list[Any]:
     out = node.kwargs.get("out")
     if out is not None:
         return list(out) if isinstance(out, (list, tuple)) else [out]
-    return [node.args[0] if node.args else node.kwargs.get("input", node.kwargs.get("self"))]
+    index = op_of(node).mutates or 0
+    if len(node.args) > index:
+        return [node.args[index]]
+    return [node.kwargs.get("input", node.kwargs.get("self"))]
 
 
 def _may_alias_input(value: Any, seen: set[torch.fx.Node] | None = None) -> bool:
@@ -68,72 +59,11 @@ def _may_alias_input(value: Any, seen: set[torch.fx.Node] | None = None) -> bool
     if value in seen:
         return False
     seen.add(value)
-    if value.op in ("call_function", "call_method") and _allocates(_name(value.target)):
+    if value.op in ("call_function", "call_method") and op_of(value).allocates:
         return False
     if value.op in ("placeholder", "get_attr"):
         return True
     return any(_may_alias_input(arg, seen) for arg in value.all_input_nodes)
-
-
-# composite ops whose schema promises a new tensor but which may return their argument itself
-RETURNS_ITS_ARGUMENT = frozenset("""type_as dropout alpha_dropout feature_dropout feature_alpha_dropout resolve_conj
-resolve_neg positive einsum sum_to_size atleast_1d atleast_2d atleast_3d lift lift_fresh""".split())
-
-
-@functools.lru_cache(maxsize=None)
-def _allocates(name: str) -> bool:
-    """An aten op none of whose overloads returns an alias of an argument, other than an `out=`."""
-    if name in RETURNS_ITS_ARGUMENT or name.endswith("_") or not _overloads(name):
-        return False
-    return not any(r.alias_info is not None and not r.alias_info.is_write
-                   for op in _overloads(name) for r in op._schema.returns)
-
-
-def _name(target: Any) -> str:
-    if isinstance(target, torch._ops.OpOverload):
-        return target._schema.name.removeprefix("aten::")
-    return target if isinstance(target, str) else getattr(target, "__name__", "")
-
-
-def draws_random(node: torch.fx.Node) -> bool:
-    """Whether running `node` advances a random generator: an aten op tagged `nondeterministic_seeded`
-    under the node's name (`dropout`, `randn_like`, `bernoulli_`, ...)."""
-    if node.op not in ("call_function", "call_method"):
-        return False
-    target = node.target
-    if isinstance(target, torch._ops.OpOverload):
-        return torch.Tag.nondeterministic_seeded in target.tags
-    name = target if isinstance(target, str) else getattr(target, "__name__", "")
-    return _aten_seeded(name)
-
-
-@functools.lru_cache(maxsize=None)
-def _aten_seeded(name: str) -> bool:
-    return not name.startswith("_") and any(torch.Tag.nondeterministic_seeded in op.tags for op in _overloads(name))
-
-
-def _writes(schema: Any) -> bool:
-    """A positional tensor the op writes to (`Tensor(a!) self`). `out=` variants do not count (an
-    out argument is a keyword, checked on the node itself), nor TorchScript's `list.sort`."""
-    return any(a.alias_info is not None and a.alias_info.is_write and not a.kwarg_only
-               and str(a.type) in ("Tensor", "Optional[Tensor]") for a in schema.arguments)
-
-
-@functools.lru_cache(maxsize=None)
-def _aten_writes(name: str) -> bool:
-    """Whether any overload of `aten::<name>` writes to an argument (add_, __ixor__, copy_...)."""
-    if not name or name.startswith("_") and not name.startswith("__"):
-        return False
-    return any(_writes(op._schema) for op in _overloads(name))
-
-
-@functools.lru_cache(maxsize=None)
-def _overloads(name: str) -> tuple[Any, ...]:
-    """Every overload of `aten::<name>`; none where aten has no op of that name."""
-    packet = getattr(torch.ops.aten, name, None) if name else None
-    if not isinstance(packet, torch._ops.OpOverloadPacket):
-        return ()
-    return tuple(getattr(packet, o) for o in packet.overloads())
 
 
 def _inplace_flag(node: torch.fx.Node) -> bool:

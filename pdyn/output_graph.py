@@ -26,6 +26,7 @@ from pdyn import logs
 from pdyn.errors import SourceLoc, Unsupported, UserException
 from pdyn.guards import AliasGuard
 from pdyn.op_effects import mutates as writes
+from pdyn.ops import canonical
 from pdyn.shape_rules import SymTensor, infer_sizes
 from pdyn.sources import SizeSource, Source
 from pdyn.trace_context import TraceContext
@@ -213,6 +214,7 @@ class OutputGraph:
         )
         self.annotate(node, loc)
         node.meta["example_value"] = example
+        node.meta["op"] = canonical(target)  # the op table's row: backends and effects read it
         return node
 
     def annotate(self, node: torch.fx.Node, loc: SourceLoc | None) -> torch.fx.Node:

@@ -10,18 +10,17 @@ live in shape_rules_views.py, nn ops in shape_rules_nn.py.
 
 from __future__ import annotations
 
-import builtins
 import logging
 import math
-import operator
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
 
 import sympy
 import torch
-import torch.nn.functional as F
 
 from pdyn.errors import SourceLoc
+from pdyn.ops import Op, canonical, row
+from pdyn.ops.catalogue import BINARY, CONVERSIONS, POINTWISE_IN_PLACE, UNARY
 from pdyn.symbolic_shapes import ShapeEnv, substitute
 
 log = logging.getLogger(__name__)
@@ -213,40 +212,27 @@ def as_tensor(x: Any, what: str) -> SymTensor:
 # -- the registry --------------------------------------------------------------------------------
 
 Rule = Callable[[OpCall], "list[Sizes] | None"]
-RULES: dict[Any, Rule] = {}
+RULES: dict[Op, Rule] = {}
 
 
-def register(*targets: Any) -> Callable[[Rule], Rule]:
-    """Key `fn` by each target: a callable an fx node calls, or a Tensor method's name."""
+def register(*names: str) -> Callable[[Rule], Rule]:
+    """Key `fn` by each named row of the op table (pdyn/ops/catalogue.py declares the rows)."""
 
     def add(fn: Rule) -> Rule:
-        for target in targets:
-            assert target not in RULES, f"second shape rule for {target}: {fn.__qualname__}"
-            RULES[target] = fn
+        for name in names:
+            op = row(name)
+            assert op not in RULES, f"second shape rule for {name}: {fn.__qualname__}"
+            RULES[op] = fn
         return fn
 
     return add
-
-
-def targets(*names: str, namespaces: Sequence[Any] = (torch, torch.Tensor, F)) -> list[Any]:
-    """Each name as a method string plus every function of that name in `namespaces`, once each.
-
-    A target another rule already holds is left to it: lists of names may overlap on purpose.
-    """
-    found: list[Any] = []
-    for name in names:
-        candidates = [name] + [getattr(ns, name, None) for ns in namespaces]
-        for target in candidates:
-            if target is not None and target not in found and target not in RULES:
-                found.append(target)
-    return found
 
 
 def infer_sizes(
     env: ShapeEnv, target: Any, args: tuple, kwargs: dict, loc: SourceLoc | None
 ) -> list[tuple[sympy.Expr, ...]] | None:
     """Sizes of every tensor `target(*args, **kwargs)` outputs, flattened; None: no rule here."""
-    fn = RULES.get(target)
+    fn = RULES.get(canonical(target))
     if fn is None or "out" in kwargs:
         return None
     result = fn(OpCall(env, target, tuple(args), dict(kwargs), loc))
@@ -301,32 +287,11 @@ def pointwise_inplace(c: OpCall) -> list[Sizes] | None:
     return [tuple(c.equal(a, b, "in-place result keeps the sizes") for a, b in zip(self.sizes, out))]
 
 
-UNARY = """abs neg negative positive exp exp2 expm1 log log2 log10 log1p sqrt rsqrt sin cos tan asin
-acos atan sinh cosh tanh arcsin arccos arctan sigmoid relu relu6 gelu silu mish softplus elu selu celu
-leaky_relu hardtanh hardswish hardsigmoid logsigmoid softsign tanhshrink erf erfc erfinv reciprocal
-sign sgn floor ceil round trunc frac isnan isinf isfinite logical_not bitwise_not square nan_to_num
-dropout alpha_dropout feature_alpha_dropout sinc angle conj real""".split()
-BINARY = """add sub subtract rsub mul multiply div divide true_divide floor_divide remainder fmod pow
-float_power atan2 arctan2 hypot maximum minimum fmax fmin eq ne lt le gt ge greater less greater_equal
-less_equal not_equal logical_and logical_or logical_xor bitwise_and bitwise_or bitwise_xor
-bitwise_left_shift bitwise_right_shift copysign xlogy lerp addcmul addcdiv clamp clip
-clamp_min clamp_max masked_fill heaviside nextafter""".split()
-OPERATORS = """add sub mul truediv floordiv mod pow and_ or_ xor lshift rshift lt le gt ge eq ne
-neg pos invert""".split()
-INPLACE_OPERATORS = "iadd isub imul itruediv ifloordiv imod ipow iand ior ixor ilshift irshift".split()
-CONVERSIONS = """to type type_as float half double bfloat16 int long short char byte bool cpu cuda
-contiguous clone detach detach_ requires_grad_ cfloat""".split()
-
-register(*targets(*UNARY, *BINARY), builtins.abs)(pointwise)
-register(*targets(*(n + "_" for n in UNARY + BINARY), namespaces=(torch, torch.Tensor)))(pointwise_inplace)
-register(*(getattr(operator, n) for n in OPERATORS), *(f"__{n.strip('_')}__" for n in OPERATORS))(pointwise)
-register(*(f"__r{n.strip('_')}__" for n in OPERATORS[:10]))(pointwise)
-register(*(getattr(operator, n) for n in INPLACE_OPERATORS), *(f"__{n}__" for n in INPLACE_OPERATORS))(
-    pointwise_inplace
-)
+register(*UNARY, *BINARY, "__rsub__", "__rtruediv__", "__rfloordiv__", "__rmod__", "__rpow__")(pointwise)
+register(*POINTWISE_IN_PLACE)(pointwise_inplace)
 
 
-@register(*targets(*CONVERSIONS, namespaces=(torch.Tensor,)), torch.clone, torch.detach)
+@register(*CONVERSIONS)
 def conversion(c: OpCall) -> list[Sizes] | None:
     """`x.to(...)`, `x.float()`, `x.contiguous()`: the sizes of the tensor itself."""
     if not c.args or (c.target == "type" and len(c.args) + len(c.kwargs) == 1):
@@ -334,7 +299,7 @@ def conversion(c: OpCall) -> list[Sizes] | None:
     return [as_tensor(c.args[0], "self").sizes]
 
 
-@register(*targets("where"))
+@register("where")
 def where(c: OpCall) -> list[Sizes] | None:
     """`torch.where(cond, x, y)` broadcasts; `torch.where(cond)` is data-dependent (no rule)."""
     return pointwise(c) if len(c.args) + len(c.kwargs) == 3 else None

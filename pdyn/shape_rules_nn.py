@@ -11,7 +11,6 @@ from typing import Any
 
 import sympy
 import torch
-import torch.nn.functional as F
 
 from pdyn.shape_rules import (
     ONE,
@@ -24,7 +23,6 @@ from pdyn.shape_rules import (
     is_size,
     prod,
     register,
-    targets,
 )
 from pdyn.symbolic_shapes import CeilDiv, FloorDiv
 
@@ -32,7 +30,7 @@ log = logging.getLogger(__name__)
 
 
 
-@register(*targets("softmax", "log_softmax", "cumsum", "cumprod", "logcumsumexp"))
+@register("softmax", "log_softmax", "cumsum", "cumprod", "logcumsumexp")
 def along_dim(c: OpCall) -> list[Sizes] | None:
     """Same sizes, with `dim` checked (softmax's dim=None picks one itself)."""
     a = c.bind("input", "dim", "_stacklevel", "dtype", dim=None)
@@ -42,7 +40,7 @@ def along_dim(c: OpCall) -> list[Sizes] | None:
     return [x.sizes]
 
 
-@register(*targets("tril", "triu"))
+@register("tril", "triu")
 def tril(c: OpCall) -> list[Sizes] | None:
     x = as_tensor(c.bind("input", "diagonal", diagonal=0)["input"], "input")
     if x.ndim < 2:
@@ -72,7 +70,7 @@ def _normalized_shape(c: OpCall, x: Any, shape: Any) -> Sizes:
     return tuple(c.equal(a, b, "normalized_shape") for a, b in zip(x.sizes[x.ndim - len(shape) :], shape))
 
 
-@register(*targets("layer_norm", namespaces=(torch, F)))
+@register("layer_norm")
 def layer_norm(c: OpCall) -> list[Sizes] | None:
     a = c.bind("input", "normalized_shape", "weight", "bias", "eps", "cudnn_enable", weight=None, bias=None)
     shape = _normalized_shape(c, a["input"], a["normalized_shape"])
@@ -81,7 +79,7 @@ def layer_norm(c: OpCall) -> list[Sizes] | None:
     return [a["input"].sizes]
 
 
-@register(*targets("rms_norm", namespaces=(torch, F)))
+@register("rms_norm")
 def rms_norm(c: OpCall) -> list[Sizes] | None:
     a = c.bind("input", "normalized_shape", "weight", "eps", weight=None)
     shape = _normalized_shape(c, a["input"], a["normalized_shape"])
@@ -89,7 +87,7 @@ def rms_norm(c: OpCall) -> list[Sizes] | None:
     return [a["input"].sizes]
 
 
-@register(*targets("group_norm", namespaces=(torch, F)))
+@register("group_norm")
 def group_norm(c: OpCall) -> list[Sizes] | None:
     a = c.bind("input", "num_groups", "weight", "bias", "eps", "cudnn_enabled", weight=None, bias=None)
     x = as_tensor(a["input"], "input")
@@ -107,7 +105,7 @@ def group_norm(c: OpCall) -> list[Sizes] | None:
     return [x.sizes]
 
 
-@register(*targets("batch_norm", namespaces=(F,)))
+@register("batch_norm")
 def batch_norm(c: OpCall) -> list[Sizes] | None:
     names = ("input", "running_mean", "running_var", "weight", "bias", "training", "momentum", "eps")
     a = c.bind(*names, weight=None, bias=None, training=False)
@@ -125,14 +123,14 @@ def batch_norm(c: OpCall) -> list[Sizes] | None:
 # -- embedding -----------------------------------------------------------------------------------
 
 
-@register(*targets("embedding", namespaces=(F,)))
+@register("embedding")
 def embedding(c: OpCall) -> list[Sizes] | None:
     names = ("input", "weight", "padding_idx", "max_norm", "norm_type", "scale_grad_by_freq", "sparse")
     a = c.bind(*names)
     return _embed(c, as_tensor(a["input"], "input").sizes, as_tensor(a["weight"], "weight").sizes)
 
 
-@register(torch.embedding)
+@register("torch.embedding")
 def torch_embedding(c: OpCall) -> list[Sizes] | None:
     a = c.bind("weight", "indices", "padding_idx", "scale_grad_by_freq", "sparse")
     return _embed(c, as_tensor(a["indices"], "indices").sizes, as_tensor(a["weight"], "weight").sizes)
@@ -200,9 +198,9 @@ def _conv(c: OpCall, n: int) -> list[Sizes] | None:
     return [lead[:-1] + (w[0],) + tuple(out)]
 
 
-register(*targets("conv1d", namespaces=(torch, F)))(lambda c: _conv(c, 1))
-register(*targets("conv2d", namespaces=(torch, F)))(lambda c: _conv(c, 2))
-register(*targets("conv3d", namespaces=(torch, F)))(lambda c: _conv(c, 3))
+register("conv1d")(lambda c: _conv(c, 1))
+register("conv2d")(lambda c: _conv(c, 2))
+register("conv3d")(lambda c: _conv(c, 3))
 
 
 def _pool(c: OpCall, n: int, kind: str) -> list[Sizes] | None:
@@ -224,10 +222,10 @@ def _pool(c: OpCall, n: int, kind: str) -> list[Sizes] | None:
     return [out, out] if a["return_indices"] else [out]
 
 
-register(*targets("max_pool1d", namespaces=(torch, F)))(lambda c: _pool(c, 1, "max"))
-register(*targets("max_pool2d", namespaces=(torch, F)))(lambda c: _pool(c, 2, "max"))
-register(*targets("avg_pool1d", namespaces=(torch, F)))(lambda c: _pool(c, 1, "avg"))
-register(*targets("avg_pool2d", namespaces=(torch, F, torch._C._nn)))(lambda c: _pool(c, 2, "avg"))
+register("max_pool1d")(lambda c: _pool(c, 1, "max"))
+register("max_pool2d")(lambda c: _pool(c, 2, "max"))
+register("avg_pool1d")(lambda c: _pool(c, 1, "avg"))
+register("avg_pool2d")(lambda c: _pool(c, 2, "avg"))
 
 
 def _adaptive(c: OpCall, n: int) -> list[Sizes] | None:
@@ -242,12 +240,12 @@ def _adaptive(c: OpCall, n: int) -> list[Sizes] | None:
     return [out, out] if a["return_indices"] else [out]
 
 
-register(*targets("adaptive_avg_pool1d", namespaces=(torch, F)))(lambda c: _adaptive(c, 1))
-register(*targets("adaptive_avg_pool2d", namespaces=(torch, F)))(lambda c: _adaptive(c, 2))
-register(*targets("adaptive_max_pool2d", namespaces=(F,)))(lambda c: _adaptive(c, 2))
+register("adaptive_avg_pool1d")(lambda c: _adaptive(c, 1))
+register("adaptive_avg_pool2d")(lambda c: _adaptive(c, 2))
+register("adaptive_max_pool2d")(lambda c: _adaptive(c, 2))
 
 
-@register(*targets("pad", namespaces=(F,)))
+@register("pad")
 def pad(c: OpCall) -> list[Sizes] | None:
     """Constant padding: pairs (left, right) from the last dim; other modes have no rule."""
     a = c.bind("input", "pad", "mode", "value", mode="constant", value=None)
@@ -270,7 +268,7 @@ def pad(c: OpCall) -> list[Sizes] | None:
 # -- attention and losses ------------------------------------------------------------------------
 
 
-@register(*targets("scaled_dot_product_attention", namespaces=(F,)))
+@register("scaled_dot_product_attention")
 def attention(c: OpCall) -> list[Sizes] | None:
     q, k, v = (as_tensor(t, "q/k/v").sizes for t in (c.args + tuple(c.kwargs.values()))[:3])
     if min(len(q), len(k), len(v)) < 2:
@@ -280,7 +278,7 @@ def attention(c: OpCall) -> list[Sizes] | None:
     return [broadcast(c, q[:-2], k[:-2], v[:-2]) + (q[-2], v[-1])]
 
 
-@register(*targets("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", namespaces=(F,)))
+@register("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss")
 def pointwise_loss(c: OpCall) -> list[Sizes] | None:
     a = c.bind("input", "target", "size_average", "reduce", "reduction", reduction="mean")
     out = broadcast(c, as_tensor(a["input"], "input").sizes, as_tensor(a["target"], "target").sizes)

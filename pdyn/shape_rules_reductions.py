@@ -7,7 +7,6 @@ Registered into `pdyn.shape_rules.RULES` on import (shape_rules imports this mod
 from __future__ import annotations
 
 import logging
-import operator
 from typing import Any
 
 import sympy
@@ -25,8 +24,8 @@ from pdyn.shape_rules import (
     is_size,
     register,
     sizes_arg,
-    targets,
 )
+from pdyn.ops.catalogue import LIKE
 from pdyn.symbolic_shapes import CeilDiv
 
 log = logging.getLogger(__name__)
@@ -67,7 +66,7 @@ def _keepdim(value: Any) -> bool:
     return value
 
 
-@register(*targets("sum", "mean", "nansum", "nanmean", "prod", "any", "all", "count_nonzero"))
+@register("sum", "mean", "nansum", "nanmean", "prod", "any", "all", "count_nonzero")
 def sum_like(c: OpCall) -> list[Sizes] | None:
     if c.target in ("count_nonzero", torch.count_nonzero, torch.Tensor.count_nonzero):
         a = c.bind("input", "dim", dim=None)
@@ -86,13 +85,13 @@ def sum_like(c: OpCall) -> list[Sizes] | None:
     return [reduce_sizes(c, x, a["dim"], _keepdim(a["keepdim"]))]
 
 
-@register(*targets("amax", "amin"))
+@register("amax", "amin")
 def amax(c: OpCall) -> list[Sizes] | None:
     a = c.bind("input", "dim", "keepdim", dim=(), keepdim=False)
     return [reduce_sizes(c, as_tensor(a["input"], "input"), a["dim"], _keepdim(a["keepdim"]), True)]
 
 
-@register(*targets("logsumexp"))
+@register("logsumexp")
 def logsumexp(c: OpCall) -> list[Sizes] | None:
     a = c.bind("input", "dim", "keepdim", keepdim=False)
     if a["dim"] is None:
@@ -102,7 +101,7 @@ def logsumexp(c: OpCall) -> list[Sizes] | None:
     return [reduce_sizes(c, as_tensor(a["input"], "input"), a["dim"], _keepdim(a["keepdim"]))]
 
 
-@register(*targets("argmax", "argmin"))
+@register("argmax", "argmin")
 def argmax(c: OpCall) -> list[Sizes] | None:
     a = c.bind("input", "dim", "keepdim", dim=None, keepdim=False)
     x = as_tensor(a["input"], "input")
@@ -115,7 +114,7 @@ def argmax(c: OpCall) -> list[Sizes] | None:
     return [reduce_sizes(c, x, a["dim"], _keepdim(a["keepdim"]), True)]
 
 
-@register(*targets("max", "min"))
+@register("max", "min")
 def max_min(c: OpCall) -> list[Sizes] | None:
     """`max(x)`: a scalar; `max(x, other)`: pointwise; `max(x, dim)`: (values, indices)."""
     x = as_tensor(c.args[0] if c.args else c.kwargs.get("input"), "input")
@@ -144,20 +143,20 @@ def _var_args(c: OpCall) -> dict[str, Any]:
     return call.bind("input", "dim", "unbiased", "keepdim", "correction", dim=None, keepdim=False)
 
 
-@register(*targets("var", "std"))
+@register("var", "std")
 def var(c: OpCall) -> list[Sizes] | None:
     a = _var_args(c)
     return [reduce_sizes(c, as_tensor(a["input"], "input"), a["dim"], _keepdim(a["keepdim"]))]
 
 
-@register(*targets("var_mean", "std_mean"))
+@register("var_mean", "std_mean")
 def var_mean(c: OpCall) -> list[Sizes] | None:
     out = var(c)
     assert out is not None
     return out + out
 
 
-@register(*targets("norm"))
+@register("norm")
 def norm(c: OpCall) -> list[Sizes] | None:
     a = c.bind("input", "p", "dim", "keepdim", "dtype", p="fro", dim=None, keepdim=False)
     x = as_tensor(a["input"], "input")
@@ -182,13 +181,13 @@ def matmul_sizes(c: OpCall, a: Sizes, b: Sizes) -> Sizes:
     return batch + (a2[-2],) * (len(a) > 1) + (b2[-1],) * (len(b) > 1)
 
 
-@register(*targets("matmul", "__matmul__"), operator.matmul)
+@register("matmul")
 def matmul(c: OpCall) -> list[Sizes] | None:
     a = c.bind("input", "other")
     return [matmul_sizes(c, as_tensor(a["input"], "input").sizes, as_tensor(a["other"], "other").sizes)]
 
 
-@register(*targets("__rmatmul__"))
+@register("__rmatmul__")
 def rmatmul(c: OpCall) -> list[Sizes] | None:
     a = c.bind("input", "other")
     return [matmul_sizes(c, as_tensor(a["other"], "other").sizes, as_tensor(a["input"], "input").sizes)]
@@ -204,7 +203,7 @@ def _ndims(c: OpCall, tensors: dict[str, Any], ndim: int) -> list[Sizes]:
     return out
 
 
-@register(*targets("mm", "bmm", "dot", "vdot", "mv"))
+@register("mm", "bmm", "dot", "vdot", "mv")
 def mm(c: OpCall) -> list[Sizes] | None:
     a = c.bind("input", "mat2" if c.name() in ("mm", "bmm") else ("vec" if c.name() == "mv" else "other"))
     name = c.name()
@@ -224,7 +223,7 @@ def expand_to(c: OpCall, sizes: Sizes, target: Sizes, what: str) -> None:
             c.equal(s, t, what)
 
 
-@register(*targets("addmm", "baddbmm", "addmv"))
+@register("addmm", "baddbmm", "addmv")
 def addmm(c: OpCall) -> list[Sizes] | None:
     a = c.bind("input", "m1", "m2", "beta", "alpha", beta=1, alpha=1)
     kind = {"addmm": (2, 2), "baddbmm": (3, 3), "addmv": (2, 1)}[c.name()]
@@ -238,7 +237,7 @@ def addmm(c: OpCall) -> list[Sizes] | None:
     return [out]
 
 
-@register(*targets("linear", namespaces=(torch.nn.functional,)))
+@register("linear")
 def linear(c: OpCall) -> list[Sizes] | None:
     a = c.bind("input", "weight", "bias", bias=None)
     x, w = as_tensor(a["input"], "input").sizes, as_tensor(a["weight"], "weight").sizes
@@ -254,7 +253,7 @@ def linear(c: OpCall) -> list[Sizes] | None:
     return [out]
 
 
-@register(*targets("outer", "ger"))
+@register("outer", "ger")
 def outer(c: OpCall) -> list[Sizes] | None:
     a = c.bind("input", "vec2")
     x, y = _ndims(c, {"input": a["input"], "vec2": a["vec2"]}, 1)
@@ -273,7 +272,7 @@ def new_sizes(c: OpCall, sizes: list[Any]) -> Sizes:
     return tuple(sympy.sympify(s) for s in sizes)
 
 
-@register(*targets("empty", "zeros", "ones", "rand", "randn", namespaces=(torch,)))
+@register("empty", "zeros", "ones", "rand", "randn")
 def factory(c: OpCall) -> list[Sizes] | None:
     if not c.args and "size" not in c.kwargs:
         raise ShapeError(f"{c.name()}() needs sizes")
@@ -281,53 +280,52 @@ def factory(c: OpCall) -> list[Sizes] | None:
     return [new_sizes(c, sizes)]
 
 
-@register(*targets("full", namespaces=(torch,)))
+@register("full")
 def full(c: OpCall) -> list[Sizes] | None:
     a = c.bind("size", "fill_value")
     return [new_sizes(c, list(a["size"]))]
 
 
-@register(*targets("randint", namespaces=(torch,)))
+@register("randint")
 def randint(c: OpCall) -> list[Sizes] | None:
     sizes = c.kwargs.get("size", c.args[-1] if c.args else None)
     return [new_sizes(c, list(sizes))] if isinstance(sizes, (list, tuple, torch.Size)) else None
 
 
-@register(*targets("new_zeros", "new_ones", "new_empty", namespaces=(torch.Tensor,)))
+@register("new_zeros", "new_ones", "new_empty")
 def new_factory(c: OpCall) -> list[Sizes] | None:
     sizes = sizes_arg(c.args[1:]) if len(c.args) > 1 else list(c.kwargs.get("size", ()))
     return [new_sizes(c, sizes)]
 
 
-@register(*targets("new_full", namespaces=(torch.Tensor,)))
+@register("new_full")
 def new_full(c: OpCall) -> list[Sizes] | None:
     a = c.bind("self", "size", "fill_value")
     return [new_sizes(c, list(a["size"]))]
 
 
-LIKE = "zeros_like ones_like empty_like rand_like randn_like full_like randint_like".split()
 
 
-@register(*targets(*LIKE, namespaces=(torch,)))
+@register(*LIKE)
 def like(c: OpCall) -> list[Sizes] | None:
     x = c.args[0] if c.args else c.kwargs.get("input")
     return [as_tensor(x, "input").sizes]
 
 
-@register(*targets("eye", namespaces=(torch,)))
+@register("eye")
 def eye(c: OpCall) -> list[Sizes] | None:
     a = c.bind("n", "m", m=None)
     m = a["n"] if a["m"] is None else a["m"]
     return [new_sizes(c, [a["n"], m])]
 
 
-@register(*targets("linspace", "logspace", namespaces=(torch,)))
+@register("linspace", "logspace")
 def linspace(c: OpCall) -> list[Sizes] | None:
     a = c.bind("start", "end", "steps", "base")
     return [new_sizes(c, [a["steps"]])]
 
 
-@register(*targets("arange", namespaces=(torch,)))
+@register("arange")
 def arange(c: OpCall) -> list[Sizes] | None:
     """ceil((end - start) / step) values; floats or a symbolic step are read as values."""
     bounds = list(c.args)

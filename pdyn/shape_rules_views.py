@@ -7,7 +7,6 @@ of a reshape (keep, merge, split) for code that lowers views.
 from __future__ import annotations
 
 import logging
-import operator
 from typing import Any
 
 import sympy
@@ -27,7 +26,6 @@ from pdyn.shape_rules import (
     prod,
     register,
     sizes_arg,
-    targets,
 )
 from pdyn.symbolic_shapes import CeilDiv, FloorDiv, ShapeEnv
 
@@ -79,7 +77,7 @@ def reshape_sizes(c: OpCall, sizes: Sizes, shape: list[Any]) -> Sizes:
     return tuple(out)
 
 
-@register(*targets("view", "reshape", namespaces=(torch, torch.Tensor)))
+@register("view", "reshape")
 def view(c: OpCall) -> list[Sizes] | None:
     x = as_tensor(c.args[0] if c.args else c.kwargs.get("input"), "input")
     rest = list(c.args[1:]) or [c.kwargs.get("shape", c.kwargs.get("size"))]
@@ -88,7 +86,7 @@ def view(c: OpCall) -> list[Sizes] | None:
     return [reshape_sizes(c, x.sizes, sizes_arg(rest))]
 
 
-@register(*targets("view_as", "reshape_as", namespaces=(torch.Tensor,)))
+@register("view_as", "reshape_as")
 def view_as(c: OpCall) -> list[Sizes] | None:
     a = c.bind("self", "other")
     other = as_tensor(a["other"], "other").sizes
@@ -120,7 +118,7 @@ def view_groups(env: ShapeEnv, src: Sizes, dst: Sizes) -> list[tuple[list[int], 
     return groups
 
 
-@register(*targets("flatten"))
+@register("flatten")
 def flatten(c: OpCall) -> list[Sizes] | None:
     a = c.bind("input", "start_dim", "end_dim", start_dim=0, end_dim=-1)
     x = as_tensor(a["input"], "input")
@@ -133,7 +131,7 @@ def flatten(c: OpCall) -> list[Sizes] | None:
     return [x.sizes[:start] + (prod(x.sizes[start : end + 1]),) + x.sizes[end + 1 :]]
 
 
-@register(*targets("unflatten"))
+@register("unflatten")
 def unflatten(c: OpCall) -> list[Sizes] | None:
     a = c.bind("input", "dim", "sizes")
     x = as_tensor(a["input"], "input")
@@ -146,7 +144,7 @@ def unflatten(c: OpCall) -> list[Sizes] | None:
 # -- dim order -----------------------------------------------------------------------------------
 
 
-@register(*targets("permute"))
+@register("permute")
 def permute(c: OpCall) -> list[Sizes] | None:
     x = as_tensor(c.args[0] if c.args else c.kwargs.get("input"), "input")
     if len(c.args) < 2 and "dims" not in c.kwargs:
@@ -158,7 +156,7 @@ def permute(c: OpCall) -> list[Sizes] | None:
     return [tuple(x.sizes[d] for d in dims)]
 
 
-@register(*targets("transpose", "swapaxes", "swapdims"))
+@register("transpose", "swapaxes", "swapdims")
 def transpose(c: OpCall) -> list[Sizes] | None:
     a = c.bind("input", "dim0", "dim1")
     x = as_tensor(a["input"], "input")
@@ -170,7 +168,7 @@ def transpose(c: OpCall) -> list[Sizes] | None:
     return [tuple(sizes)]
 
 
-@register(*targets("t"))
+@register("t")
 def t(c: OpCall) -> list[Sizes] | None:
     x = as_tensor(c.bind("input")["input"], "input")
     if x.ndim > 2:
@@ -178,7 +176,7 @@ def t(c: OpCall) -> list[Sizes] | None:
     return [tuple(reversed(x.sizes))]
 
 
-@register(*targets("movedim", "moveaxis"))
+@register("movedim", "moveaxis")
 def movedim(c: OpCall) -> list[Sizes] | None:
     a = c.bind("input", "source", "destination")
     x = as_tensor(a["input"], "input")
@@ -219,7 +217,7 @@ def expand_sizes(c: OpCall, sizes: Sizes, shape: list[Any]) -> Sizes:
     return tuple(out)
 
 
-@register(*targets("expand", namespaces=(torch.Tensor,)))
+@register("expand")
 def expand(c: OpCall) -> list[Sizes] | None:
     x = as_tensor(c.args[0], "self")
     if len(c.args) < 2 and "size" not in c.kwargs:
@@ -228,19 +226,19 @@ def expand(c: OpCall) -> list[Sizes] | None:
     return [expand_sizes(c, x.sizes, shape)]
 
 
-@register(*targets("expand_as", namespaces=(torch.Tensor,)))
+@register("expand_as")
 def expand_as(c: OpCall) -> list[Sizes] | None:
     a = c.bind("self", "other")
     return [expand_sizes(c, as_tensor(a["self"], "self").sizes, list(as_tensor(a["other"], "other").sizes))]
 
 
-@register(*targets("broadcast_to", namespaces=(torch,)))
+@register("broadcast_to")
 def broadcast_to(c: OpCall) -> list[Sizes] | None:
     a = c.bind("input", "size")
     return [expand_sizes(c, as_tensor(a["input"], "input").sizes, list(a["size"]))]
 
 
-@register(*targets("repeat", namespaces=(torch.Tensor,)))
+@register("repeat")
 def repeat(c: OpCall) -> list[Sizes] | None:
     x = as_tensor(c.args[0], "self")
     if len(c.args) < 2 and "repeats" not in c.kwargs:
@@ -254,7 +252,7 @@ def repeat(c: OpCall) -> list[Sizes] | None:
     return [tuple(sympy.sympify(r) for r in times[:lead]) + tuple(r * s for r, s in zip(times[lead:], x.sizes))]
 
 
-@register(*targets("squeeze"))
+@register("squeeze")
 def squeeze(c: OpCall) -> list[Sizes] | None:
     """Drops dims of size 1; a symbolic dim is >= 2 and stays; an expression is decided (guarded)."""
     a = c.bind("input", "dim", dim=None)
@@ -270,7 +268,7 @@ def squeeze(c: OpCall) -> list[Sizes] | None:
     return [tuple(s for i, s in enumerate(x.sizes) if not (i in dims and c.is_one(s)))]
 
 
-@register(*targets("unsqueeze"))
+@register("unsqueeze")
 def unsqueeze(c: OpCall) -> list[Sizes] | None:
     a = c.bind("input", "dim")
     x = as_tensor(a["input"], "input")
@@ -338,7 +336,7 @@ def index_sizes(c: OpCall, x: SymTensor, index: Any) -> Sizes | None:
     return tuple(out)
 
 
-@register(operator.getitem, *targets("__getitem__", namespaces=(torch.Tensor,)))
+@register("getitem")
 def getitem(c: OpCall) -> list[Sizes] | None:
     if len(c.args) != 2 or not isinstance(c.args[0], SymTensor):
         return None
@@ -355,7 +353,7 @@ def _tensor_list(c: OpCall, value: Any) -> list[SymTensor]:
     return [as_tensor(t, "a list element") for t in value]
 
 
-@register(*targets("cat", "concat", "concatenate", namespaces=(torch,)))
+@register("cat", "concat", "concatenate")
 def cat(c: OpCall) -> list[Sizes] | None:
     """Sizes agree except along `dim`, which adds up; 1-D empty tensors are skipped (legacy)."""
     dim = c.kwargs.get("dim", c.kwargs.get("axis", c.args[1] if len(c.args) > 1 else 0))
@@ -378,7 +376,7 @@ def cat(c: OpCall) -> list[Sizes] | None:
     return [tuple(out)]
 
 
-@register(*targets("stack", namespaces=(torch,)))
+@register("stack")
 def stack(c: OpCall) -> list[Sizes] | None:
     dim = c.kwargs.get("dim", c.args[1] if len(c.args) > 1 else 0)
     tensors = _tensor_list(c, c.args[0] if c.args else c.kwargs.get("tensors"))
@@ -395,7 +393,7 @@ def _with_dim(sizes: Sizes, d: int, length: Any) -> Sizes:
     return sizes[:d] + (sympy.sympify(length),) + sizes[d + 1 :]
 
 
-@register(*targets("split", "split_with_sizes"))
+@register("split", "split_with_sizes")
 def split(c: OpCall) -> list[Sizes] | None:
     """A list of sizes must add up to the dim; an int split size reads the dim's value."""
     a = c.bind("input", "split_size_or_sections", "dim", dim=0)
@@ -418,7 +416,7 @@ def split(c: OpCall) -> list[Sizes] | None:
     return [_with_dim(x.sizes, d, p.shape[0]) for p in pieces]
 
 
-@register(*targets("chunk"))
+@register("chunk")
 def chunk(c: OpCall) -> list[Sizes] | None:
     a = c.bind("input", "chunks", "dim", dim=0)
     x = as_tensor(a["input"], "input")
@@ -431,7 +429,7 @@ def chunk(c: OpCall) -> list[Sizes] | None:
     return [_with_dim(x.sizes, d, p.shape[0]) for p in pieces]
 
 
-@register(*targets("unbind"))
+@register("unbind")
 def unbind(c: OpCall) -> list[Sizes] | None:
     a = c.bind("input", "dim", dim=0)
     x = as_tensor(a["input"], "input")
@@ -442,7 +440,7 @@ def unbind(c: OpCall) -> list[Sizes] | None:
     return [x.sizes[:d] + x.sizes[d + 1 :]] * n
 
 
-@register(getattr)
+@register("getattr")
 def tensor_attribute(c: OpCall) -> list[Sizes] | None:
     """`x.T`, `x.mT`, `x.real`, ...: recorded as getattr(x, name) nodes."""
     x, name = c.args[0], c.args[1]

@@ -29,7 +29,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "bytecode": ("pdyn.instructions", "pdyn.bytecode_transform"),
     "guards": ("pdyn.guards", "pdyn.shape_guards", "pdyn.guard_codegen"),
     "backends": ("pdyn.backends",),
-    "ops": ("pdyn.shape_rules", "pdyn.shape_rules_views", "pdyn.shape_rules_reductions", "pdyn.shape_rules_nn",
+    "ops": ("pdyn.ops", "pdyn.shape_rules", "pdyn.shape_rules_views", "pdyn.shape_rules_reductions", "pdyn.shape_rules_nn",
             "pdyn.op_effects"),
     "shapes": ("pdyn.symbolic_shapes", "pdyn.sym_float", "pdyn.trace_plan"),
     "sources": ("pdyn.sources",),

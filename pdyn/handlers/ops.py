@@ -9,7 +9,8 @@ import operator
 from typing import TYPE_CHECKING
 
 from pdyn.handlers.registry import handler
-from pdyn.instructions import INPLACE_OF, Instruction
+from pdyn.instructions import Instruction
+from pdyn.ops import in_place_operator
 from pdyn.variables.base import fold
 from pdyn.variables.constant import ConstantVariable
 from pdyn.variables.semantics import binary, contains, is_same
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
 def binary_op(tx: Tracer, inst: Instruction) -> None:
     rhs = tx.pop()
     lhs = tx.pop()
-    fn = INPLACE_OF[inst.argval] if inst.inplace else inst.argval
+    fn = in_place_operator(inst.argval) if inst.inplace else inst.argval
     tx.push(binary(tx, fn, lhs, rhs))
 
 

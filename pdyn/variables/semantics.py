@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import torch
 
 from pdyn.errors import Unsupported
+from pdyn.ops import is_in_place_operator
 from pdyn.variables.base import VariableTracker, fold
 from pdyn.variables.constant import ConstantVariable
 from pdyn.variables.containers import DictVariable, ListVariable, SequenceVariable, SetVariable
@@ -19,9 +20,6 @@ from pdyn.variables.tensor import TensorVariable
 if TYPE_CHECKING:
     from pdyn.bytecode_tracer import InstructionTranslator as Tracer
 
-INPLACE = frozenset({operator.iadd, operator.isub, operator.imul, operator.itruediv, operator.ifloordiv,
-                     operator.imod, operator.ipow, operator.imatmul, operator.iand, operator.ior,
-                     operator.ixor, operator.ilshift, operator.irshift})
 MUTABLE = (ListVariable, DictVariable, SetVariable)
 
 
@@ -33,7 +31,7 @@ def binary(tx: Tracer, fn: Callable[[Any, Any], Any], lhs: VariableTracker, rhs:
     if fn in (operator.eq, operator.ne) and isinstance(lhs, SequenceVariable) and isinstance(rhs, SequenceVariable) \
             and any(isinstance(i, SymIntVariable) for i in [*lhs.items, *rhs.items]):
         return _sequence_equal(tx, fn, lhs, rhs)
-    if fn in INPLACE and isinstance(lhs, MUTABLE):
+    if is_in_place_operator(fn) and isinstance(lhs, MUTABLE):
         return lhs.binary_op(tx, fn, rhs)
     if lhs.is_python_constant() and rhs.is_python_constant():
         return fold(tx, fn, lhs.as_python_constant(), rhs.as_python_constant())

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import sympy
 import torch.fx
 
+from pdyn.ops import plain_operator
 from pdyn import sym_float
 from pdyn.errors import SourceLoc, UserException
 from pdyn.symbolic_shapes import FloorDiv, ShapeEnv
@@ -41,10 +42,6 @@ SYMPY_OPS: dict[Callable[..., Any], Callable[..., Any]] = {
     operator.eq: lambda a, b: sympy.Eq(a, b, evaluate=False), operator.ne: lambda a, b: sympy.Ne(a, b, evaluate=False),
     min: lambda a, b: sympy.Min(a, b), max: lambda a, b: sympy.Max(a, b),
 }
-# ints are immutable: `n *= 2` is `n = n * 2` (and fx cannot print an in-place op on an int)
-PLAIN_OF = {operator.iadd: operator.add, operator.isub: operator.sub, operator.imul: operator.mul,
-            operator.ifloordiv: operator.floordiv, operator.imod: operator.mod, operator.itruediv: operator.truediv,
-            operator.ipow: operator.pow}
 # unary ops that stay symbolic, by the Python type of their operand
 UNARY_SYMPY_OPS: dict[Callable[..., Any], Callable[..., Any]] = {
     operator.neg: operator.neg, operator.pos: lambda a: a, abs: sympy.Abs,
@@ -172,7 +169,7 @@ def sym_binary(tx: Tracer, fn: Callable[[Any, Any], Any], lhs: VariableTracker,
     Python decides the result: it is computed once on this call's values, so an error Python would
     raise (`n // 0`, `0 ** -n`) is the user's, and the result's type (`n / 2` is a float) is the
     type of the symbolic value."""
-    fn = PLAIN_OF.get(fn, fn)
+    fn = plain_operator(fn)  # ints are immutable: `n *= 2` is `n = n * 2`
     env, output, loc = tx.ctx.shape_env, tx.output, tx.loc()
     for side in (lhs, rhs):
         if not isinstance(side, SymIntVariable) and not isinstance(side.as_python_constant(), (int, float, bool)):

@@ -15,6 +15,7 @@ import torch
 import torch.fx
 
 from pdyn.errors import Unsupported, UserException
+from pdyn.ops import canonical
 from pdyn.sources import Source
 from pdyn.variables.base import VariableTracker
 from pdyn.variables.constant import ConstantVariable, ObjectConstantVariable
@@ -31,18 +32,6 @@ METADATA_ATTRS = frozenset({
     "is_sparse", "is_quantized", "is_mkldnn", "is_nested", "itemsize",
 })
 GRAPH_ATTRS = frozenset({"T", "mT", "H", "mH", "real", "imag", "data"})
-
-# Methods that hand tensor data to Python or change autograd/storage state outside the graph.
-DATA_METHODS = frozenset({"item", "tolist", "numpy", "__bool__", "__int__", "__float__", "__index__",
-                          "__complex__", "data_ptr"})
-UNTRACEABLE_METHODS = frozenset({
-    "backward", "register_hook", "retain_grad", "storage", "untyped_storage", "share_memory_",
-    "pin_memory", "record_stream", "resize_", "resize_as_", "set_", "unsqueeze_", "squeeze_",
-    "transpose_", "t_", "as_strided_", "swapdims_", "swapaxes_", "__setstate__", "apply_", "map_",
-    # facts about storage that guards do not pin
-    "storage_offset", "is_pinned", "is_shared", "is_inference", "is_set_to", "_is_view",
-})
-
 
 class TensorVariable(VariableTracker):
     """A torch.Tensor in the graph. `input_sources` is the set of graph-input Sources it depends on."""
@@ -164,18 +153,16 @@ class TensorMethodVariable(VariableTracker):
         return type(torch.Tensor.add)
 
     def call(self, tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
-        if self.name in DATA_METHODS:
-            raise Unsupported(
-                "data_dependent", f"Tensor.{self.name}() hands tensor data to Python",
-                hint="keep the value as a tensor, or move this out of the compiled function", loc=tx.loc())
-        if self.name in UNTRACEABLE_METHODS:
-            raise Unsupported("tensor_method", f"pdyn cannot trace Tensor.{self.name}()", loc=tx.loc())
+        op = canonical(self.name)
+        if op.refused is not None:
+            refused = op.refused
+            raise Unsupported(refused.kind, refused.message.format(what=f"Tensor.{self.name}()"), hint=refused.hint,
+                              loc=tx.loc())
         shape_query = SHAPE_METHODS.get(self.name)
         if shape_query is not None:
             return shape_query(tx, self.tensor, args, kwargs)
-        mutates = self.name in ("__setitem__",) or self.name.endswith("_")
         return tx.output.call("call_method", self.name, [self.tensor, *args], kwargs, loc=tx.loc(),
-                              mutates=mutates)
+                              mutates=op.mutates is not None)
 
 
 def _size(tx: Tracer, x: TensorVariable, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from pdyn.errors import SourceLoc, Unsupported, UserException
+from pdyn.ops import canonical
 from pdyn.sources import AttrSource
 from pdyn.symbolic_shapes import ShapeEnv
 from pdyn.variables.base import VariableTracker
@@ -22,13 +23,6 @@ from pdyn.variables.tensor import TensorVariable
 if TYPE_CHECKING:
     from pdyn.bytecode_tracer import InstructionTranslator as Tracer
 
-# torch namespaces whose functions change global state, touch devices or autograd, or do I/O.
-UNTRACEABLE_MODULES = ("torch.cuda", "torch.distributed", "torch.autograd", "torch.jit", "torch.random",
-                       "torch.utils", "torch.serialization", "torch.compiler", "torch._dynamo", "torch.backends",
-                       "torch.hub", "torch.onnx", "torch.profiler", "torch.multiprocessing")
-UNTRACEABLE_PREFIXES = ("set_", "manual_seed", "seed", "initial_seed", "save", "load", "use_deterministic",
-                        "compile", "get_rng_state", "from_numpy", "is_grad_enabled", "is_inference_mode",
-                        "autocast", "no_grad", "enable_grad", "inference_mode", "cond", "vmap")
 # torch functions that spell a Tensor method: they answer through the tensor's tracker, as the
 # method does (`torch.numel(x)` is `x.numel()`, symbolic where the sizes are).
 TENSOR_QUERIES = {torch.numel: "numel", torch.is_floating_point: "is_floating_point",
@@ -76,16 +70,17 @@ class TorchFunctionVariable(ObjectConstantVariable):
         module = getattr(self.value, "__module__", "") or ""
         if self.value is torch.is_grad_enabled:
             return ConstantVariable(torch.is_grad_enabled())  # GradModeGuard is always installed
-        if module.startswith(UNTRACEABLE_MODULES) or name.startswith(UNTRACEABLE_PREFIXES):
-            raise Unsupported("torch_function", f"cannot trace {module}.{name}(): it changes state outside "
-                              "the tensors it is given", hint="call it outside the compiled function",
+        op = canonical(self.value)
+        if op.refused is not None:
+            refused = op.refused
+            raise Unsupported(refused.kind, refused.message.format(what=f"{module}.{name}()"), hint=refused.hint,
                               loc=tx.loc())
         if "out" in kwargs:
             raise Unsupported("out_argument", f"pdyn cannot trace {name}(out=...)", loc=tx.loc())
         method = TENSOR_QUERIES.get(self.value)
         if method is not None and args and isinstance(args[0], TensorVariable):
             return args[0].call_method(tx, method, list(args[1:]), kwargs)
-        return tx.output.call("call_function", self.value, args, kwargs, loc=tx.loc(), mutates=name.endswith("_"))
+        return tx.output.call("call_function", self.value, args, kwargs, loc=tx.loc(), mutates=op.mutates is not None)
 
     def __repr__(self) -> str:
         return f"TorchFunctionVariable({getattr(self.value, '__name__', self.value)})"

@@ -240,6 +240,40 @@ def test_in_place_bitwise_operators_match_eager(backend, fn):
         torch.testing.assert_close(compiled(x.clone()), fn(x.clone()))
 
 
+def _imatmul(x):
+    y = x + 1
+    y @= x  # Tensor has no __imatmul__: Python rebinds y to y @ x
+    return y * 2
+
+
+def _ixor_method(x):
+    y = x + 1
+    y.__ixor__(3)
+    return y * 2
+
+
+@pytest.mark.parametrize("backend", ["eager", "triton"])
+@pytest.mark.parametrize("fn", [_imatmul, _ixor_method], ids=lambda f: f.__name__)
+def test_other_in_place_spellings_match_eager(backend, fn):
+    compiled = pdyn.optimize(fn, backend=backend)
+    make = (lambda n: randn(n, n)) if fn is _imatmul else (lambda n: ints(n, 2))
+    for x in (make(3), make(4), make(5)):
+        torch.testing.assert_close(compiled(x.clone()), fn(x.clone()))
+
+
+# -- one op, several spellings: each lowers as the op it spells ------------------------------------
+@pytest.mark.parametrize("backend", ["eager", "triton"])
+def test_binary_torch_max_is_maximum(backend):
+    check_like_eager(lambda a, b: torch.max(a, b) * 2, (randn(4, 4), randn(4, 4)), (randn(6, 3), randn(6, 3)),
+                     backend=backend)
+
+
+@pytest.mark.parametrize("backend", ["eager", "triton"])
+def test_where_method_takes_self_as_the_true_branch(backend):
+    check_like_eager(lambda x, c: x.where(c, torch.zeros_like(x)) + 1, (randn(4, 4), randn(4, 4) > 0),
+                     (randn(6, 3), randn(6, 3) > 0), backend=backend)
+
+
 @pytest.mark.parametrize("backend", ["eager", "triton"])
 def test_positional_inplace_flag_is_a_write(backend):
     compiled = pdyn.optimize(_relu_inplace_positional, backend=backend)

@@ -19,6 +19,7 @@ from pdyn.backends.triton.ir import (
     buffer_value, contiguous_strides,
 )
 from pdyn.backends.triton.symbolic import SymbolicGraph, sym_expr
+from pdyn.ops import op_of
 
 log = logging.getLogger("pdyn.lowering")
 
@@ -129,8 +130,7 @@ class GraphLowering:
             return Scalar(sym_expr(fake))  # size arithmetic: the expression is the value
         if node.op == "get_attr":
             return self.fallback(node)
-        key = node.target
-        fn = table.get(key)
+        fn = table.get(op_of(node))
         if fn is None or not self.eager_check.accepts(node):
             return self.fallback(node)  # NOTE: a lowering never computes what eager rejects
         args = torch.fx.node.map_arg(node.args, lambda n: self.env[n])

@@ -7,25 +7,27 @@ are Pointwise values, sizes Scalars); it raises NotLowered to leave the node to 
 
 from __future__ import annotations
 
-import operator
 from typing import Any, Callable
 
 import sympy
 import torch
-import torch.nn.functional as F
 
 from pdyn.backends.triton.graph_lowering import GraphLowering, NotLowered
 from pdyn.backends.triton.ir import Handler, Index, Pointwise, Scalar, Val, compute_dtype
 from pdyn.backends.triton.triton_ops import in_domain
+from pdyn.ops import Op, op_of, row
 
-LOWERINGS: dict[Any, Callable[..., Any]] = {}
+LOWERINGS: dict[Op, Callable[..., Any]] = {}
 
 
-def register(*targets: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def register(*names: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Lower each named row of the op table (pdyn/ops/catalogue.py) with `fn`, whatever its spelling."""
+
     def add(fn: Callable[..., Any]) -> Callable[..., Any]:
-        for target in targets:
-            assert target not in LOWERINGS, f"second lowering for {target}"
-            LOWERINGS[target] = fn
+        for name in names:
+            op = row(name)
+            assert op not in LOWERINGS, f"second lowering for {name}"
+            LOWERINGS[op] = fn
         return fn
 
     return add
@@ -140,36 +142,24 @@ def _compare(name: str) -> Callable[..., Any]:
     return lower
 
 
-ARITH = {
-    "add": (operator.add, torch.add, "add", "__add__", "__radd__"),
-    "sub": (operator.sub, torch.sub, torch.subtract, "sub", "subtract", "__sub__"),
-    "mul": (operator.mul, torch.mul, torch.multiply, "mul", "multiply", "__mul__", "__rmul__"),
-}
-for _name, _targets in ARITH.items():
-    register(*_targets)(_binary(_name))
-
-COMPARE = {
-    "eq": (operator.eq, torch.eq, "eq"), "ne": (operator.ne, torch.ne, "ne"),
-    "lt": (operator.lt, torch.lt, "lt"), "le": (operator.le, torch.le, "le"),
-    "gt": (operator.gt, torch.gt, "gt"), "ge": (operator.ge, torch.ge, "ge"),
-}
-for _name, _targets in COMPARE.items():
-    register(*_targets)(_compare(_name))
+for _name, _rows in {"add": ("add",), "sub": ("sub", "subtract"), "mul": ("mul", "multiply")}.items():
+    register(*_rows)(_binary(_name))
+for _name in ("eq", "ne", "lt", "le", "gt", "ge"):
+    register(_name)(_compare(_name))
 
 
-@register(torch.maximum, "maximum", torch.minimum, "minimum", torch.fmax, torch.fmin)
+@register("maximum", "minimum", "fmax", "fmin")
 def lower_max_min(lx: GraphLowering, node: Any, a: Any, b: Any) -> Pointwise:
-    name = "maximum" if node.target in (torch.maximum, "maximum") else "minimum"
-    if node.target in (torch.fmax, torch.fmin):
+    op = op_of(node).name  # also torch.max(a, b), from lower_max_dim
+    name = "maximum" if op in ("maximum", "max") else "minimum"
+    if op in ("fmax", "fmin"):
         raise NotLowered("fmax/fmin ignore nan")
     return pointwise(lx, node, name, [a, b])
 
 
-@register(operator.and_, torch.logical_and, "logical_and", torch.bitwise_and, "bitwise_and",
-          operator.or_, torch.logical_or, "logical_or", torch.bitwise_or, "bitwise_or",
-          operator.xor, torch.logical_xor, "logical_xor", torch.bitwise_xor, "bitwise_xor")
+@register("logical_and", "bitwise_and", "logical_or", "bitwise_or", "logical_xor", "bitwise_xor")
 def lower_logical(lx: GraphLowering, node: Any, a: Any, b: Any) -> Pointwise:
-    target = getattr(node.target, "__name__", node.target)
+    target = op_of(node).name
     name = "and" if "and" in target else "or" if "or" in target and "xor" not in target else "xor"
     if "logical" in target:
         return pointwise(lx, node, name, [a, b], compute=torch.bool)
@@ -178,8 +168,7 @@ def lower_logical(lx: GraphLowering, node: Any, a: Any, b: Any) -> Pointwise:
     return pointwise(lx, node, name, [a, b])
 
 
-@register(operator.truediv, torch.div, torch.true_divide, torch.divide, "div", "true_divide",
-          "divide", "__truediv__")
+@register("div", "true_divide", "divide")
 def lower_div(lx: GraphLowering, node: Any, a: Any, b: Any, *, rounding_mode: Any = None) -> Pointwise:
     if rounding_mode is None:
         return pointwise(lx, node, "truediv", [a, b])
@@ -188,16 +177,14 @@ def lower_div(lx: GraphLowering, node: Any, a: Any, b: Any, *, rounding_mode: An
     return pointwise(lx, node, f"{name}_{kind}", [a, b])
 
 
-@register(operator.floordiv, torch.floor_divide, "floor_divide", operator.mod, torch.remainder,
-          "remainder", "__floordiv__", "__mod__")
+@register("floor_divide", "remainder")
 def lower_floor_ops(lx: GraphLowering, node: Any, a: Any, b: Any) -> Pointwise:
     kind = "int" if not promoted(a, b).is_floating_point else "float"
-    base = "floordiv" if node.target in (operator.floordiv, torch.floor_divide, "floor_divide",
-                                         "__floordiv__") else "mod"
+    base = "floordiv" if op_of(node).name == "floor_divide" else "mod"
     return pointwise(lx, node, f"{base}_{kind}", [a, b])
 
 
-@register(operator.pow, torch.pow, "pow", "__pow__")
+@register("pow")
 def lower_pow(lx: GraphLowering, node: Any, a: Any, b: Any) -> Pointwise:
     if not isinstance(a, Pointwise):
         raise NotLowered("scalar base")
@@ -212,16 +199,8 @@ def lower_pow(lx: GraphLowering, node: Any, a: Any, b: Any) -> Pointwise:
     return pointwise(lx, node, "pow", [a, b])
 
 
-UNARY = {
-    "exp": (torch.exp, "exp"), "exp2": (torch.exp2, "exp2"), "log": (torch.log, "log"),
-    "log2": (torch.log2, "log2"), "sqrt": (torch.sqrt, "sqrt"), "rsqrt": (torch.rsqrt, "rsqrt"),
-    "sin": (torch.sin, "sin"), "cos": (torch.cos, "cos"), "tanh": (torch.tanh, "tanh", F.tanh),
-    "erf": (torch.erf, "erf"), "sigmoid": (torch.sigmoid, "sigmoid", F.sigmoid),
-    "reciprocal": (torch.reciprocal, "reciprocal"), "log1p": (torch.log1p, "log1p"),
-    "expm1": (torch.expm1, "expm1"), "square": (torch.square, "square"),
-    "abs": (torch.abs, "abs", operator.abs, "__abs__"), "neg": (torch.neg, "neg", operator.neg, "__neg__"),
-    "floor": (torch.floor, "floor"), "ceil": (torch.ceil, "ceil"), "sign": (torch.sign, "sign"),
-}
+UNARY = """exp exp2 log log2 sqrt rsqrt sin cos tanh erf sigmoid reciprocal log1p expm1 square abs neg
+floor ceil sign""".split()
 
 
 def _unary(name: str) -> Callable[..., Any]:
@@ -240,51 +219,53 @@ def _unchanged(name: str, dtype: torch.dtype) -> bool:
     return name == "sign" and dtype == torch.bool
 
 
-for _name, _targets in UNARY.items():
-    register(*_targets)(_unary(_name))
+for _name in UNARY:
+    register(_name)(_unary(_name))
 
 
-@register(torch.relu, F.relu, "relu")
+@register("relu")
 def lower_relu(lx: GraphLowering, node: Any, x: Any, inplace: bool = False) -> Pointwise:
     if inplace:
         raise NotLowered("inplace")
     return pointwise(lx, node, "relu", [x])
 
 
-@register(F.silu)
+@register("silu")
 def lower_silu(lx: GraphLowering, node: Any, x: Any, inplace: bool = False) -> Pointwise:
     if inplace:
         raise NotLowered("inplace")
     return pointwise(lx, node, "silu", [x])
 
 
-@register(F.gelu)
+@register("gelu")
 def lower_gelu(lx: GraphLowering, node: Any, x: Any, approximate: str = "none") -> Pointwise:
     return pointwise(lx, node, "gelu" if approximate == "none" else "gelu_tanh", [x])
 
 
-@register(torch.isnan, "isnan")
+@register("isnan")
 def lower_isnan(lx: GraphLowering, node: Any, x: Any) -> Pointwise:
     return pointwise(lx, node, "isnan", [x], compute=x.dtype)
 
 
-@register(torch.logical_not, "logical_not", operator.invert, torch.bitwise_not, "bitwise_not", "__invert__")
+@register("logical_not", "bitwise_not")
 def lower_not(lx: GraphLowering, node: Any, x: Any) -> Pointwise:
-    if node.target in (torch.logical_not, "logical_not") or x.dtype == torch.bool:
+    if op_of(node).name == "logical_not" or x.dtype == torch.bool:
         return pointwise(lx, node, "not", [x], compute=torch.bool)
     return pointwise(lx, node, "invert", [x])
 
 
-@register(torch.where, "where")
+@register("where")
 def lower_where(lx: GraphLowering, node: Any, cond: Any, a: Any = None, b: Any = None) -> Pointwise:
     if a is None:
         raise NotLowered("where(cond) is nonzero")
+    if node.op == "call_method":  # x.where(cond, y) is torch.where(cond, x, y)
+        cond, a = a, cond
     dtype = compute_dtype(lx.fake(node).dtype)
     return composite(lx, node, [cond, a, b], dtype, lambda h, c, x, y: h.op(
         "where", dtype, h.cast(c, torch.bool), x, y))
 
 
-@register(torch.clamp, torch.clip, "clamp", "clip")
+@register("clamp", "clip")
 def lower_clamp(lx: GraphLowering, node: Any, x: Any, min: Any = None, max: Any = None) -> Pointwise:
     dtype = compute_dtype(lx.fake(node).dtype)
     bounds = [v for v in (min, max) if v is not None]
@@ -313,25 +294,24 @@ def lower_cast(lx: GraphLowering, node: Any, x: Any, *args: Any, **kwargs: Any) 
         raise NotLowered("device move")
     if kwargs.get("memory_format") not in (None, torch.preserve_format, torch.contiguous_format):
         raise NotLowered("memory format")
-    if fake.dtype == x.dtype and node.target in ("to", "type", "type_as") + tuple(CASTS):
+    if fake.dtype == x.dtype and op_of(node).name in ("to", "type", "type_as") + tuple(CASTS):
         return x  # eager returns the input itself
     return pointwise(lx, node, "identity", [x], compute=fake.dtype)
 
 
-@register(torch.clone, "clone", "contiguous")
+@register("clone", "contiguous")
 def lower_copy(lx: GraphLowering, node: Any, x: Any, *args: Any, **kwargs: Any) -> Pointwise:
     if not isinstance(x, Pointwise):
         raise NotLowered("clone of a non-tensor")
-    if node.target == "contiguous" and x.buffer is not None:
+    if op_of(node).name == "contiguous" and x.buffer is not None:
         raise NotLowered("contiguous of a stored tensor may alias")
     return Pointwise(list(x.ranges), x.dtype, x.fn, x.reads, x.ops)
 
 
-@register(torch.full, torch.zeros, torch.ones, torch.full_like, torch.zeros_like, torch.ones_like,
-          "new_zeros", "new_ones", "new_full")
+@register("full", "zeros", "ones", "full_like", "zeros_like", "ones_like", "new_zeros", "new_ones", "new_full")
 def lower_full(lx: GraphLowering, node: Any, *args: Any, **kwargs: Any) -> Pointwise:
     fake = lx.fake(node)
-    name = getattr(node.target, "__name__", node.target)
+    name = op_of(node).name
     value = {"zeros": 0, "ones": 1}.get(name.replace("new_", "").replace("_like", ""))
     if value is None:
         value = args[-1] if args else kwargs["fill_value"]
@@ -344,4 +324,4 @@ def lower_full(lx: GraphLowering, node: Any, *args: Any, **kwargs: Any) -> Point
     return Pointwise(lx.ranges(node), dtype, fn, frozenset(), 1)
 
 
-from pdyn.backends.triton import lowering_reductions, lowering_views  # noqa: E402,F401  # registers
+from pdyn.backends.triton import fallbacks, lowering_reductions, lowering_views  # noqa: E402,F401  # registers

@@ -15,6 +15,7 @@ import torch.nn.functional as F
 from pdyn.backends.triton.graph_lowering import GraphLowering, NotLowered
 from pdyn.backends.triton.ir import Handler, Index, Pointwise, Reduction, Scalar, Val, compute_dtype
 from pdyn.backends.triton.lowering import operand, register
+from pdyn.ops import op_of
 
 
 def norm_dims(dim: Any, ndim: int) -> tuple[int, ...]:
@@ -63,11 +64,10 @@ def reduced_count(x: Pointwise, dims: tuple[int, ...]) -> sympy.Expr:
     return sympy.Mul(*[x.ranges[d] for d in dims]) if dims else sympy.Integer(1)
 
 
-@register(torch.sum, "sum", torch.amax, "amax", torch.amin, "amin", torch.prod, "prod",
-          torch.argmax, "argmax", torch.argmin, "argmin", torch.mean, "mean")
+@register("sum", "amax", "amin", "prod", "argmax", "argmin", "mean")
 def lower_reduction(lx: GraphLowering, node: Any, x: Any, dim: Any = None, keepdim: bool = False,
                     *, dtype: Any = None, **kwargs: Any) -> Pointwise:
-    name = getattr(node.target, "__name__", node.target)
+    name = op_of(node).name
     kind = {"amax": "max", "amin": "min"}.get(name, name)
     out = lx.fake(node)
     if isinstance(dim, bool):  # prod(x, dim, keepdim) has positional keepdim too
@@ -91,9 +91,9 @@ def _flat_fn(x: Pointwise) -> Any:
     return lambda h, idx: x.fn(h, reindex(idx))
 
 
-@register(torch.max, "max", torch.min, "min")
+@register("max", "min")
 def lower_max_dim(lx: GraphLowering, node: Any, x: Any, dim: Any = None, keepdim: bool = False) -> Any:
-    name = getattr(node.target, "__name__", node.target)
+    name = op_of(node).name
     out = lx.fake(node)
     if isinstance(dim, Pointwise):
         from pdyn.backends.triton.lowering import lower_max_min
@@ -134,12 +134,12 @@ def _correction(unbiased: Any, correction: Any) -> Any:
     return 0 if unbiased is False else 1
 
 
-@register(torch.var, "var", torch.std, "std", torch.var_mean, torch.std_mean)
+@register("var", "std", "var_mean", "std_mean")
 def lower_var(lx: GraphLowering, node: Any, x: Any, dim: Any = None, unbiased: Any = None,
               keepdim: bool = False, *, correction: Any = None) -> Any:
     if isinstance(dim, bool):
         unbiased, dim = dim, None
-    name = getattr(node.target, "__name__", node.target)
+    name = op_of(node).name
     out = lx.fake(node)
     out0 = out[0] if isinstance(out, tuple) else out
     if not out0.dtype.is_floating_point or isinstance(correction, Scalar):
@@ -173,7 +173,7 @@ def _softmax_parts(lx: GraphLowering, x: Pointwise, dim: int, dtype: torch.dtype
     return shifted, exp, load_s, e.reads | s.reads
 
 
-@register(torch.softmax, F.softmax, "softmax", torch.log_softmax, F.log_softmax, "log_softmax")
+@register("softmax", "log_softmax")
 def lower_softmax(lx: GraphLowering, node: Any, x: Any, dim: Any = None, _stacklevel: int = 3,
                   dtype: Any = None, **kwargs: Any) -> Pointwise:
     if dim is None or not isinstance(x, Pointwise) or not x.ranges:
@@ -181,7 +181,7 @@ def lower_softmax(lx: GraphLowering, node: Any, x: Any, dim: Any = None, _stackl
     out_dtype = lx.fake(node).dtype
     compute = compute_dtype(out_dtype)
     shifted, exp, load_s, reads = _softmax_parts(lx, x, dim, out_dtype)
-    log = "log" in getattr(node.target, "__name__", str(node.target))
+    log = "log" in op_of(node).name
 
     def fn(h: Handler, idx: Index) -> Val:
         if log:
@@ -230,14 +230,14 @@ def _reads(x: Any) -> frozenset[str]:
     return x.reads if isinstance(x, Pointwise) else frozenset()
 
 
-@register(F.layer_norm)
+@register("layer_norm")
 def lower_layer_norm(lx: GraphLowering, node: Any, x: Any, normalized_shape: Any, weight: Any = None,
                      bias: Any = None, eps: float = 1e-5) -> Pointwise:
     shape = normalized_shape if isinstance(normalized_shape, (list, tuple)) else (normalized_shape,)
     return _norm(lx, node, x, len(shape), weight, bias, eps, rms=False)
 
 
-@register(F.rms_norm)
+@register("rms_norm")
 def lower_rms_norm(lx: GraphLowering, node: Any, x: Any, normalized_shape: Any, weight: Any = None,
                    eps: Any = None) -> Pointwise:
     shape = normalized_shape if isinstance(normalized_shape, (list, tuple)) else (normalized_shape,)
@@ -247,7 +247,7 @@ def lower_rms_norm(lx: GraphLowering, node: Any, x: Any, normalized_shape: Any, 
 
 
 # -- matrix products: torch computes them, a fused kernel applies what follows ----------------------
-@register(torch.mm, "mm", torch.bmm, "bmm", torch.matmul, "matmul", "__matmul__")
+@register("mm", "bmm", "matmul")
 def lower_mm(lx: GraphLowering, node: Any, a: Any, b: Any) -> Any:
     call = lx.torch_call("extern", node)
     return lx.result_value(node, call, lx.fake(node))
@@ -277,13 +277,13 @@ def _extern_then_add(lx: GraphLowering, node: Any, mm_target: Any, mm_args: tupl
     return Pointwise(ranges, fake.dtype, fn, reads_p | reads_b, 3)
 
 
-@register(F.linear)
+@register("linear")
 def lower_linear(lx: GraphLowering, node: Any, x: Any, weight: Any, bias: Any = None) -> Any:
     x_node, w_node = node.args[0], node.args[1]
     return _extern_then_add(lx, node, F.linear, (x_node, w_node), bias)
 
 
-@register(torch.addmm, "addmm")
+@register("addmm")
 def lower_addmm(lx: GraphLowering, node: Any, bias: Any, a: Any, b: Any, *, beta: Any = 1,
                 alpha: Any = 1) -> Any:
     if not all(isinstance(v, (int, float)) for v in (beta, alpha)):

@@ -5,7 +5,6 @@ a consumer that needs a real tensor replays the view with torch on the realized 
 
 from __future__ import annotations
 
-import operator
 from typing import Any, Callable
 
 import sympy
@@ -14,6 +13,7 @@ import torch
 from pdyn.backends.triton.graph_lowering import GraphLowering, NotLowered
 from pdyn.backends.triton.ir import Handler, Index, Pointwise, Scalar, Val, View
 from pdyn.backends.triton.lowering import operand, register
+from pdyn.ops import op_of
 from pdyn.backends.triton.symbolic import floordiv, moddim
 
 Reindex = Callable[[Index], Index]
@@ -79,19 +79,17 @@ def reshape_reindex(lx: GraphLowering, src: list[sympy.Expr], dst: list[sympy.Ex
     return reindex
 
 
-@register("view", "reshape", torch.reshape, torch.flatten, "flatten", "unflatten", torch.unflatten,
-          torch.squeeze, "squeeze", torch.unsqueeze, "unsqueeze", "view_as", "reshape_as")
+@register("view", "reshape", "flatten", "unflatten", "squeeze", "unsqueeze", "view_as", "reshape_as")
 def lower_reshape(lx: GraphLowering, node: Any, x: Any, *args: Any, **kwargs: Any) -> View:
     if not isinstance(x, Pointwise) or (args and isinstance(args[0], torch.dtype)):
         raise NotLowered("view as dtype")
     return view(lx, node, x, reshape_reindex(lx, list(x.ranges), lx.ranges(node)))
 
 
-@register(torch.permute, "permute", torch.transpose, "transpose", torch.swapaxes, "swapaxes",
-          torch.t, "t", "T", "mT")
+@register("permute", "transpose", "swapaxes", "t")
 def lower_permute(lx: GraphLowering, node: Any, x: Any, *dims: Any, **kwargs: Any) -> View:
     n = len(x.ranges)
-    name = getattr(node.target, "__name__", node.target)
+    name = op_of(node).name
     if name == "permute":
         perm = list(dims[0]) if len(dims) == 1 and isinstance(dims[0], (list, tuple)) else list(dims)
         perm = perm or list(kwargs["dims"])
@@ -112,7 +110,7 @@ def lower_permute(lx: GraphLowering, node: Any, x: Any, *dims: Any, **kwargs: An
     return view(lx, node, x, reindex)
 
 
-@register("expand", "expand_as", torch.broadcast_to, "broadcast_to")
+@register("expand", "expand_as", "broadcast_to")
 def lower_expand(lx: GraphLowering, node: Any, x: Any, *args: Any, **kwargs: Any) -> View:
     load, _, _ = operand(x, lx.ranges(node), x.dtype)
     value = view(lx, node, x, lambda idx: idx)
@@ -120,7 +118,7 @@ def lower_expand(lx: GraphLowering, node: Any, x: Any, *args: Any, **kwargs: Any
     return value
 
 
-@register(torch.detach, "detach", "alias")
+@register("detach", "alias")
 def lower_alias(lx: GraphLowering, node: Any, x: Any) -> View:
     return view(lx, node, x, lambda idx: idx)
 
@@ -174,7 +172,7 @@ def _index_items(lx: GraphLowering, x: Pointwise, items: tuple[Any, ...]) -> Rei
     return reindex
 
 
-@register(operator.getitem)
+@register("getitem")
 def lower_getitem(lx: GraphLowering, node: Any, x: Any, items: Any) -> Any:
     if isinstance(x, (tuple, list)):
         return x[items]
@@ -184,19 +182,19 @@ def lower_getitem(lx: GraphLowering, node: Any, x: Any, items: Any) -> Any:
     return view(lx, node, x, _index_items(lx, x, items))
 
 
-@register(torch.select, "select")
+@register("select")
 def lower_select(lx: GraphLowering, node: Any, x: Any, dim: int, index: Any) -> View:
     items = (slice(None),) * (dim % len(x.ranges)) + (index,)
     return view(lx, node, x, _index_items(lx, x, items))
 
 
-@register(torch.narrow, "narrow")
+@register("narrow")
 def lower_narrow(lx: GraphLowering, node: Any, x: Any, dim: int, start: Any, length: Any) -> View:
     items = (slice(None),) * (dim % len(x.ranges)) + (slice(start, None),)
     return view(lx, node, x, _index_items(lx, x, items))
 
 
-@register(torch.cat, torch.concat, torch.concatenate)
+@register("cat", "concat", "concatenate")
 def lower_cat(lx: GraphLowering, node: Any, tensors: Any, dim: int = 0) -> Pointwise:
     ranges = lx.ranges(node)
     dim = dim % len(ranges)

@@ -1,0 +1,56 @@
+"""The op table's rows this backend leaves to torch, each with the reason: a node of such an op
+runs as a torch call between kernels. Every declared row has a lowering (lowering*.py) or a reason
+here; tests/test_op_table.py checks. Rows that write an argument, that tracing refuses, or whose
+output size depends on data are covered by their column.
+"""
+
+from __future__ import annotations
+
+from pdyn.ops import OPS, Op, row
+
+FALLBACKS: dict[Op, str] = {}
+
+
+def fallback(*names: str, why: str) -> None:
+    for name in names:
+        op = row(name)
+        assert op not in FALLBACKS, f"second fallback for {name}"
+        FALLBACKS[op] = why
+
+
+def reason(op: Op) -> str | None:
+    """Why torch runs `op` on this backend, where a column or a declaration says."""
+    if op.mutates is not None:
+        return "it writes an argument: a graph that writes runs with torch (the IR reads lazily)"
+    if op.refused is not None:
+        return "tracing refuses it"
+    if op.data_dependent is not None and op.data_dependent.startswith("output size: "):
+        return op.data_dependent
+    return FALLBACKS.get(op)
+
+
+
+fallback(*"""negative positive log10 tan asin acos atan sinh cosh arcsin arccos arctan relu6 mish softplus elu
+selu celu leaky_relu hardtanh hardswish hardsigmoid logsigmoid softsign tanhshrink erfc erfinv sgn round trunc
+frac isinf isfinite nan_to_num sinc angle conj real rsub fmod float_power atan2 arctan2 hypot greater less
+greater_equal less_equal not_equal bitwise_left_shift bitwise_right_shift copysign xlogy lerp addcmul addcdiv
+clamp_min clamp_max masked_fill heaviside nextafter __rsub__ __rtruediv__ __rfloordiv__ __rmod__ __rpow__
+__rlshift__ __rrshift__""".split(), why="pointwise op without a template yet")
+fallback("dropout", "alpha_dropout", "feature_alpha_dropout", "rand", "randn", "randint", "rand_like",
+         "randn_like", "randint_like", why="draws from torch's random generator")
+fallback("short", "char", "byte", "cfloat", why="a cast to a dtype the kernels do not compute in")
+fallback("cpu", "cuda", why="a device move")
+fallback("nansum", "nanmean", "any", "all", "count_nonzero", "logsumexp", "norm", "cumsum", "cumprod",
+         "logcumsumexp", why="reduction without a lowering yet")
+fallback("dot", "vdot", "mv", "baddbmm", "addmv", "outer", "ger", "__rmatmul__", "conv1d", "conv2d", "conv3d",
+         "scaled_dot_product_attention", why="a library kernel (torch's)")
+fallback("empty", "empty_like", "new_empty", why="uninitialized memory: nothing to compute")
+fallback("eye", "linspace", "logspace", "arange", "tril", "triu", why="index-valued factory without a lowering yet")
+fallback("repeat", "swapdims", "movedim", "moveaxis", "split", "split_with_sizes", "chunk", "unbind", "stack",
+         "getattr", "pad", "embedding", "torch.embedding", why="view or gather without a lowering yet")
+fallback("group_norm", "batch_norm", "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d",
+         "adaptive_avg_pool2d", "adaptive_max_pool2d", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
+         why="nn op without a lowering yet")
+fallback("repeat_interleave", why="output size depends on data when the repeats are a tensor")
+fallback(*(n for n in OPS if n.startswith(("builtins.", "math."))),
+         why="Python arithmetic on sizes: an int result is a size expression the wrapper computes")
