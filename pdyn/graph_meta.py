@@ -52,9 +52,6 @@ class GraphSymbols:
     facts: list[sympy.Basic] = field(default_factory=list)
     sources: list[Source] = field(default_factory=list)  # the source of each placeholder, in order
 
-    def hint(self, expr: Any) -> int | float | bool:
-        return ShapeEnv(hints=self.hints).hint(expr)
-
 
 def contiguous_strides(sizes: tuple[sympy.Expr, ...]) -> tuple[sympy.Expr, ...]:
     strides: list[sympy.Expr] = []

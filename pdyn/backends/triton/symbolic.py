@@ -20,7 +20,7 @@ import torch.fx
 
 from pdyn.graph_meta import EXPR, SIZE_NODE, SIZES, STRIDES, SYMBOLS, GraphSymbols
 from pdyn.sources import Source
-from pdyn.symbolic_shapes import FloorDiv, ShapeEnv, to_python
+from pdyn.symbolic_shapes import FloorDiv, ShapeEnv, evaluate, to_python
 
 INDEX_PREFIXES = ("x", "r")
 
@@ -113,10 +113,14 @@ class SymbolicGraph:
     facts: list[sympy.Basic] = field(default_factory=list)  # hold on every call (the guards say so)
     sources: list[Source] = field(default_factory=list)     # each placeholder's source
 
+    def hints_env(self) -> ShapeEnv:
+        """pdyn's ShapeEnv over the example's sizes, for the shape functions that ask for hints."""
+        return ShapeEnv(hints=dict(self.hints))
+
     def hint(self, expr: sympy.Expr, fallback: int = 8192) -> int:
         """A size's value in the example call (a size with no hint gets `fallback`)."""
         try:
-            return int(ShapeEnv(hints=self.hints).hint(sympy.sympify(expr)))
+            return int(evaluate(sympy.sympify(expr), self.hints))
         except (TypeError, ValueError, KeyError):
             return fallback
 
