@@ -63,19 +63,16 @@ def triton_backend(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Calla
 
         run_with_torch.pdyn_triton = None  # type: ignore[attr-defined]  # marker for tests
         return run_with_torch
-    return _entry(gm, compiled)
+    return _entry(compiled)
 
 
-def _entry(gm: torch.fx.GraphModule, compiled: CompiledGraph) -> Callable[..., Any]:
-    """The wrapper itself, marked; its assumptions go to the entry's guard."""
+def _entry(compiled: CompiledGraph) -> Callable[..., Any]:
+    """The generated wrapper itself (no frame around it: the entry's guard checked everything),
+    marked for tests and benchmarks, carrying its assumptions to the entry's guard."""
     call = compiled.call
-
-    def run(*args: Any) -> Any:
-        return call(*args)
-
-    run.pdyn_triton = compiled  # type: ignore[attr-defined]  # inspected by tests and benchmarks
-    run.assumptions = compiled.assumptions  # type: ignore[attr-defined]  # merged into the guard
-    return run
+    call.pdyn_triton = compiled  # type: ignore[attr-defined]  # inspected by tests and benchmarks
+    call.assumptions = compiled.assumptions  # type: ignore[attr-defined]  # merged into the guard
+    return call
 
 
 def _eager_reason(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> str | None:
