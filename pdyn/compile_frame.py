@@ -19,7 +19,7 @@ import sympy
 import torch
 import torch.fx
 
-from pdyn import logs
+from pdyn import graph_meta, logs
 from pdyn.bytecode_tracer import InstructionTranslator, decoded
 from pdyn.bytecode_transform import (JUMPED, NEXT, ResumePoint, break_effect, is_jump, live_locals, original_of,
                                      resume_code, resume_index, step_code, why_not_resumable)
@@ -144,7 +144,10 @@ def _finish(output: OutputGraph, result: VariableTracker | None, backend: Backen
         graph.output(tuple(codegen.outputs))
         gm = torch.fx.GraphModule(torch.nn.Module(), graph, class_name="PdynGraph")
         graph_log.info("graph of %s:\n%s", title, gm.print_readable(print_output=False))
+        graph_meta.finish(gm, output.ctx.shape_env, [source for source, _ in graph_inputs])
         compiled = backend(gm, [value for _, value in graph_inputs])
+        for assumption in getattr(compiled, "assumptions", ()):  # what the backend assumed: guarded
+            output.ctx.add_guard(assumption)
         if not writes_an_input(graph):
             rerun = EagerRerun(call_original, title, any(draws_random(node) for node in graph.nodes))
     inputs = [codegen.source_expr(source) for source, _ in graph_inputs]

@@ -246,6 +246,29 @@ def _device_differs(v: str, device: torch.device, hoist: Hoist) -> str:
 
 
 @dataclass(frozen=True, eq=False)
+class StrideGuard(Guard):
+    """What a backend assumed about a tensor's strides beyond its TensorGuard (a non-contiguous
+    input with dynamic sizes): the dims of stride 1, and how the other strides compare
+    (`(p, "<", q)`: stride(p) < stride(q)), so the layout the kernels were made for still holds."""
+
+    unit: tuple[int, ...] = ()
+    order: tuple[tuple[int, str, int], ...] = ()
+
+    def key(self) -> tuple[Any, ...]:
+        return (type(self), self.source, self.unit, self.order)
+
+    def _facts(self, v: str) -> list[str]:
+        return [f"{v}.stride({d}) == 1" for d in self.unit] + [f"{v}.stride({p}) {op} {v}.stride({q})"
+                                                              for p, op, q in self.order]
+
+    def fail_expr(self, v: str, hoist: Hoist) -> str:
+        return " or ".join(f"not ({fact})" for fact in self._facts(v)) or "False"
+
+    def sentence(self) -> str:
+        return f"{' and '.join(self._facts(str(self.source)))} (the kernels' layout)"
+
+
+@dataclass(frozen=True, eq=False)
 class NoHooksGuard(Guard):
     """A called nn.Module still has no forward or backward hooks (pdyn inlines `forward`, not `__call__`)."""
 

@@ -22,7 +22,7 @@ from torch._subclasses.fake_tensor import (
     UnsupportedOperatorException,
 )
 
-from pdyn import logs
+from pdyn import graph_meta, logs
 from pdyn.errors import SourceLoc, Unsupported, UserException
 from pdyn.guards import AliasGuard
 from pdyn.op_effects import mutates as writes
@@ -82,6 +82,7 @@ class OutputGraph:
         node.meta["source"] = source
         vt = TensorVariable(node, fake, source=source, input_sources=frozenset({source}),
                             sizes=self._input_sizes(value, source))
+        graph_meta.stamp_input(node, value, vt.sizes)  # sizes for the backend
         self.inputs.append(vt)
         self.placeholders.append((node, source, value))
         self._input_by_id[id(value)] = vt
@@ -113,6 +114,7 @@ class OutputGraph:
             node = self.graph.placeholder(self._fresh_name(_hint(source)))
             node.meta["example_value"] = value
             node.meta["source"] = source
+            graph_meta.stamp_int_input(node, expr)  # sizes for the backend
             self.placeholders.append((node, source, value))
             return self.annotate(node, loc)
 
@@ -174,9 +176,11 @@ class OutputGraph:
         node = self._record(kind, target, args, kwargs, example, loc)
         same = _returned_argument(example, args, kwargs)
         if same is not None and _alias_is_guarded(node, same):  # `x.add_(1)`, `x.to(x.dtype)`: eager
+            graph_meta.stamp_result(node, example, [same.sizes])  # sizes for the backend
             return same       # returns x itself (the node stays: it may have written x)
         sources = frozenset().union(*(getattr(a, "input_sources", frozenset()) for a in _flat(args, kwargs)))
         sizes = self._output_sizes(target, args, kwargs, example, loc)
+        graph_meta.stamp_result(node, example, sizes)  # sizes for the backend
         return wrap_fx_result(self, node, example, sources, sizes, wrap_constant_result)
 
     def _output_sizes(self, target: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker],
@@ -212,6 +216,9 @@ class OutputGraph:
             kind, target, tuple(as_node(a) for a in args), {k: as_node(v) for k, v in kwargs.items()},
             name=self._fresh_name(_target_name(target).rsplit(".", 1)[-1]),
         )
+        graph_meta.stamp_size_arguments(  # the values of size nodes, for the backend
+            (node.args, node.kwargs), ([as_symbolic(a) for a in args], {k: as_symbolic(v) for k, v in kwargs.items()}),
+            ([as_fake(a) for a in args], {k: as_fake(v) for k, v in kwargs.items()}))
         self.annotate(node, loc)
         node.meta["example_value"] = example
         node.meta["op"] = canonical(target)  # the op table's row: backends and effects read it

@@ -31,7 +31,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "backends": ("pdyn.backends",),
     "ops": ("pdyn.ops", "pdyn.shape_rules", "pdyn.shape_rules_views", "pdyn.shape_rules_reductions", "pdyn.shape_rules_nn",
             "pdyn.op_effects"),
-    "shapes": ("pdyn.symbolic_shapes", "pdyn.sym_float", "pdyn.trace_plan"),
+    "shapes": ("pdyn.graph_meta", "pdyn.symbolic_shapes", "pdyn.sym_float", "pdyn.trace_plan"),
     "sources": ("pdyn.sources",),
     "base": ("pdyn.config", "pdyn.errors", "pdyn.logs"),
 }

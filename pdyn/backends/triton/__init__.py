@@ -1,10 +1,12 @@
 """The Triton backend: `triton_backend(gm, example_inputs)` lowers a captured fx graph to fused
 Triton kernels whose sizes are run-time arguments, behind a generated Python wrapper.
 
-Pipeline: symbolic.propagate (sympy sizes per node) -> GraphLowering (IR) -> scheduler (fusion) ->
-codegen (kernel text) -> wrapper (Python `call`). Without a GPU the kernels run under Triton's
-interpreter. Whatever this backend cannot handle runs with torch: a node (fallback), a call whose
-inputs break an assumption (eager for that call), or the whole graph (eager, with one log line).
+Pipeline: symbolic.read_stamps (the sympy sizes pdyn's tracer stamped on each node) ->
+GraphLowering (IR) -> scheduler (fusion) -> codegen (kernel text) -> wrapper (Python `call`).
+Without a GPU the kernels run under Triton's interpreter. Whatever this backend cannot handle runs
+with torch: a node (fallback) or the whole graph (eager, with one log line). What the kernels
+assume beyond the entry's guards (the layout of a non-contiguous input) the returned callable
+carries as `assumptions`, guards the hook adds to the entry's guard function.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ import torch
 import torch.fx
 
 from pdyn.backends.triton.runtime import prepare_interpreter, use_interpreter
+from pdyn.guards import Guard
+from pdyn.op_effects import mutates
 
 if use_interpreter():
     prepare_interpreter()  # NOTE: before anything here imports triton
@@ -35,11 +39,12 @@ class CompiledGraph:
     fallbacks: list[str]
     call: Callable[..., Any]
     launchers: list[Any] = field(default_factory=list)  # runtime.KernelLauncher per kernel
+    assumptions: list[Guard] = field(default_factory=list)  # checked by the entry's guard
 
 
 def triton_backend(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
     eager = gm.forward
-    reason = _eager_reason(gm)
+    reason = _eager_reason(gm, example_inputs)
     if not use_interpreter() and any(isinstance(t, torch.Tensor) and t.device.type != "cuda"
                                      for t in example_inputs):
         reason = "CPU tensors on a machine whose kernels run on the GPU"
@@ -58,34 +63,26 @@ def triton_backend(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Calla
 
         run_with_torch.pdyn_triton = None  # type: ignore[attr-defined]  # marker for tests
         return run_with_torch
-    return _entry(gm, compiled)
+    return _entry(compiled)
 
 
-def _entry(gm: torch.fx.GraphModule, compiled: CompiledGraph) -> Callable[..., Any]:
-    """Inference first: under grad mode with an input that requires grad, autograd needs torch."""
-    call, eager = compiled.call, gm.forward
-    params_need_grad = any(p.requires_grad for p in gm.parameters())
-    said = []
-
-    def run(*args: Any) -> Any:
-        if torch.is_grad_enabled() and (params_need_grad or any(
-                isinstance(a, torch.Tensor) and a.requires_grad for a in args)):
-            if not said:
-                said.append(True)
-                log.warning("pdyn triton backend: an input requires grad; running the graph "
-                            "with torch so autograd works (use torch.no_grad() for kernels)")
-            return eager(*args)
-        return call(*args)
-
-    run.pdyn_triton = compiled  # type: ignore[attr-defined]  # inspected by tests and benchmarks
-    return run
+def _entry(compiled: CompiledGraph) -> Callable[..., Any]:
+    """The generated wrapper itself (no frame around it: the entry's guard checked everything),
+    marked for tests and benchmarks, carrying its assumptions to the entry's guard."""
+    call = compiled.call
+    call.pdyn_triton = compiled  # type: ignore[attr-defined]  # inspected by tests and benchmarks
+    call.assumptions = compiled.assumptions  # type: ignore[attr-defined]  # merged into the guard
+    return call
 
 
-def _eager_reason(gm: torch.fx.GraphModule) -> str | None:
+def _eager_reason(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> str | None:
     """Graphs this backend leaves to torch entirely: mutation (the IR reads lazily, so a write
-    could be observed too early or too late) and module calls."""
-    from pdyn.op_effects import mutates
-
+    could be observed too early or too late), module calls, and autograd (grad mode with an input
+    that requires grad: the entry's guard checks both, so this holds on every call it serves)."""
+    if torch.is_grad_enabled() and any(isinstance(a, torch.Tensor) and a.requires_grad for a in example_inputs):
+        log.warning("pdyn triton backend: an input requires grad; running the graph "
+                    "with torch so autograd works (use torch.no_grad() for kernels)")
+        return "an input requires grad"
     for node in gm.graph.nodes:
         if node.op == "call_module":
             return f"module call {node.target}"
@@ -99,20 +96,19 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Compil
     from pdyn.backends.triton import lowering  # noqa: F401  # registers the lowerings
     from pdyn.backends.triton.graph_lowering import GraphLowering
     from pdyn.backends.triton.scheduler import schedule
-    from pdyn.backends.triton.symbolic import propagate
+    from pdyn.backends.triton.symbolic import read_stamps
     from pdyn.backends.triton.wrapper import WrapperCode, kernel_count, output_structure
 
     interpret = use_interpreter()
-    sym = propagate(gm, example_inputs)
+    sym = read_stamps(gm, example_inputs)
     lx = GraphLowering(gm, sym)
     lx.run()
     steps = schedule(lx, interpret)
     code = WrapperCode(lx, sym, interpret)
     source = code.build(steps, output_structure(gm))
-    code.globals["_eager"] = gm.forward
     namespace = dict(code.globals)
     exec(compile(source, "<pdyn triton wrapper>", "exec"), namespace)  # noqa: S102  # our own text
     if output_code.isEnabledFor(logging.DEBUG):
         output_code.debug("wrapper:\n%s\n%s", source, "\n\n".join(code.kernels))
     return CompiledGraph(source, code.kernels, kernel_count(steps), lx.fallbacks, namespace["call"],
-                         code.launchers)
+                         code.launchers, lx.assumptions)

@@ -28,9 +28,8 @@ Assignment = dict[sympy.Symbol, int]
 
 class EagerCheck:
     """Runs nodes with torch on real tensors whose sizes come from one assignment of the size
-    symbols: small sizes that satisfy every guard torch's shape functions recorded and empty no
-    tensor, then (if the op fails there) the example call's own sizes. A node's inputs are the
-    results of the nodes it ran before (views stay views), else made from the fakes. `layouts`
+    symbols: small sizes that satisfy every fact the trace guarded and empty no tensor, then (if the op fails there) the example call's own sizes. A node's inputs are the
+    results of the nodes it ran before (views stay views), else made from the stamped sizes. `layouts`
     holds the layout of each result it saw (a tuple for a tuple result; None if not dense)."""
 
     def __init__(self, gm: torch.fx.GraphModule, sym: SymbolicGraph) -> None:
@@ -59,10 +58,12 @@ class EagerCheck:
 
     def real(self, node: torch.fx.Node, i: int) -> Any:
         """A real stand-in for the node's value under assignment `i`: what this check computed for
-        it, else ones of the fake's dtype, device and stride order."""
+        it, else ones of the example's dtype, device and stride order."""
         if (node, i) in self.results:
             return self.results[(node, i)]
-        return _real(self.sym.values[node], self.assignments[i], self.sym.hints)
+        if node in self.sym.exprs:
+            return evaluate(self.sym.exprs[node], self.assignments[i])
+        return _real(self.sym.values[node], self.sym.sizes.get(node), self.assignments[i])
 
     def forget(self) -> None:
         """Drop the real values (lowering is done; layouts stay)."""
@@ -72,41 +73,49 @@ class EagerCheck:
         return {s: min(v, limit) for s, v in self.sym.hints.items()}
 
     def _valid(self, assignment: Assignment) -> bool:
-        """Every recorded guard holds, and no tensor that has elements in the example is empty
+        """Every guarded fact holds, and no tensor that has elements in the example is empty
         (an empty tensor skips the dtype checks of some kernels)."""
-        env = self.sym.shape_env
         try:
-            if env is not None and not all(bool(evaluate(g.expr, assignment)) for g in env.guards):
+            if not all(bool(evaluate(fact, assignment)) for fact in self.sym.facts):
                 return False
-        except TypeError:  # a guard on a size only known at run time
+        except TypeError:  # a fact on a size only known at run time
             return False
-        for value in self.sym.values.values():
-            if isinstance(value, torch.Tensor) and any(
-                    evaluate(d, self.sym.hints) >= 1 > evaluate(d, assignment) for d in value.shape):
-                return False
+        for sizes in self.sym.sizes.values():
+            for size in _flat_sizes(sizes):
+                if evaluate(size, self.sym.hints) >= 1 > evaluate(size, assignment):
+                    return False
         return True
 
 
+def _flat_sizes(sizes: Any) -> list[sympy.Expr]:
+    """The sizes of a tensor's stamp, or of every tensor item of a tuple's."""
+    if isinstance(sizes, tuple) and any(isinstance(s, tuple) or s is None for s in sizes):
+        return [d for item in sizes if item is not None for d in item]
+    return list(sizes)
+
+
 def evaluate(size: Any, assignment: Assignment) -> Any:
-    """A size (int, SymInt, SymFloat or sympy) under `assignment`; symbols it lacks (sizes known
-    only at run time) take the smallest small size."""
-    expr = sympy.sympify(size.node.expr if isinstance(size, (torch.SymInt, torch.SymFloat)) else size)
+    """A size (int or sympy) under `assignment`; symbols it lacks (sizes known only at run time)
+    take the smallest small size."""
+    expr = sympy.sympify(size)
     expr = expr.xreplace({s: sympy.Integer(assignment.get(s, SMALL_SIZES[0])) for s in expr.free_symbols})
     if expr.is_Relational or expr in (sympy.true, sympy.false):
         return bool(expr)
     return int(expr) if expr.is_integer else float(expr)
 
 
-def _real(value: Any, assignment: Assignment, hints: Assignment) -> Any:
-    if isinstance(value, torch.Tensor):  # dense in the fake's stride order: eager's for inputs
-        shape = [evaluate(d, assignment) for d in value.shape]
-        layout = order([evaluate(d, hints) for d in value.shape], [evaluate(s, hints) for s in value.stride()])
+def _real(value: Any, sizes: Any, assignment: Assignment) -> Any:
+    """`value` (an example) at `assignment`'s sizes: a tensor of ones dense in the example's
+    stride order (eager's for inputs), or a tuple of such."""
+    if isinstance(value, torch.Tensor):
+        if sizes is None:
+            raise TypeError("a tensor without stamped sizes")
+        shape = [evaluate(d, assignment) for d in sizes]
+        layout = order(list(value.shape), list(value.stride()))
         t = torch.empty_strided(shape, dense(shape, layout), dtype=value.dtype, device=value.device)
         return t.fill_(1)
-    if isinstance(value, (torch.SymInt, torch.SymFloat)):
-        return evaluate(value, assignment)
     if isinstance(value, (tuple, list)):
-        items = [_real(v, assignment, hints) for v in value]
+        items = [_real(v, s, assignment) for v, s in zip(value, sizes or [None] * len(value))]
         return type(value)(items) if type(value) in (tuple, list) else tuple(items)
     return value
 

@@ -13,12 +13,13 @@ import torch
 import torch.fx
 
 from pdyn.backends.triton.eager_check import EagerCheck
-from pdyn.backends.triton.layout import dense, order_checks
+from pdyn.backends.triton.layout import dense, order, stride_order
 from pdyn.backends.triton.ir import (
     Buffer, ComputedBuffer, Pointwise, Reduction, Scalar, SchedulerNode, TorchCall, View,
     buffer_value, contiguous_strides,
 )
-from pdyn.backends.triton.symbolic import SymbolicGraph, sym_expr
+from pdyn.backends.triton.symbolic import SymbolicGraph, is_size_node, pexpr
+from pdyn.guards import Guard, StrideGuard
 from pdyn.ops import op_of
 
 log = logging.getLogger("pdyn.lowering")
@@ -47,8 +48,8 @@ class GraphLowering:
         self.fallbacks: list[str] = []
         self.device = torch.device("cpu")
         self.producer: dict[int, torch.fx.Node] = {}
-        self.layout_checks: list[str] = []  # each call's inputs must match the layouts assumed
-        self.stride_bindings: list[tuple[sympy.Symbol, str]] = []  # id(value) -> the node that made it
+        self.assumptions: list[Guard] = []  # what the kernels assume beyond the entry's guards
+        self.stride_bindings: list[tuple[sympy.Symbol, str]] = []
         self.eager_check = EagerCheck(gm, sym)
 
     def new_name(self, prefix: str) -> str:
@@ -57,20 +58,23 @@ class GraphLowering:
 
     # -- metadata ------------------------------------------------------------------------------
     def fake(self, node: torch.fx.Node) -> Any:
+        """The node's example value (a fake tensor of the example call's sizes): dtype, device."""
         return self.sym.values[node]
 
-    def ranges(self, node: torch.fx.Node) -> list[sympy.Expr]:
-        return [sym_expr(s) for s in self.fake(node).shape]
+    def ranges(self, node: torch.fx.Node, item: int | None = None) -> list[sympy.Expr]:
+        """The node's sizes as the tracer stamped them (item `item` of a tuple result)."""
+        sizes = self.sym.sizes[node]
+        return list(sizes if item is None else sizes[item])
 
     def strides(self, node: torch.fx.Node, item: int | None = None) -> list[sympy.Expr]:
         """Eager's strides for the node's result (item `item` of a tuple result): dense in the
-        order eager laid it out, where the eager check saw it run, else the fake's."""
+        order eager laid it out where the eager check saw it run, else in the example's order."""
         fake, layout = self.fake(node), self.eager_check.layouts.get(node)
         if item is not None:
             fake, layout = fake[item], layout[item] if layout is not None else None
         if layout is None:
-            return [sym_expr(s) for s in fake.stride()]
-        return dense([sym_expr(s) for s in fake.shape], layout)
+            layout = order(list(fake.shape), list(fake.stride()))
+        return dense(self.ranges(node, item), layout)
 
     # -- the walk ------------------------------------------------------------------------------
     def run(self) -> None:
@@ -93,41 +97,50 @@ class GraphLowering:
         if isinstance(fake, torch.Tensor):
             self.device = fake.device
             size = self.ranges(node)
-            buf = Buffer(name, fake.dtype, size, self.input_strides(name, fake, size))
+            buf = Buffer(name, fake.dtype, size, self.input_strides(node, i, fake, size))
             self.inputs.append((name, buf))
             value = buffer_value(buf)
             self.runtime_names[id(value)] = name
             return value
         self.inputs.append((name, None))
-        return Scalar(sym_expr(fake)) if isinstance(fake, (int, torch.SymInt)) else fake
+        if node in self.sym.exprs:
+            return Scalar(self.sym.exprs[node])
+        return fake
 
-    def input_strides(self, name: str, fake: torch.Tensor, size: list[sympy.Expr]) -> list[sympy.Expr]:
-        """Contiguous inputs use strides from their sizes (the wrapper checks contiguity on each
-        call); others carry stride symbols bound from the call, except that a dim of stride 1 stays 1
-        (checked too), so the innermost loads stay contiguous, and keep their order of strides
-        (checked: eager lays results out by it)."""
-        if fake.is_contiguous():
-            self.layout_checks.append(f"{name}.is_contiguous()")
-            return contiguous_strides(size)
+    def input_strides(self, node: torch.fx.Node, i: int, fake: torch.Tensor,
+                      size: list[sympy.Expr]) -> list[sympy.Expr]:
+        """Strides the entry's guard fixes (static or contiguous inputs) are used as they are.
+        Others are stride symbols bound from the call, except that a dim of stride 1 stays 1, so
+        the innermost loads stay contiguous, and the strides keep their order (eager lays results
+        out by it): both assumed, and returned as a guard on the input."""
+        known = self.sym.input_strides.get(node)
+        if known is not None:
+            return list(known)
+        name = f"a{i}"
         strides: list[sympy.Expr] = []
+        unit: list[int] = []
         for d, (s, n) in enumerate(zip(fake.stride(), size)):
             if n == 1:
                 strides.append(sympy.Integer(0))
             elif s == 1:
                 strides.append(sympy.Integer(1))
-                self.layout_checks.append(f"{name}.stride({d}) == 1")
+                unit.append(d)
             else:
                 symbol = sympy.Symbol(f"{name}_st{d}", integer=True)
                 self.stride_bindings.append((symbol, f"{name}.stride({d})"))
                 strides.append(symbol)
-        example = {d: self.sym.hint(sym_expr(s)) for d, (s, n) in enumerate(zip(fake.stride(), size)) if n != 1}
-        self.layout_checks += order_checks(name, example)
+        example = {d: int(s) for d, (s, n) in enumerate(zip(fake.stride(), size)) if n != 1}
+        self.assumptions.append(StrideGuard(self.sym.sources[i], unit=tuple(unit),
+                                            order=tuple(stride_order(example))))
         return strides
 
     def lower_node(self, node: torch.fx.Node, table: dict[Any, Any]) -> Any:
-        fake = self.sym.values.get(node)
-        if isinstance(fake, torch.SymInt) or (type(fake) is int and node.op != "get_attr"):
-            return Scalar(sym_expr(fake))  # size arithmetic: the expression is the value
+        if is_size_node(node):
+            if node in self.sym.exprs:
+                return Scalar(self.sym.exprs[node])  # size arithmetic: the expression is the value
+            if all(u in self.sym.exprs for u in node.users):
+                return None  # an intermediate size: its users carry their own expressions
+            return self.fallback(node)
         if node.op == "get_attr":
             return self.fallback(node)
         fn = table.get(op_of(node))
@@ -177,8 +190,6 @@ class GraphLowering:
 
     def runtime(self, value: Any) -> str:
         """A wrapper expression holding `value` as a real tensor or Python number."""
-        from pdyn.backends.triton.symbolic import pexpr
-
         if isinstance(value, Scalar):
             return pexpr(value.expr)
         if not isinstance(value, Pointwise):
@@ -213,16 +224,15 @@ class GraphLowering:
         call = self.torch_call(kind, node)
         return self.result_value(node, call, self.fake(node))
 
-    def result_value(self, node: torch.fx.Node, call: TorchCall, fake: Any, path: str = "") -> Any:
+    def result_value(self, node: torch.fx.Node, call: TorchCall, fake: Any, path: str = "",
+                     sizes: Any = None) -> Any:
         """The IR value of a torch call's result: tensors become contiguous buffers for kernels."""
-        from pdyn.backends.triton.symbolic import pexpr
-
         expr = call.name + path
+        sizes = self.sym.sizes.get(node) if sizes is None and not path else sizes
         if isinstance(fake, torch.Tensor):
-            size = [sym_expr(s) for s in fake.shape]
-            for d, s in enumerate(size):
-                if isinstance(s, sympy.Symbol) and s not in self.bound_symbols():
-                    call.binds.append((s, f"{expr}.shape[{d}]"))
+            if sizes is None:
+                raise NotLowered(f"no stamped sizes for {node.name}{path}")
+            size = list(sizes)
             contig = f"{call.name}c{path.replace('[', '_').replace(']', '')}"
             buf = Buffer(contig, fake.dtype, size, contiguous_strides(size))
             value = buffer_value(buf)
@@ -230,23 +240,14 @@ class GraphLowering:
             call.binds.append((sympy.Symbol(contig), f"_contiguous({expr})"))
             return value
         if isinstance(fake, (tuple, list)):
-            return type(fake)(self.result_value(node, call, f, f"{path}[{i}]") for i, f in enumerate(fake))
-        if isinstance(fake, (torch.SymInt, torch.SymFloat, int, float)):
-            e = sym_expr(fake) if isinstance(fake, (torch.SymInt, int)) else None
-            if e is not None and isinstance(e, sympy.Symbol) and e not in self.bound_symbols():
-                call.binds.append((e, expr))
+            items = sizes if isinstance(sizes, (tuple, list)) else [None] * len(fake)
+            return type(fake)(self.result_value(node, call, f, f"{path}[{i}]", s)
+                              for i, (f, s) in enumerate(zip(fake, items)))
+        if isinstance(fake, (int, float)):
             symbol = sympy.Symbol(f"{call.name}v{len(call.binds)}")
             call.binds.append((symbol, expr))
-            return Scalar(symbol, is_float=not isinstance(fake, (torch.SymInt, int)))
-        _ = pexpr
+            return Scalar(symbol, is_float=isinstance(fake, float))
         return Opaque(expr)
-
-    def bound_symbols(self) -> set[sympy.Symbol]:
-        bound = {s for s, _ in self.sym.bindings}
-        for n in self.scheduled:
-            if isinstance(n, TorchCall):
-                bound |= {s for s, _ in n.binds}
-        return bound
 
     def finish_outputs(self, out: Any) -> None:
         def one(value: Any) -> str:

@@ -31,9 +31,9 @@ def layout_of(sizes: Sequence[int], strides: Sequence[int]) -> Layout | None:
     return lay if dense(sizes, lay) == list(strides) else None
 
 
-def order_checks(name: str, strides: dict[int, int]) -> list[str]:
-    """Python bools that hold while tensor `name` keeps the order its dims' strides had (`strides`:
-    dim -> the example's stride, size-1 dims left out): eager lays results out by that order."""
+def stride_order(strides: dict[int, int]) -> list[tuple[int, str, int]]:
+    """How the strides of a tensor compare, neighbour by neighbour in stride order (`strides`:
+    dim -> the example's stride, size-1 dims left out): `(p, "<", q)` or `(p, "==", q)`. While
+    they hold, eager lays results out in the same order."""
     dims = sorted(strides, key=lambda d: (strides[d], -d))
-    return [f"{name}.stride({p}) {'==' if strides[p] == strides[q] else '<'} {name}.stride({q})"
-            for p, q in zip(dims, dims[1:])]
+    return [(p, "==" if strides[p] == strides[q] else "<", q) for p, q in zip(dims, dims[1:])]

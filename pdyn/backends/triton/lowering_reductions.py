@@ -144,7 +144,7 @@ def lower_var(lx: GraphLowering, node: Any, x: Any, dim: Any = None, unbiased: A
     out0 = out[0] if isinstance(out, tuple) else out
     if not out0.dtype.is_floating_point or isinstance(correction, Scalar):
         raise NotLowered("var of these inputs")
-    ranges = [sympy.Integer(s) if isinstance(s, int) else s.node.expr for s in out0.shape]
+    ranges = lx.ranges(node, 0 if isinstance(out, tuple) else None)
     var, mean = variance(lx, x, norm_dims(dim, len(x.ranges)), _correction(unbiased, correction),
                          keepdim, out0.dtype, ranges)
     if name.startswith("std"):

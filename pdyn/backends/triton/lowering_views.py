@@ -15,6 +15,7 @@ from pdyn.backends.triton.ir import Handler, Index, Pointwise, Scalar, Val, View
 from pdyn.backends.triton.lowering import operand, register
 from pdyn.ops import op_of
 from pdyn.backends.triton.symbolic import floordiv, moddim
+from pdyn.shape_rules_views import view_groups
 
 Reindex = Callable[[Index], Index]
 
@@ -29,36 +30,10 @@ def view(lx: GraphLowering, node: Any, base: Pointwise, reindex: Reindex) -> Vie
     return View(lx.ranges(node), base.dtype, fn, base.reads, base.ops, node=node, base=base)
 
 
-def _same(a: sympy.Expr, b: sympy.Expr) -> bool:
-    return sympy.expand(a - b) == 0
-
-
-def reshape_groups(lx: GraphLowering, src: list[sympy.Expr], dst: list[sympy.Expr]) -> list[tuple[list[int], list[int]]]:
-    """Pair runs of source and result dims with equal products (size-1 dims left out)."""
-    s = [i for i, n in enumerate(src) if n != 1]
-    d = [j for j, n in enumerate(dst) if n != 1]
-    groups, i, j = [], 0, 0
-    while i < len(s) and j < len(d):
-        gs, gd = [s[i]], [d[j]]
-        ps, pd = src[s[i]], dst[d[j]]
-        i, j = i + 1, j + 1
-        while not _same(ps, pd):
-            if lx.sym.hint(ps) <= lx.sym.hint(pd) and i < len(s):
-                ps, i = ps * src[s[i]], i + 1
-                gs.append(s[i - 1])
-            elif j < len(d):
-                pd, j = pd * dst[d[j]], j + 1
-                gd.append(d[j - 1])
-            else:
-                return [(s, d)]  # products never met symbolically: one group, still exact
-        groups.append((gs, gd))
-    if i < len(s) or j < len(d):
-        return [(s, d)]
-    return groups
-
-
 def reshape_reindex(lx: GraphLowering, src: list[sympy.Expr], dst: list[sympy.Expr]) -> Reindex:
-    groups = reshape_groups(lx, src, dst)
+    # size-1 dims index nothing: left out, a kept dim stays one load index instead of a division
+    groups = [([i for i in gs if src[i] != 1], [j for j in gd if dst[j] != 1])
+              for gs, gd in view_groups(lx.sym.hints_env(), src, dst)]
 
     def reindex(idx: Index) -> Index:
         out: Index = [sympy.Integer(0)] * len(src)

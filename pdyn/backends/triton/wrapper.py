@@ -1,5 +1,6 @@
-"""The Python wrapper of one graph: bind symbols from the call's inputs, check what the kernels
-assume (else run the graph eagerly), allocate buffers, launch kernels, call torch, return outputs.
+"""The Python wrapper of one graph: bind the size symbols it uses from the call's inputs, allocate
+buffers, launch kernels, call torch, return outputs. It checks nothing: the entry's guards (with
+the backend's assumptions among them) already hold when it runs.
 
 Emitted as source text (logged with PDYN_LOGS=output_code) and exec'd once; every size in it is an
 expression over the call's inputs, so one wrapper serves every size the guards admit.
@@ -7,8 +8,11 @@ expression over the call's inputs, so one wrapper serves every size the guards a
 
 from __future__ import annotations
 
+import math
+import re
 from typing import Any
 
+import sympy
 import torch
 
 from pdyn.backends.triton import runtime
@@ -25,7 +29,7 @@ class WrapperCode:
     def __init__(self, lx: GraphLowering, sym: SymbolicGraph, interpret: bool) -> None:
         self.lx, self.sym, self.interpret = lx, sym, interpret
         self.lines: list[str] = []
-        self.globals: dict[str, Any] = {"torch": torch, "_rt": runtime, "math": __import__("math"),
+        self.globals: dict[str, Any] = {"torch": torch, "_rt": runtime, "math": math,
                                         "_dev": lx.device, "_empty": runtime.allocator(lx.device)}
         self.kernels: list[str] = []
         self.launchers: list[runtime.KernelLauncher] = []
@@ -36,7 +40,6 @@ class WrapperCode:
     def build(self, steps: list[Step], out_struct: str) -> str:
         params = ", ".join(name for name, _ in self.lx.inputs)
         self.add(f"def call({params}):", 0)
-        fail = f"return _eager({params})"
         if self.lx.device.type == "cuda" and not self.interpret:
             # kernels and allocations go to the current device: make it the graph's
             index = self.lx.device.index or 0
@@ -45,27 +48,21 @@ class WrapperCode:
             self.add(f"if _current_device() != {index}:")
             self.add(f"with _device_guard({index}):", 2)
             self.add(f"return call({params})", 3)
-        if self.lx.layout_checks:
-            self.add(f"if not ({' and '.join(self.lx.layout_checks)}):")
-            self.add(fail, 2)
-        self.bind_sizes(self.sym.bindings + self.lx.stride_bindings)
-        checks = list(dict.fromkeys(self.sym.checks))  # NOTE: guards can repeat; each costs per call
-        if checks:
-            self.add(f"if not ({' and '.join(f'({c})' for c in checks)}):")
-            self.add(fail, 2)
+        head = len(self.lines)
         for i, step in enumerate(steps):
             if isinstance(step, TorchCall):
                 self.torch_call(step)
             else:
                 self.kernel(i, step)
         self.add(f"return {out_struct.format(*self.lx.outputs)}")
+        body, self.lines = self.lines[head:], self.lines[:head]
+        self.bind_sizes(used(self.sym.bindings + self.lx.stride_bindings, "\n".join(body)))
+        self.lines += body
         return "\n".join(self.lines) + "\n"
 
-    def bind_sizes(self, bindings: list) -> None:
+    def bind_sizes(self, bindings: list[tuple[sympy.Symbol, str]]) -> None:
         """`s0 = a0.shape[0]` per symbol, with each input's `.shape` read once (each read of a
         tensor attribute costs on every call)."""
-        import re
-
         shapes: dict[str, str] = {}
         for symbol, expr in bindings:
             m = re.fullmatch(r"(\w+)\.shape\[(\d+)\]", expr)
@@ -120,9 +117,13 @@ class WrapperCode:
         return buf.name
 
 
-def _product(ranges: list[Any]) -> Any:
-    import sympy
+def used(bindings: list[tuple[sympy.Symbol, str]], text: str) -> list[tuple[sympy.Symbol, str]]:
+    """The bindings of the symbols `text` names (a dim the wrapper never reads is not read)."""
+    names = set(re.findall(r"\b[A-Za-z_]\w*\b", text))
+    return [(symbol, expr) for symbol, expr in bindings if symbol.name in names]
 
+
+def _product(ranges: list[Any]) -> Any:
     return sympy.Mul(*ranges) if ranges else sympy.Integer(1)
 
 
