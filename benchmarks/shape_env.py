@@ -10,7 +10,7 @@ import time
 import sympy
 
 from pdyn.sources import LocalSource
-from pdyn.symbolic_shapes import ShapeEnv, SymbolOrigin, to_python
+from pdyn.shapes.shape_env import ShapeEnv, SymbolOrigin, to_python
 
 
 def main(n_symbols: int = 500, n_guards: int = 1000) -> None:

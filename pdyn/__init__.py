@@ -11,11 +11,11 @@ from typing import Any, Callable
 
 import torch
 
-from pdyn import logs
+from pdyn.base import logs
 from pdyn.backends import resolve
-from pdyn.config import Config, config
-from pdyn.errors import Unsupported, UserError
-from pdyn.eval_frame import CACHES, RECORDERS, CodeCache, Frame, Recorder, make_wrapper
+from pdyn.base.config import Config, config
+from pdyn.base.errors import Unsupported, UserError
+from pdyn.hook.eval_frame import CACHES, RECORDERS, CodeCache, Frame, Recorder, make_wrapper
 from pdyn.explain import ExplainOutput
 
 __all__ = ["optimize", "explain", "stats", "reset", "mark_dynamic", "mark_static", "graph_break", "Unsupported",

@@ -13,10 +13,10 @@ from typing import Any
 import sympy
 import torch
 
-from pdyn.shape_rules import ShapeError, SymTensor, infer_sizes
+from pdyn.ops.shape_rules import ShapeError, SymTensor, infer_sizes
 from pdyn.sources import LocalSource
 from pdyn.sources import SizeSource
-from pdyn.symbolic_shapes import ShapeEnv
+from pdyn.shapes.shape_env import ShapeEnv
 
 
 def sym_tensor(env: ShapeEnv, shape: tuple[int, ...], name: str, dtype: torch.dtype = torch.float32) -> SymTensor:

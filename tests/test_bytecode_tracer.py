@@ -1,5 +1,5 @@
 """The step loop: executed opcodes, the handler registry, unknown opcodes, try blocks, limits
-(pdyn/bytecode_tracer.py)."""
+(pdyn/trace/translator.py)."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ from typing import Any
 import pytest
 import torch
 
-from pdyn.bytecode_tracer import HANDLERS, InstructionTranslator, handler
-from pdyn.config import Config
-from pdyn.errors import Unsupported
-from pdyn.output_graph import OutputGraph
-from pdyn.trace_context import TraceContext
+from pdyn.trace.translator import HANDLERS, InstructionTranslator, handler
+from pdyn.base.config import Config
+from pdyn.base.errors import Unsupported
+from pdyn.trace.output_graph import OutputGraph
+from pdyn.trace.context import TraceContext
 from pdyn.sources import LocalSource
-from pdyn.variables.builder import wrap
+from pdyn.trace.variables.builder import wrap
 
 
 def trace(fn: Any, *args: Any, config: Config | None = None) -> InstructionTranslator:

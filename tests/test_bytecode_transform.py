@@ -1,4 +1,4 @@
-"""Resume and step functions built with `bytecode` (pdyn/bytecode_transform.py): they run as the
+"""Resume and step functions built with `bytecode` (pdyn/bytecode/transform.py): they run as the
 original code would from the break on, keep the user's file and lines, and are built once per point.
 No torch here, so the file also runs on its own under another Python (`python -m pytest` or directly).
 """
@@ -8,9 +8,9 @@ from __future__ import annotations
 import traceback
 import types
 
-from pdyn.bytecode_transform import (JUMPED, NEXT, ORIGINS, ResumePoint, live_locals, original_of, resume_code,
+from pdyn.bytecode.transform import (JUMPED, NEXT, ORIGINS, ResumePoint, live_locals, original_of, resume_code,
                                      resume_index, step_code, why_not_resumable)
-from pdyn.instructions import decode
+from pdyn.bytecode.instructions import decode
 
 
 def sample(x, y):

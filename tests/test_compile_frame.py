@@ -1,4 +1,4 @@
-"""One cache miss end to end: trace, guards, graph, frame code -> CacheEntry (pdyn/compile_frame.py)."""
+"""One cache miss end to end: trace, guards, graph, frame code -> CacheEntry (pdyn/hook/compile_frame.py)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import pytest
 import torch
 
 import pdyn
-from pdyn.compile_frame import CacheEntry, compile_frame, title_of
-from pdyn.config import Config
-from pdyn.errors import Unsupported
-from pdyn.recompile_policy import CodeHistory, decide
+from pdyn.hook.compile_frame import CacheEntry, compile_frame, title_of
+from pdyn.base.config import Config
+from pdyn.base.errors import Unsupported
+from pdyn.hook.recompile_policy import CodeHistory, decide
 from pdyn.sources import LocalSource, SizeSource
 from tests.helpers import CountingBackend
 

@@ -1,5 +1,5 @@
 """Config: defaults, the PDYN_* environment variables, and the live settings behind `pdyn.config`
-(pdyn/config.py)."""
+(pdyn/base/config.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 import torch
 
 import pdyn
-from pdyn.config import LOG_TOPICS, Config, Settings, snapshot
+from pdyn.base.config import LOG_TOPICS, Config, Settings, snapshot
 
 
 def test_defaults():
@@ -67,7 +67,7 @@ def test_log_topics_are_the_documented_ones():
 
 
 def test_pdyn_config_is_the_live_settings():
-    assert pdyn.config is sys.modules["pdyn.config"].config
+    assert pdyn.config is sys.modules["pdyn.base.config"].config
     assert isinstance(pdyn.config, Settings) and isinstance(pdyn.config.snapshot(), Config)
 
 

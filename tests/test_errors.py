@@ -1,11 +1,11 @@
-"""Errors users see: Unsupported with file:line, the line, a caret and a hint (pdyn/errors.py)."""
+"""Errors users see: Unsupported with file:line, the line, a caret and a hint (pdyn/base/errors.py)."""
 
 from __future__ import annotations
 
 import pytest
 
 import pdyn
-from pdyn.errors import InternalError, SourceLoc, Unsupported, UserError, UserException
+from pdyn.base.errors import InternalError, SourceLoc, Unsupported, UserError, UserException
 
 SOURCE_TEXT = "        y = print(x.shape)"  # the line the SourceLocs of these tests point at
 LINE = next(n for n, text in enumerate(open(__file__).read().splitlines(), 1) if text.startswith("SOURCE_TEXT"))

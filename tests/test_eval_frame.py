@@ -1,5 +1,5 @@
 """The call boundary: wrapper signature, argument errors, cache hits and misses, stats, reset,
-the recompile limit and eager fallback (pdyn/eval_frame.py, pdyn/__init__.py)."""
+the recompile limit and eager fallback (pdyn/hook/eval_frame.py, pdyn/__init__.py)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import torch
 
 import pdyn
 from pdyn.backends.eager import eager
-from pdyn.config import Config
-from pdyn.eval_frame import Frame, make_wrapper
+from pdyn.base.config import Config
+from pdyn.hook.eval_frame import Frame, make_wrapper
 
 
 def optimized(fn: Callable[..., Any], config: Config | None = None, backend: Any = eager,

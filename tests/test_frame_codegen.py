@@ -1,12 +1,12 @@
 """The Python function an entry runs on a hit: graph call, rebuilt result, side effects
-(pdyn/frame_codegen.py)."""
+(pdyn/trace/frame_codegen.py)."""
 
 from __future__ import annotations
 
 import torch
 
 import pdyn
-from pdyn.frame_codegen import FrameCodegen, build_frame_function
+from pdyn.trace.frame_codegen import FrameCodegen, build_frame_function
 
 
 def test_build_frame_function_calls_graph_and_returns_result():

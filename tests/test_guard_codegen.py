@@ -1,5 +1,5 @@
 """GuardSet -> generated check(L, G): golden source text, sentences, escaping, constants
-(pdyn/guard_codegen.py). Golden text is inline; `PDYN_UPDATE_GOLDEN=1 pytest ...` rewrites it."""
+(pdyn/guards/codegen.py). Golden text is inline; `PDYN_UPDATE_GOLDEN=1 pytest ...` rewrites it."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from pathlib import Path
 import torch
 
 import pdyn
-from pdyn.errors import SourceLoc
-from pdyn.guard_codegen import build
-from pdyn.guards import AliasGuard, DictKeysGuard, EqualsGuard, GradModeGuard, GuardSet, IdGuard, TensorGuard
+from pdyn.base.errors import SourceLoc
+from pdyn.guards.codegen import build
+from pdyn.guards.guards import AliasGuard, DictKeysGuard, EqualsGuard, GradModeGuard, GuardSet, IdGuard, TensorGuard
 from pdyn.sources import AttrSource, ItemSource, LocalSource
 
 HERE = Path(__file__)

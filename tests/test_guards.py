@@ -1,4 +1,4 @@
-"""Guard classes: the condition each fails under and the sentence it names (pdyn/guards.py)."""
+"""Guard classes: the condition each fails under and the sentence it names (pdyn/guards/guards.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 import torch
 
-from pdyn.guards import (AliasGuard, DictKeysGuard, EqualsGuard, GlobalNameGuard, GradModeGuard, GuardSet,
+from pdyn.guards.guards import (AliasGuard, DictKeysGuard, EqualsGuard, GlobalNameGuard, GradModeGuard, GuardSet,
                          IdGuard, LenGuard, NoHooksGuard, TensorGuard, TypeGuard)
 from pdyn.sources import LocalSource
 

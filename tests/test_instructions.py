@@ -1,4 +1,4 @@
-"""Decoding code objects into pdyn's normalized instruction list (pdyn/instructions.py)."""
+"""Decoding code objects into pdyn's normalized instruction list (pdyn/bytecode/instructions.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import operator
 
 import torch
 
-from pdyn.instructions import OPNAMES, CallExArgs, FormatArgs, FunctionParts, UnpackCounts, decode
+from pdyn.bytecode.instructions import OPNAMES, CallExArgs, FormatArgs, FunctionParts, UnpackCounts, decode
 
 
 def opnames(fn) -> list[str]:

@@ -21,19 +21,18 @@ PACKAGE = ROOT / "pdyn"
 # layer -> module prefixes (a prefix matches the module itself and everything under it)
 LAYERS: dict[str, tuple[str, ...]] = {
     "face": ("pdyn.__init__", "pdyn.explain"),
-    "hook": ("pdyn.eval_frame", "pdyn.compile_frame", "pdyn.recompile_policy"),
-    "translator": ("pdyn.bytecode_tracer", "pdyn.output_graph", "pdyn.frame_codegen"),
-    "handlers": ("pdyn.handlers",),
-    "variables": ("pdyn.variables",),
-    "context": ("pdyn.trace_context",),
-    "bytecode": ("pdyn.instructions", "pdyn.bytecode_transform"),
-    "guards": ("pdyn.guards", "pdyn.shape_guards", "pdyn.guard_codegen"),
+    "hook": ("pdyn.hook",),
+    "translator": ("pdyn.trace",),  # translator, output_graph, frame_codegen; the rest of trace/ below
+    "handlers": ("pdyn.trace.handlers",),
+    "variables": ("pdyn.trace.variables",),
+    "context": ("pdyn.trace.context",),
+    "bytecode": ("pdyn.bytecode",),
+    "guards": ("pdyn.guards",),
     "backends": ("pdyn.backends",),
-    "ops": ("pdyn.ops", "pdyn.shape_rules", "pdyn.shape_rules_views", "pdyn.shape_rules_reductions", "pdyn.shape_rules_nn",
-            "pdyn.op_effects"),
-    "shapes": ("pdyn.graph_meta", "pdyn.symbolic_shapes", "pdyn.sym_float", "pdyn.trace_plan"),
+    "ops": ("pdyn.ops",),
+    "shapes": ("pdyn.shapes",),
     "sources": ("pdyn.sources",),
-    "base": ("pdyn.config", "pdyn.errors", "pdyn.logs"),
+    "base": ("pdyn.base",),
 }
 # layer -> the layers it may import (its own layer always)
 ALLOWED: dict[str, frozenset[str]] = {
@@ -59,8 +58,8 @@ NO_LAZY_IMPORTS = frozenset({"translator", "handlers", "variables", "context"})
 
 @dataclass(frozen=True)
 class Import:
-    importer: str      # the importing module, e.g. pdyn.variables.builder
-    imported: str      # the imported pdyn module, e.g. pdyn.variables.tensor
+    importer: str      # the importing module, e.g. pdyn.trace.variables.builder
+    imported: str      # the imported pdyn module, e.g. pdyn.trace.variables.tensor
     where: str         # file:line
     lazy: bool         # inside a function
 
@@ -174,9 +173,9 @@ def test_no_import_crosses_a_forbidden_arrow():
 
 
 def test_a_tracker_importing_a_handler_is_reported_with_its_line():
-    imports = imports_of("from pdyn.handlers.ops import binary_op\nfrom pdyn.errors import Unsupported\n",
-                         "pdyn.variables.probe", "pdyn/variables/probe.py", False, set(MODULES))
-    assert forbidden(imports) == ["pdyn/variables/probe.py:1: pdyn.variables.probe imports pdyn.handlers.ops  "
+    imports = imports_of("from pdyn.trace.handlers.ops import binary_op\nfrom pdyn.base.errors import Unsupported\n",
+                         "pdyn.trace.variables.probe", "pdyn/variables/probe.py", False, set(MODULES))
+    assert forbidden(imports) == ["pdyn/variables/probe.py:1: pdyn.trace.variables.probe imports pdyn.trace.handlers.ops  "
                                   "(variables -> handlers is not allowed)"]
 
 
@@ -232,13 +231,13 @@ def test_variables_never_import_handlers_or_the_translator():
 
 
 @pytest.mark.parametrize("source, imported, lazy", [
-    ("from pdyn.bytecode_tracer import handler\n", ["pdyn.bytecode_tracer"], False),
-    ("import pdyn.handlers\n", ["pdyn.handlers"], False),
-    ("def f():\n    from pdyn.variables import builder\n", ["pdyn.variables.builder"], True),
-    ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pdyn.output_graph import OutputGraph\n", [], False),
-    ("from ..errors import Unsupported\nfrom . import tensor\n", ["pdyn.errors", "pdyn.variables.tensor"], False),
+    ("from pdyn.trace.translator import handler\n", ["pdyn.trace.translator"], False),
+    ("import pdyn.trace.handlers\n", ["pdyn.trace.handlers"], False),
+    ("def f():\n    from pdyn.trace.variables import builder\n", ["pdyn.trace.variables.builder"], True),
+    ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pdyn.trace.output_graph import OutputGraph\n", [], False),
+    ("from ...base.errors import Unsupported\nfrom . import tensor\n", ["pdyn.base.errors", "pdyn.trace.variables.tensor"], False),
 ])
 def test_the_reader_sees_imports_as_python_resolves_them(source, imported, lazy):
-    found = imports_of(source, "pdyn.variables.probe", "probe.py", False, set(MODULES))
+    found = imports_of(source, "pdyn.trace.variables.probe", "probe.py", False, set(MODULES))
     assert [i.imported for i in found] == imported
     assert all(i.lazy == lazy for i in found)

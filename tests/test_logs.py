@@ -1,5 +1,5 @@
 """PDYN_LOGS topics as loggers under 'pdyn': what each topic logs, and the recompile line
-(pdyn/logs.py; the lines themselves come from compile_frame and eval_frame)."""
+(pdyn/base/logs.py; the lines themselves come from compile_frame and eval_frame)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 import torch
 
 import pdyn
-from pdyn import logs
-from pdyn.config import LOG_TOPICS, Config
+from pdyn.base import logs
+from pdyn.base.config import LOG_TOPICS, Config
 
 
 @pytest.fixture

@@ -12,14 +12,15 @@ import torch.fx
 import torch.nn.functional as F
 
 import pdyn
-from pdyn import op_effects, sym_float
+from pdyn.ops import effects as op_effects
+from pdyn.shapes import sym_float
 from pdyn.backends.triton.fallbacks import reason
 from pdyn.backends.triton.lowering import LOWERINGS
-from pdyn.errors import Unsupported
-from pdyn.instructions import BINARY_OPS, COMPARE_OPS
+from pdyn.base.errors import Unsupported
+from pdyn.bytecode.instructions import BINARY_OPS, COMPARE_OPS
 from pdyn.ops import OPS, canonical, in_place_operator, op_of, plain_operator
-from pdyn.shape_rules import RULES
-from pdyn.variables.symint import SYMPY_OPS, UNARY_FLOAT_OPS, UNARY_SYMPY_OPS
+from pdyn.ops.shape_rules import RULES
+from pdyn.trace.variables.symint import SYMPY_OPS, UNARY_FLOAT_OPS, UNARY_SYMPY_OPS
 
 
 def _tracer_targets() -> list:

@@ -1,5 +1,5 @@
 """The fx graph under construction: placeholders with sources, nodes with the user's file:line,
-aliasing of inputs, op errors (pdyn/output_graph.py)."""
+aliasing of inputs, op errors (pdyn/trace/output_graph.py)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 import torch
 
-from pdyn.errors import SourceLoc, Unsupported, UserException
-from pdyn.guards import AliasGuard, GradModeGuard
-from pdyn.output_graph import OutputGraph
-from pdyn.trace_context import TraceContext
+from pdyn.base.errors import SourceLoc, Unsupported, UserException
+from pdyn.guards.guards import AliasGuard, GradModeGuard
+from pdyn.trace.output_graph import OutputGraph
+from pdyn.trace.context import TraceContext
 from pdyn.sources import LocalSource
 from tests.helpers import CountingBackend
 

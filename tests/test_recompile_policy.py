@@ -1,14 +1,14 @@
 """The recompile policy: what the next trace may assume, from earlier compiles of the same code
-(pdyn/recompile_policy.py)."""
+(pdyn/hook/recompile_policy.py)."""
 
 import pytest
 import torch
 
-from pdyn.config import Config
-from pdyn.errors import Unsupported
-from pdyn.recompile_policy import CodeHistory, InheritedSizes, RunEager, decide
+from pdyn.base.config import Config
+from pdyn.base.errors import Unsupported
+from pdyn.hook.recompile_policy import CodeHistory, InheritedSizes, RunEager, decide
 from pdyn.sources import ItemSource, LocalSource, SizeSource
-from pdyn.trace_plan import TracePlan
+from pdyn.shapes.trace_plan import TracePlan
 from tests.tracing import trace
 
 X0 = SizeSource(LocalSource("x"), 0)

@@ -1,16 +1,16 @@
 """Guards on sizes from a finished ShapeEnv: symbols bound once, pinned dims, dims assumed equal,
-expressions; compiled with guard_codegen and run on real tensors (pdyn/shape_guards.py)."""
+expressions; compiled with guard_codegen and run on real tensors (pdyn/guards/shape_guards.py)."""
 
 import sympy
 import torch
 
-from pdyn.errors import SourceLoc
-from pdyn.guard_codegen import build
-from pdyn.guards import GuardSet
-from pdyn.shape_guards import ExprGuard, SameSizeGuard, StaticDimGuard, SymbolGuard, shape_guards
+from pdyn.base.errors import SourceLoc
+from pdyn.guards.codegen import build
+from pdyn.guards.guards import GuardSet
+from pdyn.guards.shape_guards import ExprGuard, SameSizeGuard, StaticDimGuard, SymbolGuard, shape_guards
 from pdyn.sources import LocalSource
 from pdyn.sources import SizeSource
-from pdyn.symbolic_shapes import ShapeEnv
+from pdyn.shapes.shape_env import ShapeEnv
 
 X, Y, N = LocalSource("x"), LocalSource("y"), LocalSource("n")
 LOC = SourceLoc(__file__, 12, "forward", 4, 9)

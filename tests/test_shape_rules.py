@@ -11,8 +11,8 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pdyn.shape_rules import SymTensor, infer_sizes
-from pdyn.symbolic_shapes import FloorDiv, ShapeEnv
+from pdyn.ops.shape_rules import SymTensor, infer_sizes
+from pdyn.shapes.shape_env import FloorDiv, ShapeEnv
 from tests.shape_rules_harness import check_rule, sym_int, sym_tensor
 
 FAST = settings(max_examples=30, deadline=None)

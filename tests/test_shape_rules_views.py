@@ -10,9 +10,9 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pdyn.shape_rules import SymTensor, infer_sizes
-from pdyn.shape_rules_views import view_groups
-from pdyn.symbolic_shapes import FloorDiv, ShapeEnv
+from pdyn.ops.shape_rules import SymTensor, infer_sizes
+from pdyn.ops.shape_rules_views import view_groups
+from pdyn.shapes.shape_env import FloorDiv, ShapeEnv
 from tests.shape_rules_harness import check_rule, sym_int, sym_tensor
 
 FAST = settings(max_examples=30, deadline=None)

@@ -1,5 +1,5 @@
 """ShapeEnv: symbols, hints and ranges, bool reads that guard, value reads that specialize,
-unification, simplification, and sympy -> Python (pdyn/symbolic_shapes.py)."""
+unification, simplification, and sympy -> Python (pdyn/shapes/shape_env.py)."""
 
 import math
 import operator
@@ -8,10 +8,10 @@ import pytest
 import sympy
 from hypothesis import given, settings, strategies as st
 
-from pdyn.errors import SourceLoc, Unsupported
+from pdyn.base.errors import SourceLoc, Unsupported
 from pdyn.sources import LocalSource
 from pdyn.sources import SizeSource
-from pdyn.symbolic_shapes import FloorDiv, ReadPolicy, ShapeEnv, evaluate, substitute, to_python
+from pdyn.shapes.shape_env import FloorDiv, ReadPolicy, ShapeEnv, evaluate, substitute, to_python
 
 LOC = SourceLoc("model.py", 3, "forward", 4, 9)
 X, Y = LocalSource("x"), LocalSource("y")

@@ -7,16 +7,16 @@ from typing import Any
 
 import torch
 
-from pdyn.bytecode_tracer import InstructionTranslator
-from pdyn.config import Config
-from pdyn.guards import Guard
-from pdyn.instructions import decode
-from pdyn.output_graph import OutputGraph
-from pdyn.trace_context import TraceContext
-from pdyn.trace_plan import TracePlan
+from pdyn.trace.translator import InstructionTranslator
+from pdyn.base.config import Config
+from pdyn.guards.guards import Guard
+from pdyn.bytecode.instructions import decode
+from pdyn.trace.output_graph import OutputGraph
+from pdyn.trace.context import TraceContext
+from pdyn.shapes.trace_plan import TracePlan
 from pdyn.sources import LocalSource
-from pdyn.variables.builder import wrap
-from pdyn.variables.cell import CellVariable
+from pdyn.trace.variables.builder import wrap
+from pdyn.trace.variables.cell import CellVariable
 
 
 def trace(fn: Any, *args: Any, config: Config | None = None, plan: TracePlan | None = None,
@@ -107,7 +107,7 @@ def guards_of(tx: InstructionTranslator, kind: type[Guard]) -> list[Any]:
 def run_graph(tx: InstructionTranslator, *inputs: Any) -> Any:
     """Run the recorded graph on real inputs (placeholders in order), returning the traced result's
     value (a tensor, or a tuple/list of them)."""
-    from pdyn.variables.tensor import TensorVariable
+    from pdyn.trace.variables.tensor import TensorVariable
 
     result = tx.result  # type: ignore[attr-defined]
     graph = tx.output.graph

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from pdyn.backends.eager import eager
-from pdyn.errors import UserError
+from pdyn.base.errors import UserError
 
 
 def triton(gm: Any, example_inputs: list[Any]) -> Callable[..., Any]:

@@ -316,7 +316,7 @@ def _node(op: str, target, *args, **kwargs) -> torch.fx.Node:
 def test_every_in_place_operator_and_method_mutates():
     import operator
 
-    from pdyn.op_effects import mutates
+    from pdyn.ops.effects import mutates
 
     in_place = [getattr(operator, n) for n in ("iadd", "isub", "imul", "itruediv", "ifloordiv",
                 "imod", "ipow", "iand", "ior", "ixor", "ilshift", "irshift", "imatmul")]
@@ -332,7 +332,7 @@ def test_every_in_place_operator_and_method_mutates():
 def test_out_of_place_ops_do_not_mutate():
     import operator
 
-    from pdyn.op_effects import mutates
+    from pdyn.ops.effects import mutates
 
     for fn in (operator.and_, operator.or_, operator.xor, operator.add, operator.lshift,
                operator.matmul, operator.getitem, torch.add):

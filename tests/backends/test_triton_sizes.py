@@ -1,5 +1,5 @@
 """The Triton backend works in pdyn's symbolic world: it reads the sizes and symbol bindings the
-tracer stamped (pdyn/graph_meta.py), checks nothing the entry's guards check, returns what it
+tracer stamped (pdyn/shapes/graph_meta.py), checks nothing the entry's guards check, returns what it
 assumes beyond them as guards, and no module of pdyn leans on torch's dynamo or its ShapeEnv."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import sympy
 import torch
 
 import pdyn
-from pdyn.graph_meta import SIZES, STRIDES, SYMBOLS
+from pdyn.shapes.graph_meta import SIZES, STRIDES, SYMBOLS
 from tests.backends.util import Recorder, check, randn
 
 PDYN = pathlib.Path(pdyn.__file__).parent

@@ -273,6 +273,6 @@ def test_resume_functions_are_cached_per_instruction():
     opt = pdyn.optimize(f)
     opt(torch.randn(2))
     opt(torch.randn(2, 3))  # a recompile of f breaks at the same print: same resume function
-    from pdyn.bytecode_transform import RESUME_CODES
+    from pdyn.bytecode.transform import RESUME_CODES
 
     assert sum(1 for point in RESUME_CODES if point.code is f.__code__) == 1

@@ -5,8 +5,8 @@ import pytest
 import torch
 
 import pdyn
-from pdyn.errors import Unsupported, UserException
-from pdyn.variables.functions import UserFunctionVariable
+from pdyn.base.errors import Unsupported, UserException
+from pdyn.trace.variables.functions import UserFunctionVariable
 from tests.tracing import assert_graph, assert_ran, trace
 
 

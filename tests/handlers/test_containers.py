@@ -4,8 +4,8 @@
 import pytest
 import torch
 
-from pdyn.errors import Unsupported, UserException
-from pdyn.variables.containers import DictVariable, ListVariable, SetVariable, TupleVariable
+from pdyn.base.errors import Unsupported, UserException
+from pdyn.trace.variables.containers import DictVariable, ListVariable, SetVariable, TupleVariable
 from tests.tracing import assert_graph, assert_ran, trace
 
 

@@ -6,9 +6,9 @@ import textwrap
 import pytest
 import torch
 
-from pdyn.config import Config
-from pdyn.errors import Unsupported, UserException
-from pdyn.variables.constant import ConstantVariable
+from pdyn.base.config import Config
+from pdyn.base.errors import Unsupported, UserException
+from pdyn.trace.variables.constant import ConstantVariable
 from tests.tracing import assert_graph, assert_ran, opnames, trace
 
 

@@ -3,9 +3,9 @@
 import pytest
 import torch
 
-from pdyn.errors import Unsupported, UserException
-from pdyn.variables.constant import ConstantVariable
-from pdyn.variables.symint import SymIntVariable
+from pdyn.base.errors import Unsupported, UserException
+from pdyn.trace.variables.constant import ConstantVariable
+from pdyn.trace.variables.symint import SymIntVariable
 from tests.tracing import assert_graph, assert_ran, trace
 
 

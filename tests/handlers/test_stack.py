@@ -5,9 +5,9 @@ import sys
 import pytest
 import torch
 
-from pdyn.errors import Unsupported
-from pdyn.variables.symint import SymIntVariable
-from pdyn.variables.tensor import TensorVariable
+from pdyn.base.errors import Unsupported
+from pdyn.trace.variables.symint import SymIntVariable
+from pdyn.trace.variables.tensor import TensorVariable
 from tests.tracing import assert_graph, assert_ran, trace
 
 

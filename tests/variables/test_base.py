@@ -6,10 +6,10 @@ import operator
 import pytest
 import torch
 
-from pdyn.errors import Unsupported
-from pdyn.frame_codegen import FrameCodegen
+from pdyn.base.errors import Unsupported
+from pdyn.trace.frame_codegen import FrameCodegen
 from pdyn.sources import AttrSource, LocalSource
-from pdyn.variables.base import NULL, VariableTracker
+from pdyn.trace.variables.base import NULL, VariableTracker
 from tests.tracing import trace
 
 

@@ -8,23 +8,23 @@ import math
 import pytest
 import torch
 
-from pdyn.bytecode_tracer import InstructionTranslator
-from pdyn.config import Config
-from pdyn.errors import Unsupported
-from pdyn.guards import AliasGuard, DictKeysGuard, EqualsGuard, IdGuard, LenGuard, TensorGuard, TypeGuard
-from pdyn.output_graph import OutputGraph
-from pdyn.trace_context import TraceContext
-from pdyn.trace_plan import TracePlan
+from pdyn.trace.translator import InstructionTranslator
+from pdyn.base.config import Config
+from pdyn.base.errors import Unsupported
+from pdyn.guards.guards import AliasGuard, DictKeysGuard, EqualsGuard, IdGuard, LenGuard, TensorGuard, TypeGuard
+from pdyn.trace.output_graph import OutputGraph
+from pdyn.trace.context import TraceContext
+from pdyn.shapes.trace_plan import TracePlan
 from pdyn.sources import AttrSource, ItemSource, LocalSource
-from pdyn.variables.builder import wrap, wrap_constant_result
-from pdyn.variables.constant import ConstantVariable, ObjectConstantVariable
-from pdyn.variables.containers import DictVariable, ListVariable, SetVariable, SizeVariable, TupleVariable
-from pdyn.variables.builtins import BuiltinVariable, ClassVariable
-from pdyn.variables.functions import PartialVariable, UserFunctionVariable, UserMethodVariable
-from pdyn.variables.nn_module import NNModuleVariable, UserObjectVariable
-from pdyn.variables.symint import SymIntVariable
-from pdyn.variables.tensor import TensorUnboundMethodVariable, TensorVariable
-from pdyn.variables.torch import PythonModuleVariable, TorchFunctionVariable
+from pdyn.trace.variables.builder import wrap, wrap_constant_result
+from pdyn.trace.variables.constant import ConstantVariable, ObjectConstantVariable
+from pdyn.trace.variables.containers import DictVariable, ListVariable, SetVariable, SizeVariable, TupleVariable
+from pdyn.trace.variables.builtins import BuiltinVariable, ClassVariable
+from pdyn.trace.variables.functions import PartialVariable, UserFunctionVariable, UserMethodVariable
+from pdyn.trace.variables.nn_module import NNModuleVariable, UserObjectVariable
+from pdyn.trace.variables.symint import SymIntVariable
+from pdyn.trace.variables.tensor import TensorUnboundMethodVariable, TensorVariable
+from pdyn.trace.variables.torch import PythonModuleVariable, TorchFunctionVariable
 
 X = LocalSource("x")
 

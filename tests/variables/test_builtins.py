@@ -7,9 +7,9 @@ import operator
 import pytest
 import torch
 
-from pdyn.errors import Unsupported, UserException
-from pdyn.variables.containers import IteratorVariable, ListVariable
-from pdyn.variables.symint import SymIntVariable
+from pdyn.base.errors import Unsupported, UserException
+from pdyn.trace.variables.containers import IteratorVariable, ListVariable
+from pdyn.trace.variables.symint import SymIntVariable
 from tests.tracing import assert_graph, trace
 
 

@@ -6,12 +6,12 @@ import math
 import pytest
 import torch
 
-from pdyn.errors import Unsupported, UserException
-from pdyn.frame_codegen import FrameCodegen
-from pdyn.guards import EqualsGuard
+from pdyn.base.errors import Unsupported, UserException
+from pdyn.trace.frame_codegen import FrameCodegen
+from pdyn.guards.guards import EqualsGuard
 from pdyn.sources import LocalSource
-from pdyn.variables.constant import ConstantVariable, ObjectConstantVariable, is_constant_value
-from pdyn.variables.builtins import BuiltinVariable
+from pdyn.trace.variables.constant import ConstantVariable, ObjectConstantVariable, is_constant_value
+from pdyn.trace.variables.builtins import BuiltinVariable
 from tests.tracing import assert_graph, guards_of, trace
 
 

@@ -6,9 +6,9 @@ import operator
 import pytest
 import torch
 
-from pdyn.errors import Unsupported, UserException
-from pdyn.variables.constant import ConstantVariable
-from pdyn.variables.containers import (DictVariable, IteratorVariable, ListVariable, SetVariable, SizeVariable,
+from pdyn.base.errors import Unsupported, UserException
+from pdyn.trace.variables.constant import ConstantVariable
+from pdyn.trace.variables.containers import (DictVariable, IteratorVariable, ListVariable, SetVariable, SizeVariable,
                                        TupleVariable)
 from tests.tracing import trace
 

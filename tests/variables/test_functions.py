@@ -6,11 +6,11 @@ import functools
 import pytest
 import torch
 
-from pdyn.errors import Unsupported, UserException
-from pdyn.guards import EqualsGuard
+from pdyn.base.errors import Unsupported, UserException
+from pdyn.guards.guards import EqualsGuard
 from pdyn.sources import AttrSource, DefaultSource, GlobalSource, ItemSource
-from pdyn.variables.constant import ConstantVariable
-from pdyn.variables.functions import PartialVariable, UserFunctionVariable, bind_arguments
+from pdyn.trace.variables.constant import ConstantVariable
+from pdyn.trace.variables.functions import PartialVariable, UserFunctionVariable, bind_arguments
 from tests.tracing import assert_graph, guards_of, trace
 
 

@@ -6,12 +6,12 @@ import sympy
 import torch
 from torch._subclasses.fake_tensor import FakeTensor
 
-from pdyn.errors import Unsupported
-from pdyn.shape_rules import SymTensor
-from pdyn.variables.constant import ConstantVariable
-from pdyn.variables.containers import DictVariable, ListVariable, SizeVariable, SliceVariable, TupleVariable
-from pdyn.variables.fx_args import as_fake, as_node, as_symbolic
-from pdyn.variables.nn_module import UserObjectVariable
+from pdyn.base.errors import Unsupported
+from pdyn.ops.shape_rules import SymTensor
+from pdyn.trace.variables.constant import ConstantVariable
+from pdyn.trace.variables.containers import DictVariable, ListVariable, SizeVariable, SliceVariable, TupleVariable
+from pdyn.trace.variables.fx_args import as_fake, as_node, as_symbolic
+from pdyn.trace.variables.nn_module import UserObjectVariable
 from tests.tracing import trace
 
 

@@ -5,11 +5,11 @@ containers of modules, member methods, and plain objects from the inputs
 import pytest
 import torch
 
-from pdyn.errors import Unsupported, UserException
-from pdyn.guards import DictKeysGuard, IdGuard, LenGuard, NoHooksGuard, TypeGuard
+from pdyn.base.errors import Unsupported, UserException
+from pdyn.guards.guards import DictKeysGuard, IdGuard, LenGuard, NoHooksGuard, TypeGuard
 from pdyn.sources import AttrSource, ItemSource, LocalSource, ModuleMemberSource
-from pdyn.variables.nn_module import NNModuleVariable, UserObjectVariable
-from pdyn.variables.symint import SymIntVariable
+from pdyn.trace.variables.nn_module import NNModuleVariable, UserObjectVariable
+from pdyn.trace.variables.symint import SymIntVariable
 from tests.tracing import assert_graph, guards_of, trace
 
 M = LocalSource("m")

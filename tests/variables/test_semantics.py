@@ -6,13 +6,13 @@ import operator
 import pytest
 import torch
 
-from pdyn.errors import Unsupported, UserException
-from pdyn.variables.base import fold
-from pdyn.variables.semantics import binary, contains, identity, is_same
-from pdyn.variables.constant import ConstantVariable
-from pdyn.variables.containers import ListVariable, TupleVariable
-from pdyn.variables.symint import SymIntVariable
-from pdyn.variables.tensor import TensorVariable
+from pdyn.base.errors import Unsupported, UserException
+from pdyn.trace.variables.base import fold
+from pdyn.trace.variables.semantics import binary, contains, identity, is_same
+from pdyn.trace.variables.constant import ConstantVariable
+from pdyn.trace.variables.containers import ListVariable, TupleVariable
+from pdyn.trace.variables.symint import SymIntVariable
+from pdyn.trace.variables.tensor import TensorVariable
 from tests.tracing import assert_graph, trace
 
 

@@ -8,12 +8,12 @@ import pytest
 import sympy
 import torch
 
-from pdyn.errors import UserException
-from pdyn.frame_codegen import FrameCodegen
-from pdyn.sym_float import Sqrt, TrueDiv
-from pdyn.variables.constant import ConstantVariable
-from pdyn.variables.containers import is_known, python_value
-from pdyn.variables.symint import SymIntVariable, is_boolean, sym_binary
+from pdyn.base.errors import UserException
+from pdyn.trace.frame_codegen import FrameCodegen
+from pdyn.shapes.sym_float import Sqrt, TrueDiv
+from pdyn.trace.variables.constant import ConstantVariable
+from pdyn.trace.variables.containers import is_known, python_value
+from pdyn.trace.variables.symint import SymIntVariable, is_boolean, sym_binary
 from tests.tracing import assert_graph, trace
 
 

@@ -4,11 +4,11 @@ metadata as constants, methods and operators as graph nodes (pdyn/variables/tens
 import pytest
 import torch
 
-from pdyn.errors import Unsupported, UserException
-from pdyn.variables.constant import ConstantVariable
-from pdyn.variables.containers import SizeVariable
-from pdyn.variables.symint import SymIntVariable
-from pdyn.variables.tensor import NamedTupleVariable, TensorVariable, is_tensor_method
+from pdyn.base.errors import Unsupported, UserException
+from pdyn.trace.variables.constant import ConstantVariable
+from pdyn.trace.variables.containers import SizeVariable
+from pdyn.trace.variables.symint import SymIntVariable
+from pdyn.trace.variables.tensor import NamedTupleVariable, TensorVariable, is_tensor_method
 from tests.tracing import assert_graph, trace
 
 

@@ -7,10 +7,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from pdyn.errors import Unsupported, UserException
-from pdyn.guards import EqualsGuard, IdGuard
+from pdyn.base.errors import Unsupported, UserException
+from pdyn.guards.guards import EqualsGuard, IdGuard
 from pdyn.sources import AttrSource, GlobalSource
-from pdyn.variables.torch import PythonModuleVariable, TorchFunctionVariable, is_torch_function
+from pdyn.trace.variables.torch import PythonModuleVariable, TorchFunctionVariable, is_torch_function
 from tests.tracing import assert_graph, guards_of, trace
 
 

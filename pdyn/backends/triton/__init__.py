@@ -19,8 +19,8 @@ import torch
 import torch.fx
 
 from pdyn.backends.triton.runtime import prepare_interpreter, use_interpreter
-from pdyn.guards import Guard
-from pdyn.op_effects import mutates
+from pdyn.guards.guards import Guard
+from pdyn.ops.effects import mutates
 
 if use_interpreter():
     prepare_interpreter()  # NOTE: before anything here imports triton

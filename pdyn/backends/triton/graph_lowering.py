@@ -19,7 +19,7 @@ from pdyn.backends.triton.ir import (
     buffer_value, contiguous_strides,
 )
 from pdyn.backends.triton.symbolic import SymbolicGraph, is_size_node, pexpr
-from pdyn.guards import Guard, StrideGuard
+from pdyn.guards.guards import Guard, StrideGuard
 from pdyn.ops import op_of
 
 log = logging.getLogger("pdyn.lowering")

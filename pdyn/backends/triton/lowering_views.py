@@ -15,7 +15,7 @@ from pdyn.backends.triton.ir import Handler, Index, Pointwise, Scalar, Val, View
 from pdyn.backends.triton.lowering import operand, register
 from pdyn.ops import op_of
 from pdyn.backends.triton.symbolic import floordiv, moddim
-from pdyn.shape_rules_views import view_groups
+from pdyn.ops.shape_rules_views import view_groups
 
 Reindex = Callable[[Index], Index]
 

@@ -1,4 +1,4 @@
-"""Symbolic sizes for the Triton backend, as the tracer stamped them (pdyn/graph_meta.py): every
+"""Symbolic sizes for the Triton backend, as the tracer stamped them (pdyn/shapes/graph_meta.py): every
 node's sympy sizes, the strides of inputs whose guard fixes them, and the Python expression over
 the call's arguments that binds each size symbol. Nothing here re-derives a size: what the entry's
 guards check holds on every call the backend sees.
@@ -18,9 +18,9 @@ import sympy
 import torch
 import torch.fx
 
-from pdyn.graph_meta import EXPR, SIZE_NODE, SIZES, STRIDES, SYMBOLS, GraphSymbols
+from pdyn.shapes.graph_meta import EXPR, SIZE_NODE, SIZES, STRIDES, SYMBOLS, GraphSymbols
 from pdyn.sources import Source
-from pdyn.symbolic_shapes import FloorDiv, ShapeEnv, evaluate, to_python
+from pdyn.shapes.shape_env import FloorDiv, ShapeEnv, evaluate, to_python
 
 INDEX_PREFIXES = ("x", "r")
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from pdyn.config import config
+from pdyn.base.config import config
 
 _MODULES: dict[str, ModuleType] = {}
 _LOCK = threading.Lock()

@@ -9,7 +9,7 @@ from typing import Any, NamedTuple
 
 import torch
 
-from pdyn.config import config
+from pdyn.base.config import config
 
 
 class BoundLauncher(NamedTuple):

@@ -1,0 +1,50 @@
+"""`PDYN_LOGS` topics as loggers under `pdyn`, and the per-code counters behind `pdyn.stats()`.
+
+Each topic is a child logger (`pdyn.recompiles`, `pdyn.graph_breaks`, ...). `apply()` turns on the
+topics named in the config; a handler is attached once, to the `pdyn` logger.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+from pdyn.base.config import LOG_TOPICS, Config, Settings, snapshot
+
+ROOT = logging.getLogger("pdyn")
+_handler: logging.Handler | None = None
+
+
+def topic(name: str) -> logging.Logger:
+    assert name in LOG_TOPICS, f"unknown log topic {name!r}; known: {LOG_TOPICS}"
+    return logging.getLogger(f"pdyn.{name}")
+
+
+def apply(settings: Config | Settings) -> None:
+    """Set each topic's level from `config.logs`; attach a stderr handler if any is on."""
+    global _handler
+    config = snapshot(settings)
+    unknown = set(config.logs) - set(LOG_TOPICS)
+    if unknown:
+        ROOT.warning("PDYN_LOGS names unknown topics %s; known: %s", sorted(unknown), ", ".join(LOG_TOPICS))
+    for name in LOG_TOPICS:
+        level = logging.DEBUG if name in config.logs else logging.WARNING
+        logging.getLogger(f"pdyn.{name}").setLevel(level)
+    if config.logs and _handler is None:
+        _handler = logging.StreamHandler(sys.stderr)
+        _handler.setFormatter(logging.Formatter("[pdyn.%(topic)s] %(message)s"))
+        _handler.addFilter(_add_topic)
+        ROOT.addHandler(_handler)
+        ROOT.setLevel(logging.WARNING)  # module loggers stay quiet; only the topics asked for speak
+
+
+def _add_topic(record: logging.LogRecord) -> bool:
+    record.topic = record.name.removeprefix("pdyn.")
+    return True
+
+
+COUNTERS = ("frames", "compiles", "recompiles", "cache_hits", "graph_breaks", "eager_fallbacks")
+
+
+def empty_counters() -> dict[str, int]:
+    return dict.fromkeys(COUNTERS, 0)

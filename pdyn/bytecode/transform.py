@@ -1,0 +1,235 @@
+"""Code objects for graph breaks, built with the `bytecode` library's abstract instructions.
+
+A resume function is the user's code with a prologue that pushes the stack it receives as arguments
+and jumps to the instruction after the break (or to a jump's target), so tracebacks and line numbers
+stay the user's. A step function runs the one instruction pdyn could not trace and returns what it
+left on the stack and which way it went. How an instruction is spelled on 3.11 or 3.12 is
+`pdyn.bytecode.instructions`' business; the frame code that calls both is `pdyn.trace.frame_codegen`'s.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+import types
+from dataclasses import dataclass
+
+import bytecode
+from bytecode import Instr, Label
+
+from pdyn.bytecode.instructions import (BREAK_EFFECTS, FRAME_PROLOGUE, Instruction, encode_break, encode_jump, encode_load_fast,
+                               free_var_loads, free_var_writes)
+from pdyn.bytecode.instructions import decode as _decode
+
+log = logging.getLogger(__name__)
+decode = functools.lru_cache(maxsize=None)(_decode)
+
+STACK_NAME = "pdyn_stack"
+NOT_FRAMES = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE
+# Which way a step function went: the next instruction, or a conditional jump's target.
+NEXT, JUMPED = 0, 1
+
+
+@dataclass(frozen=True)
+class ResumePoint:
+    """Where a resume function starts in the user's `code` and what it receives.
+
+    `stack` is the kind of each stack slot: "value" (an argument), "null" (the NULL under a
+    callable, pushed by the prologue) or "iter" (a list argument the prologue turns back into an
+    iterator); `names` are the live locals passed after the stack values, then the free variables.
+    """
+
+    code: types.CodeType
+    index: int            # the break instruction, in `decode(code)`
+    branch: int           # NEXT or JUMPED
+    stack: tuple[str, ...]
+    names: tuple[str, ...]
+
+    def arg_names(self) -> list[str]:
+        slots = [f"{STACK_NAME}{i}" for i, kind in enumerate(self.stack) if kind != "null"]
+        return slots + list(self.names) + list(self.code.co_freevars)
+
+
+RESUME_CODES: dict[ResumePoint, types.CodeType] = {}
+# a resume function's code -> (the user's code, how many decoded instructions its prologue adds)
+ORIGINS: dict[types.CodeType, tuple[types.CodeType, int]] = {}
+
+
+def original_of(code: types.CodeType, index: int) -> tuple[types.CodeType, int]:
+    """The user's code and instruction that instruction `index` of `code` is (a copy of)."""
+    if code in ORIGINS:
+        original, offset = ORIGINS[code]
+        return original, index - offset
+    return code, index
+
+
+def why_not_resumable(code: types.CodeType, inst: Instruction) -> str | None:
+    """Why no step and resume function can be built for a break at `inst`, or None if they can."""
+    if code.co_flags & NOT_FRAMES:
+        return "the break is in a generator or coroutine, whose frame pdyn cannot resume"
+    if code.co_cellvars:
+        return f"{code.co_name}() makes closures over its locals, which a resume function cannot share"
+    if inst.exc_kind is not None:
+        return "the break is inside a try or with block"
+    if inst.opname == "BEFORE_WITH":
+        return "the break starts a with block"
+    if encode_break(inst, Label()) is None:
+        return f"`{inst.opname}` cannot run on its own outside the frame"
+    if any(free_var_writes(item) for item in bytecode.Bytecode.from_code(code)):
+        return f"{code.co_name}() stores to or closes over a free variable"
+    return None
+
+
+def break_effect(inst: Instruction) -> tuple[int, int, int]:
+    """(values the break instruction takes, leaves when it falls through, leaves when it jumps)."""
+    return BREAK_EFFECTS[inst.opname](inst.argval)
+
+
+def is_jump(inst: Instruction) -> bool:
+    return inst.opname.startswith("POP_JUMP_IF_")
+
+
+# -- liveness ------------------------------------------------------------------------------------
+
+EXITS = frozenset({"RETURN_VALUE", "RETURN_CONST", "RAISE_VARARGS", "RERAISE"})
+BRANCHES = frozenset({"POP_JUMP_IF_FALSE", "POP_JUMP_IF_TRUE", "POP_JUMP_IF_NONE", "POP_JUMP_IF_NOT_NONE",
+                      "JUMP_IF_FALSE_OR_POP", "JUMP_IF_TRUE_OR_POP", "FOR_ITER", "SEND"})
+
+
+def _successors(insts: list[Instruction], inst: Instruction) -> list[int]:
+    out = [] if inst.handler is None else [inst.handler]
+    if inst.opname == "JUMP":
+        return out + [inst.target]  # type: ignore[list-item]
+    if inst.opname in EXITS:
+        return out
+    if inst.opname in BRANCHES and inst.target is not None:
+        out.append(inst.target)
+    return out + ([inst.index + 1] if inst.index + 1 < len(insts) else [])
+
+
+def live_locals(code: types.CodeType, start: int) -> frozenset[str]:
+    """The locals some path from instruction `start` of `code` may read before writing them."""
+    insts = decode(code)
+    live: list[frozenset[str]] = [frozenset()] * (len(insts) + 1)
+    changed = True
+    while changed:
+        changed = False
+        for inst in reversed(insts):
+            out = frozenset().union(*(live[s] for s in _successors(insts, inst)))
+            if inst.opname == "STORE_FAST":
+                out = out - {inst.argval}
+            elif inst.opname in ("LOAD_FAST", "LOAD_FAST_AND_CLEAR", "DELETE_FAST"):
+                out = out | {inst.argval}
+            if out != live[inst.index]:
+                live[inst.index] = out
+                changed = True
+    return live[start] if start < len(insts) else frozenset()
+
+
+def resume_index(code: types.CodeType, index: int, branch: int) -> int:
+    """The decoded index a resume function for `branch` of the break at `index` starts at."""
+    inst = decode(code)[index]
+    return inst.target if branch == JUMPED else index + 1  # type: ignore[return-value]
+
+
+# -- resume functions ----------------------------------------------------------------------------
+
+def resume_code(point: ResumePoint) -> types.CodeType:
+    """The resume function's code for `point`, built once per point."""
+    if point not in RESUME_CODES:
+        RESUME_CODES[point] = _build_resume(point)
+    return RESUME_CODES[point]
+
+
+def _build_resume(point: ResumePoint) -> types.CodeType:
+    code = point.code
+    original = bytecode.Bytecode.from_code(code)
+    items = list(original)
+    inst = decode(code)[point.index]
+    if point.branch == JUMPED:
+        start = items[inst.raw_pos].arg  # type: ignore[union-attr]
+    else:
+        start = Label()
+        items.insert(inst.raw_pos + 1, start)
+    insts = decode(code)
+    after = resume_index(code, point.index, point.branch)
+    lineno = (insts[after].lineno if after < len(insts) else None) or inst.lineno or code.co_firstlineno
+    prologue = [Instr("RESUME", 0, lineno=lineno), *_push_stack(point.stack, lineno), encode_jump(start, lineno)]
+    body = _strip_prologue(items)
+    out = bytecode.Bytecode(prologue + body)
+    out._copy_attr_from(original)
+    args = point.arg_names()
+    out.argnames = args
+    out.argcount, out.posonlyargcount, out.kwonlyargcount = len(args), 0, 0
+    out.flags = original.flags & ~(inspect.CO_VARARGS | inspect.CO_VARKEYWORDS | inspect.CO_NESTED)
+    out.freevars, out.cellvars = [], []
+    line = inst.lineno or code.co_firstlineno
+    out.name = f"pdyn_resume_in_{code.co_name}_at_{line}"
+    out.qualname = f"{code.co_qualname}.<pdyn resume at line {line}>"
+    result = out.to_code()
+    _record_origin(result, code, sum(1 for i in prologue if i.name != "RESUME"))
+    log.debug("resume function %s: stack %s, names %s", out.name, point.stack, args)
+    return result
+
+
+def _push_stack(kinds: tuple[str, ...], lineno: int) -> list[Instr]:
+    out: list[Instr] = []
+    for i, kind in enumerate(kinds):
+        if kind == "null":
+            out.append(Instr("PUSH_NULL", lineno=lineno))
+            continue
+        out.append(encode_load_fast(f"{STACK_NAME}{i}", lineno))
+        if kind == "iter":
+            out.append(Instr("GET_ITER", lineno=lineno))
+    return out
+
+
+def _strip_prologue(items: list[object]) -> list[object]:
+    """The code after the frame prologue, with free variables read as the plain locals the resume
+    function receives them as."""
+    body: list[object] = []
+    in_prologue = True
+    for item in items:
+        if in_prologue and isinstance(item, Instr) and item.name in FRAME_PROLOGUE:
+            in_prologue = item.name != "RESUME"
+            continue
+        name = free_var_loads(item)
+        if name is not None:
+            item = Instr("LOAD_FAST", name, location=item.location)  # type: ignore[attr-defined]
+        body.append(item)
+    return body
+
+
+def _record_origin(result: types.CodeType, code: types.CodeType, offset: int) -> None:
+    """Remember which user code `result` copies, if its instructions line up with it one to one."""
+    base, base_offset = ORIGINS.get(code, (code, 0))
+    mine = [i.opname for i in decode(result)][offset:]
+    theirs = [("LOAD_FAST" if i.opname == "LOAD_DEREF" else i.opname) for i in decode(code)]
+    if mine == theirs:
+        ORIGINS[result] = (base, offset + base_offset)
+    else:
+        log.debug("resume function of %s does not line up with it; not deduplicated", code.co_name)
+
+
+# -- step functions ------------------------------------------------------------------------------
+
+def step_code(code: types.CodeType, inst: Instruction, kinds: tuple[str, ...]) -> types.CodeType:
+    """A function of the stack values `inst` takes (NULLs pushed, iterators rebuilt) that runs
+    `inst` and returns `(*values it left, NEXT or JUMPED)`."""
+    _, after_next, after_jump = break_effect(inst)
+    jumped = Label()
+    lineno = inst.lineno or code.co_firstlineno
+    body = [Instr("RESUME", 0, lineno=lineno), *_push_stack(kinds, lineno), *(encode_break(inst, jumped) or ())]
+    body += [Instr("LOAD_CONST", NEXT, lineno=lineno), Instr("BUILD_TUPLE", after_next + 1, lineno=lineno),
+             Instr("RETURN_VALUE", lineno=lineno)]
+    if is_jump(inst):
+        body += [jumped, Instr("LOAD_CONST", JUMPED, lineno=lineno),
+                 Instr("BUILD_TUPLE", after_jump + 1, lineno=lineno), Instr("RETURN_VALUE", lineno=lineno)]
+    out = bytecode.Bytecode(body)
+    args = [f"{STACK_NAME}{i}" for i, kind in enumerate(kinds) if kind != "null"]
+    out.argnames, out.argcount = args, len(args)
+    out.flags = inspect.CO_OPTIMIZED | inspect.CO_NEWLOCALS
+    out.name, out.qualname = code.co_name, code.co_qualname
+    out.filename, out.first_lineno = code.co_filename, code.co_firstlineno
+    return out.to_code()

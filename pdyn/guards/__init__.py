@@ -1,0 +1,1 @@
+"""guards: see docs/architecture.md."""

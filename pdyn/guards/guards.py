@@ -1,0 +1,391 @@
+"""Guards: the facts about a call's inputs that a cache entry assumed, and the GuardSet of one trace.
+
+Each guard knows the condition under which it fails, as Python source over a bound local name,
+and the sentence that names it. `guard_codegen` turns a GuardSet into one function.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+
+from pdyn.base.errors import SourceLoc
+from pdyn.sources import Const, Source
+
+Hoist = Const  # (object, name hint) -> name of a constant in the guard's scope
+
+
+@dataclass(frozen=True, eq=False)
+class Guard(ABC):
+    """One assumption about the value at `source`; `loc` is the user line that made it."""
+
+    source: Source | None
+    loc: SourceLoc | None = field(default=None, kw_only=True)
+
+    def key(self) -> tuple[Any, ...]:
+        return (type(self), self.source)
+
+    @abstractmethod
+    def fail_expr(self, v: str, hoist: Hoist) -> str:
+        """Python source that is true when the guard fails, over the bound name `v`."""
+
+    @abstractmethod
+    def sentence(self) -> str:
+        """What the guard asserts, as the recompile log and the guard source show it."""
+
+    def checks(self, v: str, hoist: Hoist) -> list[tuple[str, str]]:
+        """(condition under which it fails, the sentence that then failed), cheapest first."""
+        return [(self.fail_expr(v, hoist), self.sentence())]
+
+    def bound_checks(self, bind: Callable[[Source], str], hoist: Hoist) -> list[tuple[str, str]]:
+        """`checks` with every source this guard reads bound to a name by `bind` (guard_codegen
+        binds each source once per check function)."""
+        return self.checks(bind(self.source) if self.source is not None else "", hoist)
+
+
+def _type_name(t: type) -> str:
+    return t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
+
+
+@dataclass(frozen=True, eq=False)
+class TypeGuard(Guard):
+    """The value's exact type: objects whose attributes the trace read but did not need by identity."""
+
+    type: type
+
+    def fail_expr(self, v: str, hoist: Hoist) -> str:
+        return f"type({v}) is not {hoist(self.type, self.type.__name__)}"
+
+    def sentence(self) -> str:
+        return f"type({self.source}) is {_type_name(self.type)}"
+
+
+@dataclass(frozen=True, eq=False)
+class IdGuard(Guard):
+    """The very same object: modules, functions, classes, Python modules, Enum members, and
+    objects whose identity an `is` decided (ID_MATCH)."""
+
+    obj: Any
+
+    def fail_expr(self, v: str, hoist: Hoist) -> str:
+        return f"{v} is not {hoist(self.obj, getattr(self.obj, '__name__', type(self.obj).__name__))}"
+
+    def sentence(self) -> str:
+        if isinstance(self.obj, enum.Enum):
+            return f"{self.source} is {type(self.obj).__qualname__}.{self.obj.name}"
+        name = getattr(self.obj, "__qualname__", None) or type(self.obj).__qualname__
+        kind = "class" if isinstance(self.obj, type) else f"{type(self.obj).__name__} object"
+        return f"{self.source} is the same {kind} ({name})"
+
+
+@dataclass(frozen=True, eq=False)
+class EqualsGuard(Guard):
+    """A constant: same type and same value (None, bools, ints, floats, strings, dtypes, ...);
+    -0.0 is not 0.0 and NaN is NaN, as `same_constant` says."""
+
+    value: Any
+
+    def fail_expr(self, v: str, hoist: Hoist) -> str:
+        return constant_differs(v, self.value, hoist)
+
+    def sentence(self) -> str:
+        return f"{self.source} == {self.value!r}"
+
+
+# Types whose `==` within the type is sameness: the guard compares type and value, inline.
+EXACT_BY_EQUALS = (torch.dtype, torch.device, torch.layout, torch.memory_format, torch.Size)
+
+
+def constant_differs(v: str, value: Any, hoist: Hoist) -> str:
+    """Python source, true when the value bound to `v` is not the very constant `value`."""
+    kind = type(value)
+    if value is None or kind is bool:
+        return f"{v} is not {value!r}"
+    if kind is float:
+        return _float_differs(v, value, hoist)
+    if kind in (int, str, bytes):
+        return f"type({v}) is not {kind.__name__} or {v} != {value!r}"
+    if kind in EXACT_BY_EQUALS:
+        return f"type({v}) is not {hoist(kind, kind.__name__)} or {v} != {hoist(value, kind.__name__)}"
+    # tuples, complex numbers, slices, ranges: item by item (1 == True == 1.0, 0.0 == -0.0)
+    return f"not {hoist(same_constant, 'same_constant')}({v}, {hoist(value, 'value')})"
+
+
+def _float_differs(v: str, value: float, hoist: Hoist) -> str:
+    if value != value:
+        return f"type({v}) is not float or {v} == {v}"  # NaN: the one float unequal to itself
+    lit = repr(value) if math.isfinite(value) else hoist(value, "inf")
+    differs = f"type({v}) is not float or {v} != {lit}"
+    if value == 0:  # 0.0 == -0.0, but 1 / 0.0 is inf where 1 / -0.0 is -inf
+        differs += f" or {hoist(math.copysign, 'copysign')}(1.0, {v}) {'>' if _negative(value) else '<'} 0"
+    return differs
+
+
+def _negative(value: float) -> bool:
+    return math.copysign(1.0, value) < 0
+
+
+def same_constant(a: Any, b: Any) -> bool:
+    """`a` and `b` are one constant: same types all the way down, equal values, -0.0 apart from
+    0.0 and NaN equal to NaN. (`==` says 1 == True == 1.0 and 0.0 == -0.0.)"""
+    kind = type(a)
+    if kind is not type(b):
+        return False
+    if kind is float:
+        return (a == b and _negative(a) == _negative(b)) or (a != a and b != b)
+    if kind is complex:
+        return same_constant(a.real, b.real) and same_constant(a.imag, b.imag)
+    if kind in (tuple, list):
+        return len(a) == len(b) and all(same_constant(x, y) for x, y in zip(a, b))
+    if kind is frozenset:
+        return len(a) == len(b) and all(any(same_constant(x, y) for y in b) for x in a)
+    if kind in (slice, range):
+        return all(same_constant(getattr(a, f), getattr(b, f)) for f in ("start", "stop", "step"))
+    return bool(a == b)
+
+
+@dataclass(frozen=True, eq=False)
+class LenGuard(Guard):
+    """A list, tuple or nn container of the same type and length."""
+
+    type: type
+    length: int
+
+    def fail_expr(self, v: str, hoist: Hoist) -> str:
+        return f"type({v}) is not {hoist(self.type, self.type.__name__)} or len({v}) != {self.length}"
+
+    def sentence(self) -> str:
+        return f"{self.source} is a {self.type.__name__} of length {self.length}"
+
+
+@dataclass(frozen=True, eq=False)
+class DictKeysGuard(Guard):
+    """A dict with the same keys in the same order (iteration order is part of what was traced),
+    each of the same type ({1: t} is not {True: t}), a float key of the same sign."""
+
+    type: type
+    keys: tuple[Any, ...]
+
+    def fail_expr(self, v: str, hoist: Hoist) -> str:
+        differs = f"type({v}) is not {hoist(self.type, self.type.__name__)} or tuple({v}) != {hoist(self.keys, 'keys')}"
+        if not self.keys:
+            return differs
+        if all(type(k) in (str, int, bytes) for k in self.keys):
+            types = tuple(type(k) for k in self.keys)
+            return f"{differs} or tuple(map(type, {v})) != {hoist(types, 'key_types')}"
+        return f"{differs} or not {hoist(same_constant, 'same_constant')}(tuple({v}), {hoist(self.keys, 'keys')})"
+
+    def sentence(self) -> str:
+        return f"{self.source} is a {self.type.__name__} with keys {list(self.keys)!r}"
+
+
+@dataclass(frozen=True, eq=False)
+class TensorGuard(Guard):
+    """A tensor's type, dtype, device, requires_grad and rank, and its static sizes and strides.
+
+    `sizes[i]`/`strides[i]` is None for a dim left dynamic (TENSOR_MATCH_DYNAMIC); with all present
+    this is TENSOR_MATCH_STATIC.
+    """
+
+    type: type
+    dtype: torch.dtype
+    device: torch.device
+    requires_grad: bool
+    sizes: tuple[int | None, ...]
+    strides: tuple[int | None, ...] | None
+    contiguous: bool | None = None   # with dynamic dims, strides are checked as far as this
+
+    def checks(self, v: str, hoist: Hoist) -> list[tuple[str, str]]:
+        src = self.source
+        out = [(f"type({v}) is not {hoist(self.type, self.type.__name__)}", f"type({src}) is {_type_name(self.type)}")]
+        dtype = str(self.dtype).removeprefix("torch.")
+        grad = f"{v}.requires_grad" if not self.requires_grad else f"not {v}.requires_grad"
+        meta = f"{v}.dtype is not {hoist(self.dtype, dtype)} or {_device_differs(v, self.device, hoist)} or {grad}"
+        out.append((meta, f"{src} is a {dtype} {self.device} tensor{'' if self.requires_grad else ' not'} "
+                          "requiring grad"))
+        if all(s is not None for s in self.sizes):
+            out.append((f"{v}.shape != {tuple(self.sizes)!r}", f"{src}.size() == {tuple(self.sizes)!r}"))
+        else:
+            fixed = [(i, s) for i, s in enumerate(self.sizes) if s is not None]
+            cond = " or ".join([f"{v}.dim() != {len(self.sizes)}"] + [f"{v}.shape[{i}] != {s}" for i, s in fixed])
+            text = " and ".join([f"{src}.dim() == {len(self.sizes)}"] + [f"{src}.size({i}) == {s}" for i, s in fixed])
+            out.append((cond, text))
+        if self.strides is not None and all(s is not None for s in self.strides):
+            out.append((f"{v}.stride() != {tuple(self.strides)!r}", f"{src}.stride() == {tuple(self.strides)!r}"))
+        elif self.strides is not None and any(s is not None for s in self.strides):
+            fixed = [(i, s) for i, s in enumerate(self.strides) if s is not None]
+            out.append((" or ".join(f"{v}.stride({i}) != {s}" for i, s in fixed),
+                        " and ".join(f"{src}.stride({i}) == {s}" for i, s in fixed)))
+        if self.contiguous is not None:
+            out.append((f"{'not ' if self.contiguous else ''}{v}.is_contiguous()",
+                        f"{src} is {'' if self.contiguous else 'not '}contiguous"))
+        return out
+
+    def fail_expr(self, v: str, hoist: Hoist) -> str:
+        return " or ".join(cond for cond, _ in self.checks(v, hoist))
+
+    def sentence(self) -> str:
+        sizes = ", ".join("*" if s is None else str(s) for s in self.sizes)
+        grad = ", requires_grad" if self.requires_grad else ""
+        return (f"{self.source} is a {str(self.dtype).removeprefix('torch.')} {self.device} "
+                f"{self.type.__name__} of size ({sizes}){grad}")
+
+
+def _device_differs(v: str, device: torch.device, hoist: Hoist) -> str:
+    """The cheapest exact test that `v` is not on `device` (a torch.device is built on each read)."""
+    if device.type == "cpu":
+        return f"not {v}.is_cpu"
+    if device.type == "cuda" and device.index is not None:
+        return f"not {v}.is_cuda or {v}.get_device() != {device.index}"
+    return f"{v}.device != {hoist(device, device.type)}"
+
+
+@dataclass(frozen=True, eq=False)
+class StrideGuard(Guard):
+    """What a backend assumed about a tensor's strides beyond its TensorGuard (a non-contiguous
+    input with dynamic sizes): the dims of stride 1, and how the other strides compare
+    (`(p, "<", q)`: stride(p) < stride(q)), so the layout the kernels were made for still holds."""
+
+    unit: tuple[int, ...] = ()
+    order: tuple[tuple[int, str, int], ...] = ()
+
+    def key(self) -> tuple[Any, ...]:
+        return (type(self), self.source, self.unit, self.order)
+
+    def _facts(self, v: str) -> list[str]:
+        return [f"{v}.stride({d}) == 1" for d in self.unit] + [f"{v}.stride({p}) {op} {v}.stride({q})"
+                                                              for p, op, q in self.order]
+
+    def fail_expr(self, v: str, hoist: Hoist) -> str:
+        return " or ".join(f"not ({fact})" for fact in self._facts(v)) or "False"
+
+    def sentence(self) -> str:
+        return f"{' and '.join(self._facts(str(self.source)))} (the kernels' layout)"
+
+
+@dataclass(frozen=True, eq=False)
+class NoHooksGuard(Guard):
+    """A called nn.Module still has no forward or backward hooks (pdyn inlines `forward`, not `__call__`)."""
+
+    def fail_expr(self, v: str, hoist: Hoist) -> str:
+        return (f"{v}._forward_hooks or {v}._forward_pre_hooks or {v}._backward_hooks or "
+                f"{v}._backward_pre_hooks")
+
+    def sentence(self) -> str:
+        return f"{self.source} has no forward or backward hooks"
+
+
+@dataclass(frozen=True, eq=False)
+class NoGlobalHooksGuard(Guard):
+    """No global module hook (`register_module_forward_hook` and kin) is registered: a traced
+    module call inlined `forward`, which is what `Module.__call__` runs only without them."""
+
+    def key(self) -> tuple[Any, ...]:
+        return (type(self),)
+
+    def fail_expr(self, v: str, hoist: Hoist) -> str:
+        hooks = hoist(torch.nn.modules.module, "module_hooks")  # read afresh: torch could rebind them
+        return " or ".join(f"{hooks}.{name}" for name in GLOBAL_CALL_HOOKS)
+
+    def sentence(self) -> str:
+        return "no global nn.Module forward or backward hooks are registered"
+
+
+# The global hook tables `Module.__call__` consults on every call.
+GLOBAL_CALL_HOOKS = ("_global_forward_hooks", "_global_forward_pre_hooks", "_global_backward_hooks",
+                     "_global_backward_pre_hooks")
+
+
+@dataclass(frozen=True, eq=False)
+class HasAttrGuard(Guard):
+    """`hasattr(value, name)` is what it was when traced: an attribute the trace found missing (a
+    `getattr` default, `hasattr`, a caught AttributeError) stays missing, on the instance and on
+    its class; one it found stays there (its value is guarded by the guards of its own source)."""
+
+    name: str = ""
+    present: bool = False
+
+    def key(self) -> tuple[Any, ...]:
+        return (type(self), self.source, self.name)
+
+    def fail_expr(self, v: str, hoist: Hoist) -> str:
+        return f"{'not ' if self.present else ''}hasattr({v}, {self.name!r})"
+
+    def sentence(self) -> str:
+        return f"{self.source} {'has' if self.present else 'has no'} attribute {self.name!r}"
+
+
+@dataclass(frozen=True, eq=False)
+class AliasGuard(Guard):
+    """Two sources are (or are not) the same object, as they were when traced."""
+
+    other: Source = None  # type: ignore[assignment]  # always given; dataclass order needs a default
+    same: bool = True
+
+    def key(self) -> tuple[Any, ...]:
+        return (type(self), self.source, self.other)
+
+    def fail_expr(self, v: str, hoist: Hoist) -> str:
+        return self._fail(v, self.other.code(hoist))
+
+    def bound_checks(self, bind: Callable[[Source], str], hoist: Hoist) -> list[tuple[str, str]]:
+        return [(self._fail(bind(self.source), bind(self.other)), self.sentence())]  # type: ignore[arg-type]
+
+    def _fail(self, v: str, other: str) -> str:
+        return f"{v} {'is not' if self.same else 'is'} {other}"
+
+    def sentence(self) -> str:
+        return f"{self.source} is {'' if self.same else 'not '}{self.other}"
+
+
+@dataclass(frozen=True, eq=False)
+class GlobalNameGuard(Guard):
+    """A builtin the trace used is not shadowed by a module global of the same name."""
+
+    name: str = ""
+
+    def key(self) -> tuple[Any, ...]:
+        return (type(self), self.name)
+
+    def fail_expr(self, v: str, hoist: Hoist) -> str:
+        return f"{self.name!r} in G"
+
+    def sentence(self) -> str:
+        return f"no global named {self.name!r} shadows the builtin"
+
+
+@dataclass(frozen=True, eq=False)
+class GradModeGuard(Guard):
+    """torch's grad mode is what it was when traced."""
+
+    enabled: bool = True
+
+    def key(self) -> tuple[Any, ...]:
+        return (type(self),)
+
+    def fail_expr(self, v: str, hoist: Hoist) -> str:
+        return f"{hoist(torch.is_grad_enabled, 'is_grad_enabled')}() is not {self.enabled}"
+
+    def sentence(self) -> str:
+        return f"torch.is_grad_enabled() is {self.enabled}"
+
+
+class GuardSet:
+    """The guards of one trace, deduplicated, in the order they were made."""
+
+    def __init__(self) -> None:
+        self._guards: dict[tuple[Any, ...], Guard] = {}
+
+    def add(self, guard: Guard) -> None:
+        self._guards.setdefault(guard.key(), guard)
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(self._guards.values())
+
+    def __len__(self) -> int:
+        return len(self._guards)

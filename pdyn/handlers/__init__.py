@@ -1,3 +1,0 @@
-"""Opcode handlers, one family per module; importing a module registers its handlers."""
-
-from pdyn.handlers import calls, containers, control, locals, ops, stack  # noqa: F401

@@ -1,0 +1,346 @@
+"""The frame-evaluation hook: intercepting calls of optimized code, the per-code cache, guard
+dispatch, compiling on a miss, and eager fallback.
+
+pdyn intercepts at the call boundary: `optimize(fn)` returns a wrapper with `fn`'s exact signature
+(so CPython binds the arguments) and runs each cache entry's guard on the frame's locals `L` and
+globals `G`: the first entry whose guard holds runs; a miss compiles a new entry (`Frame.miss`).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+import threading
+import types
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+
+from pdyn.base import logs
+from pdyn.hook.compile_frame import CacheEntry, compile_frame, title_of
+from pdyn.base.config import Config, Settings, snapshot
+from pdyn.base.errors import InternalError, Unsupported, UserException
+from pdyn.guards.codegen import origin
+from pdyn.hook.recompile_policy import CodeHistory, InheritedSizes, RunEager, decide
+from pdyn.sources import SizeSource, Source
+from pdyn.shapes.trace_plan import TracePlan
+
+recompile_log = logs.topic("recompiles")
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class CodeCache:
+    """Everything pdyn keeps for one code object: its entries, counters and history."""
+
+    code: types.CodeType
+    entries: list[CacheEntry] = field(default_factory=list)
+    # NOTE: (entry.guard.check, entry.run) of each entry, the list the generated wrappers loop over;
+    # changed in place only, never rebound, since wrappers hold it.
+    checks: list[tuple[Any, Any]] = field(default_factory=list)
+    counters: dict[str, int] = field(default_factory=logs.empty_counters)
+    run_eagerly: bool = False          # an internal error or the recompile limit
+    warned_limit: bool = False
+    lock: threading.RLock = field(default_factory=threading.RLock)   # held while one thread compiles
+    history: CodeHistory = field(default_factory=CodeHistory)
+    # under `explain`: the caches of the resume functions and callees of its breaks, kept apart
+    private: dict[types.CodeType, CodeCache] = field(default_factory=dict)
+
+    def add(self, entry: CacheEntry) -> None:
+        self.entries.append(entry)
+        self.checks.append((entry.guard.check, entry.run))
+
+    def clear(self) -> None:
+        self.entries.clear()
+        self.checks.clear()
+        self.counters.update(logs.empty_counters())
+        self.run_eagerly = False
+        self.warned_limit = False
+        self.history = CodeHistory()
+
+    def stats(self) -> dict[str, int]:
+        """The counters; a hit counts only `cache_hits` on the hot path, so frames adds them here."""
+        out = dict(self.counters)
+        out["frames"] += out["cache_hits"]
+        return out
+
+
+# NOTE: keyed by backend too: an entry compiled for one backend never serves a wrapper made for another
+CACHES: dict[tuple[types.CodeType, Any], CodeCache] = {}
+
+
+@dataclass
+class Recorder:
+    """What `pdyn.explain` collects while its one call runs."""
+
+    entries: list[CacheEntry] = field(default_factory=list)
+
+
+RECORDERS: list[Recorder] = []
+
+
+def cache_for(code: types.CodeType, backend: Any) -> CodeCache:
+    key = (code, backend)
+    if key not in CACHES:
+        CACHES[key] = CodeCache(code)
+    return CACHES[key]
+
+
+class Frame:
+    """The optimized view of one function: its cache and how to call it eagerly."""
+
+    def __init__(self, fn: types.FunctionType, backend: Callable[..., Any], config: Config | Settings, fullgraph: bool,
+                 cache: CodeCache | None = None, dynamic: bool | None = None, caller: str | None = None,
+                 inherited: InheritedSizes | None = None):
+        """`caller`: the module eager's caller of `fn` is in (code that reads its caller's
+        `__name__`, as namedtuple does, sees it); by default `fn`'s own. `inherited`: for a resume
+        function, its parent frame's sizes and history."""
+        self.fn = fn
+        self.dynamic = dynamic
+        self.code = fn.__code__
+        self.backend = backend
+        self.config = config
+        self.fullgraph = fullgraph
+        self.cache = cache if cache is not None else cache_for(self.code, backend)
+        self.call_original = _make_caller(fn, caller or fn.__globals__.get("__name__", "__main__"))
+        self.inherited = inherited
+
+    def miss(self, L: dict[str, Any]) -> Any:
+        """No entry's guard holds: compile a new entry, or run eagerly. One thread compiles at a
+        time per code object; a thread that waited first tries the entries added meanwhile."""
+        G = self.fn.__globals__
+        seen = len(self.cache.checks)
+        with self.cache.lock:
+            run = self._entry_for(L, G, seen)
+        return run(L, G)
+
+    def _eagerly(self, L: dict[str, Any], G: dict[str, Any]) -> Any:
+        return self.call_original(L)
+
+    def _entry_for(self, L: dict[str, Any], G: dict[str, Any], seen: int) -> Callable[..., Any]:
+        cache = self.cache
+        for check, run in cache.checks[seen:]:
+            if check(L, G) is None:
+                cache.counters["cache_hits"] += 1
+                return run
+        cache.counters["frames"] += 1
+        if cache.run_eagerly:
+            return self._eagerly
+        compiles = cache.counters["compiles"]
+        config = snapshot(self.config)  # NOTE: pdyn.config may change between compiles, not during one
+        plan = decide(config, cache.history, self.dynamic, lambda size: _read(size, L, G), self.inherited)
+        if isinstance(plan, RunEager):
+            if not cache.warned_limit:
+                cache.warned_limit = True
+                warnings.warn(f"pdyn: {title_of(self.code)} {plan.reason}; calls that match no compiled entry now "
+                              "run eagerly. Raise pdyn.config.recompile_limit or see PDYN_LOGS=recompiles.",
+                              stacklevel=4)
+            return self._eagerly
+        if cache.entries:
+            self._log_recompile(L, G, compiles + 1, plan)
+        # NOTE: eager runs outside the `except` blocks: inside one, CPython changes some of the
+        # exceptions user code raises (`f(**a, **b)` raises KeyError for TypeError)
+        entry = None
+        try:
+            entry = compile_frame(self.code, L, G, self.backend, config, compiles + 1,
+                                  self.call_original, self.fullgraph, plan, optimize=self.optimize_callee)
+        except UserException:
+            pass  # eager raises the user's exception for real
+        except Unsupported:
+            raise
+        except Exception as e:
+            if self.fullgraph:
+                raise
+            cache.run_eagerly = True
+            warnings.warn(f"pdyn: internal error while compiling {title_of(self.code)}; running it eagerly "
+                          f"from now on. {type(e).__name__}: {e}. {InternalError.__doc__}", stacklevel=4)
+            log.debug("internal error", exc_info=True)
+        if entry is None:
+            return self._eagerly
+        cache.history.record(entry.pinned, plan.changing)
+        cache.add(entry)
+        cache.counters["compiles"] += 1
+        cache.counters["recompiles"] += int(compiles > 0)
+        cache.counters["eager_fallbacks"] += int(entry.eager_reason is not None)
+        cache.counters["graph_breaks"] += int(entry.break_reason is not None)
+        for recorder in RECORDERS:
+            recorder.entries.append(entry)
+        return entry.run
+
+    def optimize_callee(self, fn: types.FunctionType,
+                        sizes: dict[SizeSource, SizeSource] | None = None) -> types.FunctionType:
+        """`fn` (a resume function, or a function a graph break calls) optimized as this frame is:
+        in the shared caches, or under `explain` in caches private to that call. `sizes` maps the
+        sizes `fn` receives to this frame's, so its policy sees what this frame learned."""
+        cache = None
+        if CACHES.get((self.code, self.backend)) is not self.cache:
+            private = self.cache.private
+            cache = private.setdefault(fn.__code__, CodeCache(fn.__code__, private=private))
+        inherited = InheritedSizes(sizes, self.cache.history) if sizes else None
+        return make_wrapper(Frame(fn, self.backend, self.config, self.fullgraph, cache, self.dynamic,
+                                  caller=self.call_original.__module__, inherited=inherited))
+
+    def _log_recompile(self, L: dict[str, Any], G: dict[str, Any], number: int, plan: TracePlan) -> None:
+        if not recompile_log.isEnabledFor(logging.INFO):
+            return
+        reasons = []
+        for entry in self.cache.entries:
+            sentence = entry.guard.check(L, G)
+            guard = entry.guard.by_sentence.get(sentence or "")
+            where = origin(guard) if guard is not None else ""
+            if where and not where.startswith("argument") and "  " in where:
+                where = "{}  `{}`".format(*where.split("  ", 1))
+            where = f", {where}" if where.startswith("argument") else f", set at {where}" if where else ""
+            actual = _actual(guard, L, G) if guard is not None and guard.source is not None else ""
+            reasons.append(f"entry {entry.number}: {sentence} failed{actual}{where}")
+        decided = "".join(f"; {d}" for d in plan.decisions)
+        recompile_log.info("recompiling %s, compile %d/%d: %s%s", title_of(self.code), number,
+                           self.config.recompile_limit, "; ".join(reasons), decided)
+
+
+def _read(source: Source, L: dict[str, Any], G: dict[str, Any]) -> Any:
+    """`source`'s value (`L['x'].size(1)`) in this call; None where it cannot be read."""
+    try:
+        return source.read(L, G)
+    except Exception:
+        return None
+
+
+def _actual(guard: Any, L: dict[str, Any], G: dict[str, Any]) -> str:
+    """This call's value of what `guard` checks: a dim's size for size guards, else the object."""
+    dim = getattr(guard, "dim", None)
+    source = guard.source if dim is None else SizeSource(guard.source, dim)
+    try:
+        value = source.read(L, G)
+    except Exception as e:
+        return f" ({type(e).__name__})"
+    if isinstance(value, torch.Tensor):
+        grad = ", requires_grad" if value.requires_grad else ""
+        return f" (now {str(value.dtype).removeprefix('torch.')} {value.device} size {tuple(value.shape)}{grad})"
+    text = repr(value)
+    return f" (now {text if len(text) < 60 else text[:57] + '...'})"
+
+
+def _signature_text(code: types.CodeType) -> tuple[str, list[str], str]:
+    """(parameter list with `=_d` placeholders, the names in L, a call of the original from L)."""
+    names = code.co_varnames
+    n_pos, n_posonly, n_kwonly = code.co_argcount, code.co_posonlyargcount, code.co_kwonlyargcount
+    params: list[str] = []
+    call: list[str] = []
+    for i, name in enumerate(names[:n_pos]):
+        params.append(name)
+        call.append(f"L[{name!r}]")
+        if i == n_posonly - 1:
+            params.append("/")
+    index = n_pos + n_kwonly
+    if code.co_flags & inspect.CO_VARARGS:
+        params.append("*" + names[index])
+        call.append(f"*L[{names[index]!r}]")
+        index += 1
+    elif n_kwonly:
+        params.append("*")
+    for name in names[n_pos:n_pos + n_kwonly]:
+        params.append(name)
+        call.append(f"{name}=L[{name!r}]")
+    local_names = [p.lstrip("*") for p in params if p not in ("/", "*")]
+    if code.co_flags & inspect.CO_VARKEYWORDS:
+        params.append("**" + names[index])
+        call.append(f"**L[{names[index]!r}]")
+        local_names.append(names[index])
+    return ", ".join(params), local_names, ", ".join(call)
+
+
+def _make_caller(fn: types.FunctionType, caller: str) -> Callable[[dict[str, Any]], Any]:
+    _, _, call = _signature_text(fn.__code__)
+    scope: dict[str, Any] = {"original": fn, "__name__": caller}
+    exec(f"def call_original(L):\n    return original({call})\n", scope)
+    return scope["call_original"]  # type: ignore[no-any-return]
+
+
+def make_wrapper(frame: Frame) -> types.FunctionType:
+    """A function with the same signature as `frame.fn`: the first entry whose guard holds runs, else
+    `frame.miss`.
+
+    The hot path of a cache hit is this wrapper's body: build L, loop over (check, run) pairs, count
+    the hit. Everything fixed per function (globals, closure cells, the entry list) is a constant
+    of its scope; those names are chosen not to collide with the user's parameter names.
+    """
+    fn = frame.fn
+    code = fn.__code__
+    params, local_names, _ = _signature_text(code)
+    taken = set(local_names)
+    names = {k: _unused(k, taken) for k in ("L", "G", "checks", "counters", "check", "run", "miss", "unset",
+                                            "default")}
+    L, G = names["L"], names["G"]
+    scope: dict[str, Any] = {names["G"]: fn.__globals__, names["checks"]: frame.cache.checks,
+                             names["counters"]: frame.cache.counters, names["miss"]: frame.miss,
+                             names["unset"]: UNSET, names["default"]: functools.partial(current_default, fn)}
+    items = [f"{n!r}: {n}" for n in local_names]
+    for i, (name, cell) in enumerate(zip(code.co_freevars, fn.__closure__ or ())):
+        scope[_unused(f"cell{i}", taken)] = cell
+        items.append(f"{name!r}: {_unused(f'cell{i}', taken)}.cell_contents")
+    defaulted = _defaulted(fn)
+    source = "\n".join([
+        f"def wrapper({params}):",
+        *(f"    if {n} is {names['unset']}: {n} = {names['default']}({n!r})" for n in defaulted),
+        f"    {L} = {{{', '.join(items)}}}",
+        f"    for {names['check']}, {names['run']} in {names['checks']}:",
+        f"        if {names['check']}({L}, {G}) is None:",
+        f"            {names['counters']}['cache_hits'] += 1",
+        f"            return {names['run']}({L}, {G})",
+        f"    return {names['miss']}({L})",
+    ]) + "\n"
+    exec(compile(source, f"<pdyn wrapper {code.co_name}>", "exec"), scope)
+    wrapper: types.FunctionType = scope["wrapper"]
+    # defaults are read from `fn` on each call (a later `fn.__defaults__ = ...` applies, as in eager)
+    wrapper.__defaults__ = (UNSET,) * len(fn.__defaults__ or ())
+    wrapper.__kwdefaults__ = dict.fromkeys(fn.__kwdefaults__, UNSET) if fn.__kwdefaults__ else None
+    wrapper.__code__ = wrapper.__code__.replace(co_name=code.co_name, co_qualname=code.co_qualname)
+    functools.update_wrapper(wrapper, fn)
+    wrapper._pdyn_original = fn  # type: ignore[attr-defined]
+    wrapper._pdyn_frame = frame  # type: ignore[attr-defined]
+    wrapper._pdyn_source = source  # type: ignore[attr-defined]
+    return wrapper
+
+
+class _Unset:
+    """The wrapper's default for a parameter that has one: the argument was not passed."""
+
+    def __repr__(self) -> str:
+        return "<default>"
+
+
+UNSET = _Unset()
+
+
+def _defaulted(fn: types.FunctionType) -> list[str]:
+    code = fn.__code__
+    positional = code.co_varnames[code.co_argcount - len(fn.__defaults__ or ()):code.co_argcount]
+    return [*positional, *(fn.__kwdefaults__ or {})]
+
+
+def current_default(fn: types.FunctionType, name: str) -> Any:
+    """`fn`'s default for parameter `name` now; CPython's TypeError where it no longer has one."""
+    code = fn.__code__
+    if name in code.co_varnames[:code.co_argcount]:
+        defaults = fn.__defaults__ or ()
+        at = code.co_varnames.index(name) - (code.co_argcount - len(defaults))
+        if at >= 0:
+            return defaults[at]
+        raise TypeError(f"{code.co_qualname}() missing 1 required positional argument: {name!r}")
+    kwdefaults = fn.__kwdefaults__ or {}
+    if name in kwdefaults:
+        return kwdefaults[name]
+    raise TypeError(f"{code.co_qualname}() missing 1 required keyword-only argument: {name!r}")
+
+
+def _unused(name: str, taken: set[str]) -> str:
+    """`name`, or `name_2`, `name_3`, ... : the first that is not a parameter of the wrapper."""
+    candidate, n = f"pdyn_{name}", 1
+    while candidate in taken:
+        n += 1
+        candidate = f"pdyn_{name}_{n}"
+    return candidate

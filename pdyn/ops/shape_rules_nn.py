@@ -1,0 +1,285 @@
+"""Shape rules for nn ops: softmax and scans, norms, embedding, convolution, pooling, pad, losses.
+
+Registered into `pdyn.ops.shape_rules.RULES` on import. Convolution and pooling sizes follow torch's
+formula floor((H + 2p - d*(k-1) - 1) / s) + 1, with a guard that the result is positive.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import sympy
+import torch
+
+from pdyn.ops.shape_rules import (
+    ONE,
+    OpCall,
+    ShapeError,
+    Sizes,
+    as_int,
+    as_tensor,
+    broadcast,
+    is_size,
+    prod,
+    register,
+)
+from pdyn.shapes.shape_env import CeilDiv, FloorDiv
+
+log = logging.getLogger(__name__)
+
+
+
+@register("softmax", "log_softmax", "cumsum", "cumprod", "logcumsumexp")
+def along_dim(c: OpCall) -> list[Sizes] | None:
+    """Same sizes, with `dim` checked (softmax's dim=None picks one itself)."""
+    a = c.bind("input", "dim", "_stacklevel", "dtype", dim=None)
+    x = as_tensor(a["input"], "input")
+    if a["dim"] is not None and not isinstance(a["dim"], torch.dtype):
+        c.dim(a["dim"], x.ndim)
+    return [x.sizes]
+
+
+@register("tril", "triu")
+def tril(c: OpCall) -> list[Sizes] | None:
+    x = as_tensor(c.bind("input", "diagonal", diagonal=0)["input"], "input")
+    if x.ndim < 2:
+        raise ShapeError(f"{c.name()}: input needs at least 2 dims")
+    return [x.sizes]
+
+
+# -- norms ---------------------------------------------------------------------------------------
+
+
+def _param(c: OpCall, value: Any, sizes: Sizes, what: str) -> None:
+    """An optional weight/bias/statistic whose sizes must equal `sizes`."""
+    if value is None:
+        return
+    t = as_tensor(value, what)
+    if t.ndim != len(sizes):
+        raise ShapeError(f"{c.name()}: {what} must have {len(sizes)} dims")
+    for a, b in zip(t.sizes, sizes):
+        c.equal(a, b, f"{what} sizes")
+
+
+def _normalized_shape(c: OpCall, x: Any, shape: Any) -> Sizes:
+    x = as_tensor(x, "input")
+    shape = [shape] if is_size(shape) else list(shape)
+    if not shape or len(shape) > x.ndim:
+        raise ShapeError(f"{c.name()}: normalized_shape {shape} does not fit {x.ndim} dims")
+    return tuple(c.equal(a, b, "normalized_shape") for a, b in zip(x.sizes[x.ndim - len(shape) :], shape))
+
+
+@register("layer_norm")
+def layer_norm(c: OpCall) -> list[Sizes] | None:
+    a = c.bind("input", "normalized_shape", "weight", "bias", "eps", "cudnn_enable", weight=None, bias=None)
+    shape = _normalized_shape(c, a["input"], a["normalized_shape"])
+    _param(c, a["weight"], shape, "weight")
+    _param(c, a["bias"], shape, "bias")
+    return [a["input"].sizes]
+
+
+@register("rms_norm")
+def rms_norm(c: OpCall) -> list[Sizes] | None:
+    a = c.bind("input", "normalized_shape", "weight", "eps", weight=None)
+    shape = _normalized_shape(c, a["input"], a["normalized_shape"])
+    _param(c, a["weight"], shape, "weight")
+    return [a["input"].sizes]
+
+
+@register("group_norm")
+def group_norm(c: OpCall) -> list[Sizes] | None:
+    a = c.bind("input", "num_groups", "weight", "bias", "eps", "cudnn_enabled", weight=None, bias=None)
+    x = as_tensor(a["input"], "input")
+    groups = c.value(a["num_groups"], "num_groups")
+    if x.ndim < 2 or groups <= 0:
+        raise ShapeError("group_norm: input needs a channel dim and num_groups > 0")
+    channels = x.sizes[1]
+    if sympy.Mod(channels, groups) != 0:
+        cond = sympy.Eq(sympy.Mod(channels, groups, evaluate=False), 0, evaluate=False)
+        c.require(cond, f"channels divisible by {groups} groups")
+    per_group = prod((x.sizes[0], channels / groups, *x.sizes[2:]))
+    c.require(sympy.Ne(per_group, 1, evaluate=False), "more than 1 value per group")  # F's own check
+    _param(c, a["weight"], (channels,), "weight")
+    _param(c, a["bias"], (channels,), "bias")
+    return [x.sizes]
+
+
+@register("batch_norm")
+def batch_norm(c: OpCall) -> list[Sizes] | None:
+    names = ("input", "running_mean", "running_var", "weight", "bias", "training", "momentum", "eps")
+    a = c.bind(*names, weight=None, bias=None, training=False)
+    x = as_tensor(a["input"], "input")
+    if x.ndim < 2:
+        raise ShapeError("batch_norm: input needs a channel dim")
+    for name in ("running_mean", "running_var", "weight", "bias"):
+        _param(c, a[name], (x.sizes[1],), name)
+    if a["training"]:
+        per_channel = prod(x.sizes[:1] + x.sizes[2:])
+        c.require(sympy.Ne(per_channel, 1, evaluate=False), "more than 1 value per channel when training")
+    return [x.sizes]
+
+
+# -- embedding -----------------------------------------------------------------------------------
+
+
+@register("embedding")
+def embedding(c: OpCall) -> list[Sizes] | None:
+    names = ("input", "weight", "padding_idx", "max_norm", "norm_type", "scale_grad_by_freq", "sparse")
+    a = c.bind(*names)
+    return _embed(c, as_tensor(a["input"], "input").sizes, as_tensor(a["weight"], "weight").sizes)
+
+
+@register("torch.embedding")
+def torch_embedding(c: OpCall) -> list[Sizes] | None:
+    a = c.bind("weight", "indices", "padding_idx", "scale_grad_by_freq", "sparse")
+    return _embed(c, as_tensor(a["indices"], "indices").sizes, as_tensor(a["weight"], "weight").sizes)
+
+
+def _embed(c: OpCall, indices: Sizes, weight: Sizes) -> list[Sizes]:
+    if len(weight) != 2:
+        raise ShapeError("embedding: weight must be 2-D")
+    return [indices + (weight[1],)]
+
+
+# -- convolution and pooling ---------------------------------------------------------------------
+
+
+def _tuple(c: OpCall, value: Any, n: int, what: str) -> list[Any]:
+    values = list(value) if isinstance(value, (list, tuple)) else [value]
+    if len(values) == 1:
+        values = values * n
+    if len(values) != n or not all(is_size(v) for v in values):
+        raise ShapeError(f"{c.name()}: {what} must be an int or {n} ints, got {value!r}")
+    return values
+
+
+def window_size(c: OpCall, size: Any, k: Any, s: Any, p: Any, d: Any, ceil_mode: bool = False) -> sympy.Expr:
+    """Output length of a sliding window: floor((size + 2p - d*(k-1) - 1) / s) + 1, must be >= 1."""
+    span = sympy.sympify(size) + 2 * p - d * (k - 1) - 1
+    out = (CeilDiv(span, s) if ceil_mode else FloorDiv(span, s)) + 1
+    if ceil_mode and c.check(sympy.Ge((out - 1) * s, sympy.sympify(size) + p, evaluate=False), "ceil_mode"):
+        out = out - 1  # the last window may not start in the right padding
+    c.require(sympy.Ge(out, 1, evaluate=False), "the output size must be positive")
+    return out
+
+
+def _spatial_input(c: OpCall, x: Any, n: int) -> tuple[Sizes, Sizes]:
+    """(batch and channel sizes, spatial sizes) of an input with or without a batch dim."""
+    x = as_tensor(x, "input")
+    if x.ndim not in (n + 1, n + 2):
+        raise ShapeError(f"{c.name()}: expected {n + 1}-D or {n + 2}-D input, got {x.ndim}-D")
+    return x.sizes[:-n], x.sizes[-n:]
+
+
+def _conv(c: OpCall, n: int) -> list[Sizes] | None:
+    a = c.bind("input", "weight", "bias", "stride", "padding", "dilation", "groups",
+               bias=None, stride=1, padding=0, dilation=1, groups=1)
+    lead, spatial = _spatial_input(c, a["input"], n)
+    w = as_tensor(a["weight"], "weight").sizes
+    groups = c.value(a["groups"], "conv groups")
+    if len(w) != n + 2 or groups <= 0:
+        raise ShapeError(f"{c.name()}: weight must be {n + 2}-D and groups positive")
+    c.equal(lead[-1], w[1] * groups, "input channels == weight.size(1) * groups")
+    if sympy.Mod(w[0], groups) != 0:
+        c.require(sympy.Eq(sympy.Mod(w[0], groups, evaluate=False), 0, evaluate=False), "out channels % groups")
+    if a["bias"] is not None:
+        _param(c, a["bias"], (w[0],), "bias")
+    stride, dilation = _tuple(c, a["stride"], n, "stride"), _tuple(c, a["dilation"], n, "dilation")
+    if a["padding"] in ("same", "valid"):
+        if a["padding"] == "same" and any(as_int(s) != 1 for s in stride):
+            raise ShapeError("padding='same' needs stride 1")
+        out = spatial if a["padding"] == "same" else None
+        padding = [0] * n
+    else:
+        out, padding = None, _tuple(c, a["padding"], n, "padding")
+    if out is None:
+        out = tuple(window_size(c, *v) for v in zip(spatial, w[2:], stride, padding, dilation))
+    return [lead[:-1] + (w[0],) + tuple(out)]
+
+
+register("conv1d")(lambda c: _conv(c, 1))
+register("conv2d")(lambda c: _conv(c, 2))
+register("conv3d")(lambda c: _conv(c, 3))
+
+
+def _pool(c: OpCall, n: int, kind: str) -> list[Sizes] | None:
+    names = ["input", "kernel_size", "stride", "padding"]
+    names += ["dilation", "ceil_mode", "return_indices"] if kind == "max" else ["ceil_mode", "count_include_pad"]
+    a = c.bind(*names, "divisor_override", stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False)
+    lead, spatial = _spatial_input(c, a["input"], n)
+    kernel = _tuple(c, a["kernel_size"], n, "kernel_size")
+    stride = kernel if a["stride"] in (None, [], ()) else _tuple(c, a["stride"], n, "stride")
+    padding, dilation = _tuple(c, a["padding"], n, "padding"), _tuple(c, a["dilation"], n, "dilation")
+    for k, s, p, d in zip(kernel, stride, padding, dilation):
+        for value, low in ((k, 1), (s, 1), (d, 1), (p, 0)):
+            c.require(sympy.Ge(value, low, evaluate=False), "a positive window and padding")
+        c.require(sympy.Le(2 * p, k, evaluate=False), "pad at most half the kernel")
+    for size in spatial:
+        c.require(sympy.Gt(size, 0, evaluate=False), "non-empty spatial dims")
+    windows = zip(spatial, kernel, stride, padding, dilation)
+    out = lead + tuple(window_size(c, *w, bool(a["ceil_mode"])) for w in windows)
+    return [out, out] if a["return_indices"] else [out]
+
+
+register("max_pool1d")(lambda c: _pool(c, 1, "max"))
+register("max_pool2d")(lambda c: _pool(c, 2, "max"))
+register("avg_pool1d")(lambda c: _pool(c, 1, "avg"))
+register("avg_pool2d")(lambda c: _pool(c, 2, "avg"))
+
+
+def _adaptive(c: OpCall, n: int) -> list[Sizes] | None:
+    a = c.bind("input", "output_size", "return_indices", return_indices=False)
+    lead, spatial = _spatial_input(c, a["input"], n)
+    for size in lead[1:] + spatial:
+        c.require(sympy.Gt(size, 0, evaluate=False), "non-empty non-batch dims")
+    want = list(a["output_size"]) if isinstance(a["output_size"], (list, tuple)) else [a["output_size"]] * n
+    if len(want) != n:
+        raise ShapeError(f"{c.name()}: output_size needs {n} values")
+    out = lead + tuple(s if w is None else sympy.sympify(w) for s, w in zip(spatial, want))
+    return [out, out] if a["return_indices"] else [out]
+
+
+register("adaptive_avg_pool1d")(lambda c: _adaptive(c, 1))
+register("adaptive_avg_pool2d")(lambda c: _adaptive(c, 2))
+register("adaptive_max_pool2d")(lambda c: _adaptive(c, 2))
+
+
+@register("pad")
+def pad(c: OpCall) -> list[Sizes] | None:
+    """Constant padding: pairs (left, right) from the last dim; other modes have no rule."""
+    a = c.bind("input", "pad", "mode", "value", mode="constant", value=None)
+    if a["mode"] != "constant":
+        return None
+    x = as_tensor(a["input"], "input")
+    pads = list(a["pad"])
+    if len(pads) % 2 or len(pads) // 2 > x.ndim or not all(is_size(p) for p in pads):
+        raise ShapeError("pad: needs pairs of ints, at most two per dim")
+    sizes = list(x.sizes)
+    for i in range(len(pads) // 2):
+        d = x.ndim - 1 - i
+        pair = [sympy.sympify(p) for p in pads[2 * i : 2 * i + 2]]
+        cut = sum((p for p in pair if c.check(sympy.Lt(p, 0, evaluate=False), "a pad's sign")), sympy.Integer(0))
+        c.require(sympy.Ge(sizes[d] + cut, 0, evaluate=False), "negative pads cut at most the whole dim")
+        sizes[d] = sizes[d] + pair[0] + pair[1]
+    return [tuple(sizes)]
+
+
+# -- attention and losses ------------------------------------------------------------------------
+
+
+@register("scaled_dot_product_attention")
+def attention(c: OpCall) -> list[Sizes] | None:
+    q, k, v = (as_tensor(t, "q/k/v").sizes for t in (c.args + tuple(c.kwargs.values()))[:3])
+    if min(len(q), len(k), len(v)) < 2:
+        raise ShapeError("scaled_dot_product_attention: q, k, v need 2 dims")
+    c.equal(q[-1], k[-1], "query and key embedding sizes")
+    c.equal(k[-2], v[-2], "key and value sequence lengths")
+    return [broadcast(c, q[:-2], k[:-2], v[:-2]) + (q[-2], v[-1])]
+
+
+@register("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss")
+def pointwise_loss(c: OpCall) -> list[Sizes] | None:
+    a = c.bind("input", "target", "size_average", "reduce", "reduction", reduction="mean")
+    out = broadcast(c, as_tensor(a["input"], "input").sizes, as_tensor(a["target"], "target").sizes)
+    return [out] if a["reduction"] == "none" else [()]

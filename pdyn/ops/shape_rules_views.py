@@ -1,0 +1,455 @@
+"""Shape rules for views, indexing and joins: reshape, permute, expand, squeeze, getitem, cat, split.
+
+Registered into `pdyn.ops.shape_rules.RULES` on import. `view_groups` pairs the input and output dims
+of a reshape (keep, merge, split) for code that lowers views.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import sympy
+import torch
+
+from pdyn.ops.shape_rules import (
+    ONE,
+    ZERO,
+    OpCall,
+    ShapeError,
+    Sizes,
+    SymTensor,
+    as_int,
+    as_tensor,
+    is_size,
+    known,
+    prod,
+    register,
+    sizes_arg,
+)
+from pdyn.shapes.shape_env import CeilDiv, FloorDiv, ShapeEnv
+
+log = logging.getLogger(__name__)
+
+
+
+# -- reshape -------------------------------------------------------------------------------------
+
+
+def _divides(c: OpCall, numel: sympy.Expr, part: sympy.Expr) -> None:
+    """`part` divides `numel`: settled by sympy when it can, else a guard."""
+    common = sympy.gcd(numel, part)
+    numel, part = sympy.cancel(numel / common), sympy.cancel(part / common)
+    if sympy.Mod(numel, part) == 0:
+        return
+    cond = sympy.Eq(sympy.Mod(numel, part, evaluate=False), 0, evaluate=False)
+    c.require(cond, f"the -1 size needs {part} to divide {numel}")
+
+
+def exact_quotient(numel: sympy.Expr, part: sympy.Expr) -> sympy.Expr:
+    """`numel / part` where `part` divides `numel`, as an integer expression (a true division
+    would leave `s0*s1/s2`, which evaluates through a float)."""
+    quotient = sympy.cancel(numel / part)
+    num, den = sympy.fraction(quotient)
+    return quotient if den == 1 else FloorDiv(num, den)
+
+
+def reshape_sizes(c: OpCall, sizes: Sizes, shape: list[Any]) -> Sizes:
+    """The sizes a view/reshape to `shape` gives; -1 is the number of elements left over."""
+    if not all(is_size(s) for s in shape):
+        raise ShapeError(f"{c.name()}: sizes must be ints, got {shape}")
+    infer = [i for i, s in enumerate(shape) if as_int(s) == -1]
+    if len(infer) > 1:
+        raise ShapeError(f"{c.name()}: only one dimension can be -1")
+    for i, size in enumerate(shape):
+        if i not in infer:
+            c.require(sympy.Ge(size, 0, evaluate=False), "sizes must be non-negative")
+    numel = prod(sizes)
+    out = [sympy.sympify(s) for s in shape]
+    if infer:
+        others = prod(s for i, s in enumerate(out) if i != infer[0])
+        if c.is_zero(others):
+            raise ShapeError(f"{c.name()}: the -1 size is ambiguous next to a 0")
+        _divides(c, numel, others)
+        out[infer[0]] = exact_quotient(numel, others)
+    elif sympy.expand(prod(out) - numel) != 0:
+        c.require(sympy.Eq(prod(out), numel, evaluate=False), "a view keeps the number of elements")
+    return tuple(out)
+
+
+@register("view", "reshape")
+def view(c: OpCall) -> list[Sizes] | None:
+    x = as_tensor(c.args[0] if c.args else c.kwargs.get("input"), "input")
+    rest = list(c.args[1:]) or [c.kwargs.get("shape", c.kwargs.get("size"))]
+    if len(rest) == 1 and isinstance(rest[0], torch.dtype):
+        return None  # x.view(torch.int32) reinterprets the bytes
+    return [reshape_sizes(c, x.sizes, sizes_arg(rest))]
+
+
+@register("view_as", "reshape_as")
+def view_as(c: OpCall) -> list[Sizes] | None:
+    a = c.bind("self", "other")
+    other = as_tensor(a["other"], "other").sizes
+    return [reshape_sizes(c, as_tensor(a["self"], "self").sizes, list(other))]
+
+
+def view_groups(env: ShapeEnv, src: Sizes, dst: Sizes) -> list[tuple[list[int], list[int]]]:
+    """Runs of input dims and output dims with equal products: ([i], [j]) keeps a dim, (several,
+    [j]) merges, ([i], several) splits. Where sympy cannot match the products, one group of all."""
+    groups: list[tuple[list[int], list[int]]] = []
+    i = j = 0
+    while i < len(src) or j < len(dst):
+        ins: list[int] = []
+        outs: list[int] = []
+        while True:
+            p_in, p_out = prod(src[k] for k in ins), prod(dst[k] for k in outs)
+            if (ins or outs) and sympy.expand(p_in - p_out) == 0:
+                break
+            grow_in = j >= len(dst) or (i < len(src) and env.hint(p_in) <= env.hint(p_out))
+            if grow_in and i < len(src):
+                ins.append(i)
+                i += 1
+            elif j < len(dst):
+                outs.append(j)
+                j += 1
+            else:
+                return [(list(range(len(src))), list(range(len(dst))))]
+        groups.append((ins, outs))
+    return groups
+
+
+@register("flatten")
+def flatten(c: OpCall) -> list[Sizes] | None:
+    a = c.bind("input", "start_dim", "end_dim", start_dim=0, end_dim=-1)
+    x = as_tensor(a["input"], "input")
+    if x.ndim == 0:
+        c.dim(a["start_dim"], 0), c.dim(a["end_dim"], 0)
+        return [(ONE,)]
+    start, end = c.dim(a["start_dim"], x.ndim), c.dim(a["end_dim"], x.ndim)
+    if start > end:
+        raise ShapeError("flatten: start_dim cannot come after end_dim")
+    return [x.sizes[:start] + (prod(x.sizes[start : end + 1]),) + x.sizes[end + 1 :]]
+
+
+@register("unflatten")
+def unflatten(c: OpCall) -> list[Sizes] | None:
+    a = c.bind("input", "dim", "sizes")
+    x = as_tensor(a["input"], "input")
+    d = c.dim(a["dim"], x.ndim)
+    if x.ndim == 0 or not a["sizes"]:
+        raise ShapeError("unflatten: needs a dim and a non-empty sizes")
+    return [x.sizes[:d] + reshape_sizes(c, (x.sizes[d],), list(a["sizes"])) + x.sizes[d + 1 :]]
+
+
+# -- dim order -----------------------------------------------------------------------------------
+
+
+@register("permute")
+def permute(c: OpCall) -> list[Sizes] | None:
+    x = as_tensor(c.args[0] if c.args else c.kwargs.get("input"), "input")
+    if len(c.args) < 2 and "dims" not in c.kwargs:
+        raise ShapeError("permute needs dims")
+    order = sizes_arg(c.args[1:]) if len(c.args) > 1 else list(c.kwargs["dims"])
+    dims = [c.dim(d, x.ndim) for d in order]
+    if sorted(dims) != list(range(x.ndim)):
+        raise ShapeError(f"permute: {order} is not a permutation of {x.ndim} dims")
+    return [tuple(x.sizes[d] for d in dims)]
+
+
+@register("transpose", "swapaxes", "swapdims")
+def transpose(c: OpCall) -> list[Sizes] | None:
+    a = c.bind("input", "dim0", "dim1")
+    x = as_tensor(a["input"], "input")
+    d0, d1 = c.dim(a["dim0"], x.ndim), c.dim(a["dim1"], x.ndim)
+    if x.ndim == 0:
+        return [()]
+    sizes = list(x.sizes)
+    sizes[d0], sizes[d1] = sizes[d1], sizes[d0]
+    return [tuple(sizes)]
+
+
+@register("t")
+def t(c: OpCall) -> list[Sizes] | None:
+    x = as_tensor(c.bind("input")["input"], "input")
+    if x.ndim > 2:
+        raise ShapeError("t() expects a tensor with <= 2 dims")
+    return [tuple(reversed(x.sizes))]
+
+
+@register("movedim", "moveaxis")
+def movedim(c: OpCall) -> list[Sizes] | None:
+    a = c.bind("input", "source", "destination")
+    x = as_tensor(a["input"], "input")
+    src = a["source"] if isinstance(a["source"], (list, tuple)) else [a["source"]]
+    dst = a["destination"] if isinstance(a["destination"], (list, tuple)) else [a["destination"]]
+    src, dst = [c.dim(d, x.ndim) for d in src], [c.dim(d, x.ndim) for d in dst]
+    if len(src) != len(dst) or len(set(src)) != len(src) or len(set(dst)) != len(dst):
+        raise ShapeError("movedim: source and destination must be unique dims of equal count")
+    if x.ndim == 0:
+        return [()]
+    order: list[int | None] = [None] * x.ndim
+    for s, d in zip(src, dst):
+        order[d] = s
+    rest = iter(i for i in range(x.ndim) if i not in src)
+    return [tuple(x.sizes[o if o is not None else next(rest)] for o in order)]
+
+
+# -- expand, repeat, squeeze ---------------------------------------------------------------------
+
+
+def expand_sizes(c: OpCall, sizes: Sizes, shape: list[Any]) -> Sizes:
+    """`expand(shape)`: new leading dims, -1 keeps a dim, a dim of 1 grows, others must match."""
+    if len(shape) < len(sizes) or not all(is_size(s) for s in shape):
+        raise ShapeError(f"expand: {shape} cannot hold {len(sizes)} dims")
+    lead = len(shape) - len(sizes)
+    out: list[sympy.Expr] = []
+    for i, want in enumerate(shape):
+        have = sizes[i - lead] if i >= lead else None
+        if as_int(want) == -1:
+            if have is None:
+                raise ShapeError("expand: -1 is not allowed in a new leading dim")
+            out.append(have)
+            continue
+        c.require(sympy.Ge(want, 0, evaluate=False), "expanded sizes must be non-negative")
+        if have is not None and not c.is_one(have):
+            want = c.equal(have, want, f"expand of dim {i - lead}")
+        out.append(sympy.sympify(want))
+    return tuple(out)
+
+
+@register("expand")
+def expand(c: OpCall) -> list[Sizes] | None:
+    x = as_tensor(c.args[0], "self")
+    if len(c.args) < 2 and "size" not in c.kwargs:
+        raise ShapeError("expand needs sizes")
+    shape = sizes_arg(c.args[1:]) if len(c.args) > 1 else list(c.kwargs["size"])
+    return [expand_sizes(c, x.sizes, shape)]
+
+
+@register("expand_as")
+def expand_as(c: OpCall) -> list[Sizes] | None:
+    a = c.bind("self", "other")
+    return [expand_sizes(c, as_tensor(a["self"], "self").sizes, list(as_tensor(a["other"], "other").sizes))]
+
+
+@register("broadcast_to")
+def broadcast_to(c: OpCall) -> list[Sizes] | None:
+    a = c.bind("input", "size")
+    return [expand_sizes(c, as_tensor(a["input"], "input").sizes, list(a["size"]))]
+
+
+@register("repeat")
+def repeat(c: OpCall) -> list[Sizes] | None:
+    x = as_tensor(c.args[0], "self")
+    if len(c.args) < 2 and "repeats" not in c.kwargs:
+        raise ShapeError("repeat needs counts")
+    times = sizes_arg(c.args[1:]) if len(c.args) > 1 else list(c.kwargs["repeats"])
+    if len(times) < x.ndim or not all(is_size(r) for r in times):
+        raise ShapeError("repeat: needs at least one count per dim")
+    for r in times:
+        c.require(sympy.Ge(r, 0, evaluate=False), "repeat counts must be non-negative")
+    lead = len(times) - x.ndim
+    return [tuple(sympy.sympify(r) for r in times[:lead]) + tuple(r * s for r, s in zip(times[lead:], x.sizes))]
+
+
+@register("squeeze")
+def squeeze(c: OpCall) -> list[Sizes] | None:
+    """Drops dims of size 1; a symbolic dim is >= 2 and stays; an expression is decided (guarded)."""
+    a = c.bind("input", "dim", dim=None)
+    x = as_tensor(a["input"], "input")
+    dim = a["dim"]
+    if dim is None:
+        dims = set(range(x.ndim))
+    else:
+        listed = [c.dim(d, x.ndim) for d in (dim if isinstance(dim, (list, tuple)) else [dim])]
+        dims = set(listed)
+        if len(dims) != len(listed):
+            raise ShapeError("squeeze: a dim appears more than once")
+    return [tuple(s for i, s in enumerate(x.sizes) if not (i in dims and c.is_one(s)))]
+
+
+@register("unsqueeze")
+def unsqueeze(c: OpCall) -> list[Sizes] | None:
+    a = c.bind("input", "dim")
+    x = as_tensor(a["input"], "input")
+    d = c.dim(a["dim"], x.ndim + 1)
+    return [x.sizes[:d] + (ONE,) + x.sizes[d:]]
+
+
+# -- getitem -------------------------------------------------------------------------------------
+
+
+def _clamp_bound(c: OpCall, bound: Any, size: sympy.Expr) -> sympy.Expr:
+    """A slice bound as an index in [0, size]: negative counts from the end, then clamped."""
+    bound = sympy.sympify(bound)
+    if c.check(sympy.Lt(bound, 0, evaluate=False), "the sign of a slice bound"):
+        bound = bound + size
+        low = known(c.env, sympy.Ge(bound, 0, evaluate=False))
+        return bound if low else (ZERO if low is False else sympy.Max(bound, 0))
+    high = known(c.env, sympy.Le(bound, size, evaluate=False))
+    return bound if high else (size if high is False else sympy.Min(bound, size))
+
+
+def slice_size(c: OpCall, size: sympy.Expr, item: slice) -> sympy.Expr:
+    """Length of `item` applied to a dim of `size`, with Min/Max where the clamping is not known."""
+    step = 1 if item.step is None else c.value(item.step, "a slice step")
+    if step <= 0:
+        raise ShapeError("slice step must be positive")
+    start = ZERO if item.start is None else _clamp_bound(c, item.start, size)
+    stop = size if item.stop is None else _clamp_bound(c, item.stop, size)
+    span = stop - start
+    length = span if step == 1 else CeilDiv(span, step)
+    nonneg = known(c.env, sympy.Ge(span, 0, evaluate=False))
+    return length if nonneg else (ZERO if nonneg is False else sympy.Max(length, 0))
+
+
+def index_sizes(c: OpCall, x: SymTensor, index: Any) -> Sizes | None:
+    """Sizes of `x[index]` for ints, slices, None and `...`; None for tensor/bool/list indices."""
+    items = list(index) if isinstance(index, tuple) else [index]
+    if not all(it is None or it is Ellipsis or isinstance(it, slice) or is_size(it) for it in items):
+        return None
+    consumed = sum(1 for it in items if it is not None and it is not Ellipsis)
+    if items.count(Ellipsis) > 1:
+        return None
+    if consumed > x.ndim:
+        raise ShapeError(f"too many indices ({consumed}) for a tensor of {x.ndim} dims")
+    fill = [slice(None)] * (x.ndim - consumed)
+    if Ellipsis in items:
+        at = items.index(Ellipsis)
+        items = items[:at] + fill + items[at + 1 :]
+    else:
+        items = items + fill
+    out: list[sympy.Expr] = []
+    d = 0
+    for it in items:
+        if it is None:
+            out.append(ONE)
+            continue
+        size = x.sizes[d]
+        d += 1
+        if isinstance(it, slice):
+            out.append(slice_size(c, size, it))
+        elif c.check(sympy.Lt(it, 0, evaluate=False), "the sign of an index"):
+            c.require(sympy.Ge(it + size, 0, evaluate=False), f"index {it} in range of a dim of {size}")
+        else:
+            c.require(sympy.Lt(it, size, evaluate=False), f"index {it} in range of a dim of {size}")
+    return tuple(out)
+
+
+@register("getitem")
+def getitem(c: OpCall) -> list[Sizes] | None:
+    if len(c.args) != 2 or not isinstance(c.args[0], SymTensor):
+        return None
+    out = index_sizes(c, c.args[0], c.args[1])
+    return None if out is None else [out]
+
+
+# -- cat, stack, split ---------------------------------------------------------------------------
+
+
+def _tensor_list(c: OpCall, value: Any) -> list[SymTensor]:
+    if not isinstance(value, (list, tuple)) or not value:
+        raise ShapeError(f"{c.name()} expects a non-empty list of tensors")
+    return [as_tensor(t, "a list element") for t in value]
+
+
+@register("cat", "concat", "concatenate")
+def cat(c: OpCall) -> list[Sizes] | None:
+    """Sizes agree except along `dim`, which adds up; 1-D empty tensors are skipped (legacy)."""
+    dim = c.kwargs.get("dim", c.kwargs.get("axis", c.args[1] if len(c.args) > 1 else 0))
+    tensors = _tensor_list(c, c.args[0] if c.args else c.kwargs.get("tensors"))
+    kept = [t for t in tensors if t.sizes != (ZERO,)]
+    if not kept:
+        return [(ZERO,)]
+    first = kept[0]
+    d = c.dim(dim, first.ndim)
+    if first.ndim == 0:
+        raise ShapeError("cat: zero-dimensional tensors cannot be concatenated")
+    out = list(first.sizes)
+    for t in kept[1:]:
+        if t.ndim != first.ndim:
+            raise ShapeError("cat: tensors must have the same number of dims")
+        for i in range(first.ndim):
+            if i != d:
+                out[i] = c.equal(out[i], t.sizes[i], f"cat sizes of dim {i}")
+    out[d] = sum((t.sizes[d] for t in kept), ZERO)
+    return [tuple(out)]
+
+
+@register("stack")
+def stack(c: OpCall) -> list[Sizes] | None:
+    dim = c.kwargs.get("dim", c.args[1] if len(c.args) > 1 else 0)
+    tensors = _tensor_list(c, c.args[0] if c.args else c.kwargs.get("tensors"))
+    out = list(tensors[0].sizes)
+    for t in tensors[1:]:
+        if t.ndim != len(out):
+            raise ShapeError("stack expects each tensor to be equal size")
+        out = [c.equal(a, b, "stack sizes") for a, b in zip(out, t.sizes)]
+    d = c.dim(dim, len(out) + 1)
+    return [tuple(out[:d]) + (sympy.Integer(len(tensors)),) + tuple(out[d:])]
+
+
+def _with_dim(sizes: Sizes, d: int, length: Any) -> Sizes:
+    return sizes[:d] + (sympy.sympify(length),) + sizes[d + 1 :]
+
+
+@register("split", "split_with_sizes")
+def split(c: OpCall) -> list[Sizes] | None:
+    """A list of sizes must add up to the dim; an int split size reads the dim's value."""
+    a = c.bind("input", "split_size_or_sections", "dim", dim=0)
+    if "split_size" in c.kwargs or "split_sizes" in c.kwargs:
+        return None
+    x = as_tensor(a["input"], "input")
+    if x.ndim == 0:
+        raise ShapeError("split of a 0-d tensor")
+    d = c.dim(a["dim"], x.ndim)
+    sections = a["split_size_or_sections"]
+    if isinstance(sections, (list, tuple)):
+        if not all(is_size(s) for s in sections):
+            raise ShapeError("split sizes must be ints")
+        for s in sections:
+            c.require(sympy.Ge(s, 0, evaluate=False), "split sizes must be non-negative")
+        c.equal(sum((sympy.sympify(s) for s in sections), ZERO), x.sizes[d], "split sizes add up to the dim")
+        return [_with_dim(x.sizes, d, s) for s in sections]
+    n = c.value(x.sizes[d], "the number of outputs of split")
+    pieces = torch.empty(n, device="meta").split(c.value(sections, "a split size"))
+    return [_with_dim(x.sizes, d, p.shape[0]) for p in pieces]
+
+
+@register("chunk")
+def chunk(c: OpCall) -> list[Sizes] | None:
+    a = c.bind("input", "chunks", "dim", dim=0)
+    x = as_tensor(a["input"], "input")
+    if x.ndim == 0:
+        raise ShapeError("chunk of a 0-d tensor")
+    d = c.dim(a["dim"], x.ndim)
+    chunks = c.value(a["chunks"], "a chunk count")
+    n = c.value(x.sizes[d], "the number of outputs of chunk")
+    pieces = torch.empty(n, device="meta").chunk(chunks)
+    return [_with_dim(x.sizes, d, p.shape[0]) for p in pieces]
+
+
+@register("unbind")
+def unbind(c: OpCall) -> list[Sizes] | None:
+    a = c.bind("input", "dim", dim=0)
+    x = as_tensor(a["input"], "input")
+    if x.ndim == 0:
+        raise ShapeError("unbind of a 0-d tensor")
+    d = c.dim(a["dim"], x.ndim)
+    n = c.value(x.sizes[d], "the number of outputs of unbind")
+    return [x.sizes[:d] + x.sizes[d + 1 :]] * n
+
+
+@register("getattr")
+def tensor_attribute(c: OpCall) -> list[Sizes] | None:
+    """`x.T`, `x.mT`, `x.real`, ...: recorded as getattr(x, name) nodes."""
+    x, name = c.args[0], c.args[1]
+    if not isinstance(x, SymTensor):
+        return None
+    if name in ("real", "imag", "data"):
+        return [x.sizes]
+    if name in ("T", "H"):
+        return [tuple(reversed(x.sizes))]
+    if name in ("mT", "mH") and x.ndim >= 2:
+        return [(*x.sizes[:-2], x.sizes[-1], x.sizes[-2])]
+    return None

@@ -1,0 +1,1 @@
+"""shapes: see docs/architecture.md."""

@@ -1,0 +1,378 @@
+"""ShapeEnv: the symbolic sizes of one trace, on sympy.
+
+One symbol per dynamic input dimension (or int argument), with this call's value as its hint and a
+value range; the guards the trace's decisions imply (expressions, and dims pinned to a value);
+unification of sizes an op assumed equal. Python reads of sizes come here: a bool read records a
+guard on the expression, a value read specializes the symbols in it (or, per the recompile
+policy, is refused with `Unsupported`).
+"""
+
+from __future__ import annotations
+
+import fractions
+import math
+import operator
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+import sympy
+from sympy.printing.pycode import PythonCodePrinter
+
+from pdyn.shapes import sym_float
+from pdyn.base.errors import SourceLoc, Unsupported
+from pdyn.sources import SizeSource
+
+Expr = sympy.Expr
+INF = math.inf
+
+
+@dataclass
+class Specialization:
+    """A symbol pinned to its value: why (a value read, or an expression that pins it) and where."""
+
+    value: int
+    loc: SourceLoc | None
+    why: str
+    by_value_read: bool = True   # False: an equality that held (`x.size(1) == 10`) pinned it
+
+
+@dataclass
+class ShapeGuard:
+    """A boolean expression over symbols that must hold, with the user line whose read made it."""
+
+    expr: sympy.Basic
+    loc: SourceLoc | None
+
+
+@dataclass
+class ReadPolicy:
+    """How reads resolve in this trace (the TracePlan's part the ShapeEnv needs).
+
+    `on_value_read(origin)` returns "specialize" or "break"; `on_bool_read(origin)` returns
+    "guard" or "specialize".
+    """
+
+    on_value_read: Callable[[SizeSource], str] = lambda origin: "specialize"
+    on_bool_read: Callable[[SizeSource], str] = lambda origin: "guard"
+
+
+@dataclass
+class ShapeEnv:
+    policy: ReadPolicy = field(default_factory=ReadPolicy)
+    hints: dict[sympy.Symbol, int] = field(default_factory=dict)
+    origins: dict[sympy.Symbol, list[SizeSource]] = field(default_factory=dict)
+    ranges: dict[sympy.Symbol, tuple[float, float]] = field(default_factory=dict)
+    replacements: dict[sympy.Symbol, Expr] = field(default_factory=dict)
+    specialized: dict[sympy.Symbol, Specialization] = field(default_factory=dict)
+    guards: list[ShapeGuard] = field(default_factory=list)
+    unified: set[sympy.Symbol] = field(default_factory=set)   # symbols replaced by an equal one
+    events: list[str] = field(default_factory=list)   # for PDYN_LOGS=dynamic and explain
+    _bool_cache: dict[sympy.Basic, bool] = field(default_factory=dict)
+
+    # -- symbols ---------------------------------------------------------------------------------
+
+    def create_symbol(self, hint: int, origin: SizeSource) -> Expr:
+        """A new symbol for `hint`; 0 and 1 stay constants (they change broadcasting)."""
+        if hint in (0, 1):
+            return sympy.Integer(hint)
+        sym = sympy.Symbol(f"s{len(self.hints)}", integer=True)
+        self.hints[sym] = hint
+        self.origins[sym] = [origin]
+        self.ranges[sym] = (2, INF) if hint >= 2 else (-INF, -1)
+        return sym
+
+    def simplify(self, expr: sympy.Basic) -> sympy.Basic:
+        """`expr` with unified and pinned symbols replaced (comparisons of numbers decided)."""
+        if not self.replacements or not isinstance(expr, sympy.Basic) or not expr.free_symbols:
+            return expr
+        return substitute(expr, self.replacements)
+
+    def hint(self, expr: sympy.Basic) -> int | float | bool:
+        """The value of `expr` in this call."""
+        return evaluate(sympy.sympify(expr), self.hints)
+
+    def free(self, expr: sympy.Basic) -> list[sympy.Symbol]:
+        return sorted(self.simplify(expr).free_symbols, key=lambda s: s.name)
+
+    # -- reads -----------------------------------------------------------------------------------
+
+    def specialize(self, expr: sympy.Basic, loc: SourceLoc | None, why: str) -> int | float:
+        """A value read: pin every symbol in `expr` to its hint and return the value."""
+        value = self.hint(expr)
+        for sym in self.free(expr):
+            origin = self.origins[sym][0]
+            if self.policy.on_value_read(origin) == "break":
+                raise Unsupported(
+                    "dynamic_size_read", f"Python needs the value of {origin}, which has changed between "
+                    f"compiles ({why})", hint="keep the size in tensor ops, or pass it as a tensor", loc=loc)
+            self._pin(sym, self.hints[sym], loc, why)
+        return value
+
+    def _pin(self, sym: sympy.Symbol, value: int, loc: SourceLoc | None, why: str, by_value_read: bool = True) -> None:
+        self.specialized[sym] = Specialization(value, loc, why, by_value_read)
+        self.replacements[sym] = sympy.Integer(value)
+        self._normalize()
+        self.events.append(f"{', '.join(map(str, self.origins[sym]))} specialized to {value} by {why}"
+                           + (f" at {loc}" if loc else ""))
+
+    def evaluate_bool(self, expr: sympy.Basic, loc: SourceLoc | None, why: str = "a comparison") -> bool:
+        """A bool read: the truth of `expr` in this call, with the guard that keeps it true."""
+        expr = self.simplify(expr)
+        if isinstance(expr, sympy.logic.boolalg.BooleanAtom):
+            return bool(expr)
+        if isinstance(expr, sympy.Rel) and expr.lhs == expr.rhs:
+            return isinstance(expr, (sympy.Eq, sympy.Ge, sympy.Le))
+        decided = self._decide_from_ranges(expr)
+        if decided is not None:
+            return decided
+        if expr in self._bool_cache:
+            return self._bool_cache[expr]
+        value = self.hint(expr)
+        syms = self.free(expr)
+        if any(self.policy.on_bool_read(self.origins[s][0]) == "specialize" for s in syms):
+            self.specialize(expr, loc, why)
+            return bool(value)
+        fact = expr if value else sympy.Not(expr)
+        self._record(fact, loc, why)
+        self._bool_cache[expr] = bool(value)
+        return bool(value)
+
+    def _record(self, fact: sympy.Basic, loc: SourceLoc | None, why: str) -> None:
+        """Keep `fact` as a guard; an equality with a constant pins the symbol (a static dim)."""
+        if isinstance(fact, sympy.Eq):
+            lhs, rhs = fact.args
+            if isinstance(rhs, sympy.Symbol) and not isinstance(lhs, sympy.Symbol):
+                lhs, rhs = rhs, lhs
+            if isinstance(lhs, sympy.Symbol) and rhs.is_Integer:
+                self._pin(lhs, int(rhs), loc, why, by_value_read=False)
+                return
+            if isinstance(lhs, sympy.Symbol) and isinstance(rhs, sympy.Symbol):
+                self._unify(lhs, rhs, loc)
+                return
+        self.guards.append(ShapeGuard(fact, loc))
+        self._refine_range(fact)
+
+    def guard_equal(self, a: Expr, b: Expr, loc: SourceLoc | None) -> Expr:
+        """An op assumed `a == b` (a broadcast, a matmul's inner dim): guard it, return one size."""
+        a, b = self.simplify(a), self.simplify(b)
+        if a == b:
+            return a
+        if not self.evaluate_bool(sympy.Eq(a, b, evaluate=False), loc, "an op that needs equal sizes"):
+            raise AssertionError(f"guard_equal({a}, {b}) is false in this call")
+        return self.simplify(a)
+
+    def _unify(self, keep: sympy.Symbol, drop: sympy.Symbol, loc: SourceLoc | None) -> None:
+        if keep.name > drop.name:
+            keep, drop = drop, keep
+        self.replacements[drop] = keep
+        self.unified.add(drop)
+        self.origins[keep] += self.origins[drop]
+        lo1, hi1 = self.ranges[keep]
+        lo2, hi2 = self.ranges[drop]
+        self.ranges[keep] = (max(lo1, lo2), min(hi1, hi2))
+        self._normalize()
+        self.events.append(f"{self.origins[drop][0]} == {self.origins[keep][0]} (assumed at {loc})")
+
+    def _normalize(self) -> None:
+        for sym, target in list(self.replacements.items()):
+            self.replacements[sym] = target.xreplace(self.replacements) if target.free_symbols else target
+
+    def _decide_from_ranges(self, expr: sympy.Basic) -> bool | None:
+        """Comparisons of one symbol with a constant that its range already settles (s0 >= 2)."""
+        expr = symbol_first(expr)
+        if not isinstance(expr, sympy.Rel) or not isinstance(expr.lhs, sympy.Symbol) or not expr.rhs.is_Number:
+            return None
+        lo, hi = self.ranges.get(expr.lhs, (-INF, INF))
+        c = float(expr.rhs)
+        checks = {
+            sympy.Ge: ((lo >= c), (hi < c)), sympy.Gt: ((lo > c), (hi <= c)),
+            sympy.Le: ((hi <= c), (lo > c)), sympy.Lt: ((hi < c), (lo >= c)),
+            sympy.Eq: (False, (c < lo or c > hi)), sympy.Ne: ((c < lo or c > hi), False),
+        }.get(type(expr))
+        if checks is None:
+            return None
+        if checks[0]:
+            return True
+        if checks[1]:
+            return False
+        return None
+
+    def _refine_range(self, fact: sympy.Basic) -> None:
+        fact = symbol_first(fact)
+        if not isinstance(fact, sympy.Rel) or not isinstance(fact.lhs, sympy.Symbol) or not fact.rhs.is_Integer:
+            return
+        lo, hi = self.ranges[fact.lhs]
+        c = int(fact.rhs)
+        if isinstance(fact, sympy.Ge):
+            lo = max(lo, c)
+        elif isinstance(fact, sympy.Gt):
+            lo = max(lo, c + 1)
+        elif isinstance(fact, sympy.Le):
+            hi = min(hi, c)
+        elif isinstance(fact, sympy.Lt):
+            hi = min(hi, c - 1)
+        self.ranges[fact.lhs] = (lo, hi)
+
+    # -- what the guard function checks ----------------------------------------------------------
+
+    def live_symbols(self) -> list[sympy.Symbol]:
+        """Symbols still free (not pinned, not unified into another), in creation order."""
+        return [s for s in self.hints if s not in self.replacements]
+
+    def all_origins(self) -> Iterable[tuple[SizeSource, sympy.Basic]]:
+        """Every read dimension and what it must equal: a live symbol, or a pinned integer."""
+        for sym, origins in self.origins.items():
+            if sym in self.unified:
+                continue  # unified: its origins were moved to the symbol it equals
+            for origin in origins:
+                yield origin, self.simplify(sym)
+
+
+class _RoundedDiv(sympy.Function):
+    """Integer division kept as written. (sympy's own floor(a / b) can drop the floor when it
+    wrongly takes a / b for an integer: floor(Max(0, 2*s0) / 6) comes back as Max(0, 2*s0) / 6.)"""
+
+    is_integer = True
+    rounding: Callable[[fractions.Fraction], int] = math.floor
+
+    @classmethod
+    def eval(cls, a: sympy.Basic, b: sympy.Basic) -> sympy.Basic | None:
+        if a.is_Number and b.is_Number:
+            return sympy.Integer(cls.rounding(fractions.Fraction(str(a)) / fractions.Fraction(str(b))))
+        return a if b == 1 else None
+
+
+class FloorDiv(_RoundedDiv):
+    """`a // b`."""
+
+    rounding = staticmethod(math.floor)
+
+
+class CeilDiv(_RoundedDiv):
+    """`-(-a // b)`: the ceiling of a / b."""
+
+    rounding = staticmethod(math.ceil)
+
+
+_RELATIONS = {sympy.Gt: operator.gt, sympy.Lt: operator.lt, sympy.Ge: operator.ge, sympy.Le: operator.le,
+              sympy.Eq: operator.eq, sympy.Ne: operator.ne}
+_NUMERIC = {
+    sympy.Mod: lambda a, b: a % b, FloorDiv: lambda a, b: a // b, CeilDiv: lambda a, b: -(-a // b),
+    sympy.floor: math.floor, sympy.ceiling: math.ceil, sympy.Min: min,
+    sympy.Max: max, sympy.Abs: abs, sympy.Not: operator.not_,
+    sympy.And: lambda *xs: all(xs), sympy.Or: lambda *xs: any(xs),
+    sym_float.TruncToInt: int, **{op: op.op for op in sym_float.OPS},
+}
+
+
+_FLIPPED = {sympy.Lt: sympy.Gt, sympy.Gt: sympy.Lt, sympy.Le: sympy.Ge, sympy.Ge: sympy.Le,
+            sympy.Eq: sympy.Eq, sympy.Ne: sympy.Ne}
+
+
+def symbol_first(expr: sympy.Basic) -> sympy.Basic:
+    """`1 < s0` as `s0 > 1`: the form the range reasoning reads."""
+    if isinstance(expr, sympy.Rel) and expr.lhs.is_Number and isinstance(expr.rhs, sympy.Symbol):
+        return _FLIPPED[type(expr)](expr.rhs, expr.lhs, evaluate=False)
+    return expr
+
+
+def _sympy_number(value: sympy.Basic, expr: sympy.Basic) -> Any:
+    """A numeric sympy value as the Python number `evaluate` returns."""
+    if isinstance(value, sympy.logic.boolalg.BooleanAtom):
+        return bool(value)
+    if value.is_Integer:
+        return int(value)
+    if value.is_Rational:
+        return int(value) if value.q == 1 else float(value)
+    if value.is_number and value.is_real:
+        return float(value)
+    raise TypeError(f"pdyn: {expr} is not a real number at these sizes ({value})")
+
+
+def evaluate(expr: sympy.Basic, values: dict[sympy.Symbol, int]) -> Any:
+    """`expr`'s Python value with `values` for its symbols; exact on integers, fast (no sympy calls)."""
+    if expr.is_Symbol:
+        return values[expr]
+    if expr.is_Integer:
+        return int(expr)
+    if expr.is_Rational:
+        return fractions.Fraction(int(expr.p), int(expr.q))
+    if expr.is_Float:
+        return float(expr)
+    if isinstance(expr, sympy.logic.boolalg.BooleanAtom):
+        return bool(expr)
+    func = expr.func
+    args = [evaluate(a, values) for a in expr.args]
+    if func is sympy.Add:
+        result = sum(args)
+    elif func is sympy.Mul:
+        result = math.prod(args)
+    elif func is sympy.Pow:  # an integer to a negative power is a fraction until the end
+        base = fractions.Fraction(args[0]) if isinstance(args[0], int) and args[1] < 0 else args[0]
+        result = base ** args[1]
+    elif func in _RELATIONS:
+        return _RELATIONS[func](args[0], args[1])
+    elif func in _NUMERIC:
+        result = _NUMERIC[func](*args)
+    else:  # no fast rule: sympy evaluates it exactly once every symbol is a number (rare, slow)
+        return _sympy_number(expr.xreplace({s: sympy.Integer(values[s]) for s in expr.free_symbols}), expr)
+    if isinstance(result, fractions.Fraction):
+        return int(result) if result.denominator == 1 else float(result)
+    return result
+
+
+def substitute(expr: sympy.Basic, mapping: dict[sympy.Symbol, sympy.Basic]) -> sympy.Basic:
+    """`expr.xreplace(mapping)`, but comparisons and Mod are rebuilt unevaluated (sympy's own
+    evaluation of them is slow), and a comparison of two numbers is decided."""
+    if expr in mapping:
+        return mapping[expr]
+    if not expr.args or not (expr.free_symbols & mapping.keys()):
+        return expr
+    args = [substitute(a, mapping) for a in expr.args]
+    if expr.func in _RELATIONS:
+        if args[0].is_Number and args[1].is_Number:
+            return sympy.true if _RELATIONS[expr.func](args[0], args[1]) else sympy.false
+        return expr.func(*args, evaluate=False)
+    if expr.func is sympy.Mod:
+        return sympy.Mod(*args) if all(a.is_Number for a in args) else sympy.Mod(*args, evaluate=False)
+    return expr.func(*args)
+
+
+class _PythonPrinter(PythonCodePrinter):
+    """sympy -> Python source for guards: integer division stays exact (`a // b`)."""
+
+    def _print_floor(self, expr: sympy.Basic) -> str:
+        num, den = sympy.fraction(sympy.together(expr.args[0]))
+        if den != 1:
+            return f"(({self._print(num)}) // ({self._print(den)}))"
+        return f"math.floor({self._print(expr.args[0])})"
+
+    def _print_ceiling(self, expr: sympy.Basic) -> str:
+        num, den = sympy.fraction(sympy.together(expr.args[0]))
+        if den != 1:
+            return f"(-((-({self._print(num)})) // ({self._print(den)})))"
+        return f"math.ceil({self._print(expr.args[0])})"
+
+    def _print_Float(self, expr: sympy.Float) -> str:
+        return repr(float(expr))  # every bit of the float (sympy prints 15 digits)
+
+    def _print_Symbol(self, expr: sympy.Symbol) -> str:
+        return expr.name
+
+    def _print_FloorDiv(self, expr: sympy.Basic) -> str:
+        return f"(({self._print(expr.args[0])}) // ({self._print(expr.args[1])}))"
+
+    def _print_CeilDiv(self, expr: sympy.Basic) -> str:
+        return f"(-((-({self._print(expr.args[0])})) // ({self._print(expr.args[1])})))"
+
+    def _print_TruncToInt(self, expr: sympy.Basic) -> str:
+        return f"int({self._print(expr.args[0])})"
+
+    def _print_Mod(self, expr: sympy.Basic) -> str:
+        # parenthesized: inside a product `-2*Mod(s0, 2)` must not print as `-2*s0 % 2`
+        return f"(({self._print(expr.args[0])}) % ({self._print(expr.args[1])}))"
+
+
+def to_python(expr: sympy.Basic) -> str:
+    """`expr` as a Python expression over the symbol names (and `math`)."""
+    return _PythonPrinter({"fully_qualified_modules": True, "standard": "python3"}).doprint(expr)

@@ -1,0 +1,1 @@
+"""trace: see docs/architecture.md."""

@@ -1,0 +1,75 @@
+"""TraceContext: what one trace accumulates besides its fx graph: the plan it follows, its ShapeEnv,
+its guards, the Python side effects to replay after the graph, and the builder's memo tables.
+
+compile_frame makes one per trace and hands it to the OutputGraph and the translator; trackers
+reach it as `tx.ctx`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from pdyn.guards.guards import GradModeGuard, Guard, GuardSet
+from pdyn.sources import SizeSource, Source
+from pdyn.shapes.shape_env import ShapeEnv
+from pdyn.shapes.trace_plan import TracePlan
+
+if TYPE_CHECKING:
+    from pdyn.trace.variables.base import VariableTracker
+
+
+class SideEffects:
+    """Python-visible changes the trace made to objects that outlive it, in the order first made.
+
+    `mutated` marks a list or dict read from the inputs whose contents changed; `store_attr` and
+    `store_global` record the last value stored. The frame code replays them after the graph.
+    """
+
+    def __init__(self) -> None:
+        self.containers: dict[int, VariableTracker] = {}
+        self.attrs: dict[tuple[int, str], tuple[VariableTracker, VariableTracker]] = {}
+        self.globals: dict[str, VariableTracker] = {}
+        # every target in the order the program first changed it: the order the replay follows
+        self.order: list[tuple[str, Any]] = []
+
+    def _first(self, kind: str, key: Any, table: dict[Any, Any]) -> None:
+        if key not in table:
+            self.order.append((kind, key))
+
+    def mutated(self, vt: VariableTracker) -> None:
+        self._first("container", id(vt), self.containers)
+        self.containers.setdefault(id(vt), vt)
+
+    def store_attr(self, obj: VariableTracker, name: str, value: VariableTracker) -> None:
+        self._first("attr", (id(obj), name), self.attrs)
+        self.attrs[(id(obj), name)] = (obj, value)
+
+    def store_global(self, name: str, value: VariableTracker) -> None:
+        self._first("global", name, self.globals)
+        self.globals[name] = value
+
+    def load_attr(self, obj: VariableTracker, name: str) -> VariableTracker | None:
+        entry = self.attrs.get((id(obj), name))
+        return entry[1] if entry is not None else None
+
+    def __bool__(self) -> bool:
+        return bool(self.containers or self.attrs or self.globals)
+
+
+class TraceContext:
+    """The state of one trace that outlives any one instruction, and is not the graph itself."""
+
+    def __init__(self, plan: TracePlan | None = None) -> None:
+        self.plan = plan if plan is not None else TracePlan(None, "value", frozenset())
+        self.dynamic_marks: set[SizeSource] = set()   # dims marked dynamic by the user
+        self.shape_env = ShapeEnv(self.plan.read_policy(self.dynamic_marks.__contains__))
+        self.guards = GuardSet()
+        self.side_effects = SideEffects()
+        self.wrapped: dict[Source, VariableTracker] = {}      # one tracker per source read
+        self.mutable_by_id: dict[int, VariableTracker] = {}   # one tracker per input list/dict object
+        self.add_guard(GradModeGuard(None, enabled=torch.is_grad_enabled()))
+
+    def add_guard(self, guard: Guard) -> None:
+        self.guards.add(guard)

@@ -1,0 +1,195 @@
+"""The Python function a cache entry runs on a hit: read the graph inputs through their Sources,
+call the compiled graph, replay Python side effects, and rebuild the frame's return value.
+
+Generated as source (kept on the entry for `explain` and `PDYN_LOGS=output_code`) and compiled once.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import types
+import warnings
+from typing import Any, Callable
+
+import torch.fx
+
+from pdyn.base.errors import InternalError, Unsupported
+from pdyn.sources import Source
+from pdyn.shapes.shape_env import to_python
+from pdyn.trace.variables.base import VariableTracker
+from pdyn.trace.variables.containers import IteratorVariable
+from pdyn.trace.variables.functions import UserMethodVariable
+from pdyn.trace.variables.symint import SymIntVariable
+from pdyn.trace.variables.tensor import TensorMethodVariable
+
+SIMPLE_LITERALS = (type(None), bool, int, str, bytes)
+
+
+class FrameCodegen:
+    """Collects the expressions and statements of one frame function."""
+
+    def __init__(self) -> None:
+        self.outputs: list[torch.fx.Node] = []
+        self._output_index: dict[torch.fx.Node, int] = {}
+        self.scope: dict[str, Any] = {"_modules": sys.modules}
+        self._const_names: dict[int, str] = {}
+        self.lines: list[str] = []
+        self._temps: dict[int, str] = {}
+
+    def graph_output(self, vt: Any) -> str:
+        if vt.source is not None and vt.node.op == "placeholder":
+            return self.source_expr(vt.source)
+        if vt.node not in self._output_index:
+            self._output_index[vt.node] = len(self.outputs)
+            self.outputs.append(vt.node)
+        return f"out[{self._output_index[vt.node]}]"
+
+    def source_expr(self, source: Source) -> str:
+        """The runnable read of `source`; a key that is no literal (inf, a dtype) is a constant here."""
+        return source.code(self.constant)
+
+    def constant(self, value: Any, hint: str = "c") -> str:
+        if type(value) in SIMPLE_LITERALS or (type(value) is float and repr(value) == repr(float(repr(value)))
+                                              and "n" not in repr(value)):
+            return repr(value)
+        if id(value) not in self._const_names:
+            name = f"_{hint}{len(self._const_names)}"
+            self._const_names[id(value)] = name
+            self.scope[name] = value
+        return self._const_names[id(value)]
+
+    def once(self, vt: VariableTracker, expr: str) -> str:
+        """Build a mutable container once, so that aliases of it stay one object."""
+        if id(vt) not in self._temps:
+            name = f"t{len(self._temps)}"
+            self.lines.append(f"{name} = {expr}")
+            self._temps[id(vt)] = name
+        return self._temps[id(vt)]
+
+    def reconstruct(self, vt: VariableTracker) -> str:
+        return vt.reconstruct(self)
+
+
+class ResumeCodegen(FrameCodegen):
+    """The frame code of a graph break: it rebuilds the stack and locals for Python code that runs
+    on, so a symbolic size is computed from the inputs (not specialized) and trace-time objects
+    (functions, bound methods) are rebuilt where plain frame code would give up."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._symbols: set[str] = set()
+
+    def reconstruct(self, vt: VariableTracker) -> str:
+        if isinstance(vt, SymIntVariable) and not vt.is_python_constant():
+            return self._symint(vt)
+        if isinstance(vt, TensorMethodVariable):
+            return f"{self.reconstruct(vt.tensor)}.{vt.name}"
+        if isinstance(vt, UserMethodVariable):
+            return f"{self.constant(types.MethodType, 'MethodType')}({self.reconstruct(vt.fn)}, {self.reconstruct(vt.obj)})"
+        if isinstance(vt, IteratorVariable):
+            raise Unsupported("reconstruct", "pdyn cannot rebuild an iterator held anywhere but on the stack")
+        try:
+            return vt.reconstruct(self)
+        except Unsupported:
+            value = getattr(vt, "value", None)
+            if vt.source is None and isinstance(value, REBUILT_BY_IDENTITY):
+                return self.constant(value, "f")
+            raise
+
+    def remaining(self, vt: Any) -> str:
+        """The items an iterator on the stack has left, as a list (the code it goes to iterates it)."""
+        items = vt.items.items if hasattr(vt.items, "items") else vt.items
+        return "[" + "".join(f"{self.reconstruct(v)}, " for v in items[vt.index:]) + "]"
+
+    def _symint(self, vt: Any) -> str:
+        """A size expression, computed from the sizes it is made of; a data-dependent one from the graph."""
+        env = vt.env
+        expr = env.simplify(vt.expr)
+        symbols = sorted(expr.free_symbols, key=lambda s: s.name)
+        if not all(env.origins.get(sym) for sym in symbols):
+            return self.graph_output(vt)
+        self.scope.setdefault("math", math)
+        for sym in symbols:
+            if sym.name not in self._symbols:
+                self._symbols.add(sym.name)
+                origin = env.origins[sym][0]
+                size = "" if origin.dim is None else f".size({origin.dim})"
+                self.lines.append(f"{sym.name} = {self.source_expr(origin.base)}{size}")
+        text = to_python(expr)
+        kind = "int" if vt.python_type() is int else "float" if vt.python_type() is float else "bool"
+        return f"{kind}({text})"
+
+
+REBUILT_BY_IDENTITY = (types.FunctionType, types.BuiltinFunctionType, types.ModuleType, type,
+                       types.MethodDescriptorType, types.WrapperDescriptorType)
+
+
+def build_frame_function(codegen: FrameCodegen, result_expr: str, effects: list[str], input_exprs: list[str],
+                         compiled: Callable[..., Any] | None, title: str,
+                         tail: list[str] | None = None,
+                         rerun: EagerRerun | None = None) -> tuple[Callable[..., Any], str]:
+    """Assemble `run(L, G)`; returns the function and its source. With `tail` (a graph break),
+    those lines end the function instead of returning `result_expr`. With `rerun`, a graph that
+    raises hands the call to it (the side effects after the graph have not happened yet)."""
+    body: list[str] = []
+    if compiled is not None:
+        codegen.scope["compiled_graph"] = compiled
+        call = f"out = compiled_graph({', '.join(input_exprs)})"
+        if rerun is None:
+            body.append(call)
+        else:
+            codegen.scope["rerun_eagerly"] = rerun
+            snapshot = rerun.draws_random
+            if snapshot:
+                codegen.scope["rng_state"] = rng_state
+            # NOTE: the rerun happens outside the `except` block: inside it, CPython changes some of
+            # the exceptions user code raises (`f(**a, **b)` raises KeyError for TypeError)
+            body += ["rng = rng_state()" if snapshot else "rng = None", "failed = None", "try:", f"    {call}",
+                     "except Exception as e:", "    failed = e", "if failed is not None:",
+                     "    return rerun_eagerly(L, failed, rng)"]
+    body += codegen.lines
+    if tail is None:
+        body.append(f"result = {result_expr}")
+        body += effects
+        body.append("return result")
+    else:
+        body += effects + tail
+    source = f"# pdyn frame code for {title}\ndef run(L, G):\n" + "".join(f"    {line}\n" for line in body)
+    exec(compile(source, f"<pdyn frame {title}>", "exec"), codegen.scope)
+    return codegen.scope["run"], source
+
+
+class EagerRerun:
+    """Where the compiled graph raises, the frame runs again eagerly from its start: the Python side
+    effects the trace deferred to after the graph then happen in eager's order, up to the raise
+    that eager raises for real. Only for graphs that write no tensor (a write would happen twice);
+    a graph that draws random numbers gets the generator state it started from back first."""
+
+    def __init__(self, call_original: Callable[[dict[str, Any]], Any], title: str, draws_random: bool):
+        self.call_original = call_original
+        self.title = title
+        self.draws_random = draws_random
+        self.warned = False
+
+    def __call__(self, L: dict[str, Any], error: Exception, rng: Any) -> Any:
+        if rng is not None:
+            set_rng_state(rng)
+        result = self.call_original(L)   # raises what eager raises, side effects first
+        if not self.warned:
+            self.warned = True
+            warnings.warn(f"pdyn: the compiled graph of {self.title} raised {type(error).__name__}: {error}, where "
+                          f"eager returns; this call's result is eager's. {InternalError.__doc__}", stacklevel=2)
+        return result
+
+
+def rng_state() -> tuple[torch.Tensor, torch.Tensor | None]:
+    cuda = torch.cuda.get_rng_state() if torch.cuda.is_initialized() else None
+    return torch.random.get_rng_state(), cuda
+
+
+def set_rng_state(state: tuple[torch.Tensor, torch.Tensor | None]) -> None:
+    cpu, cuda = state
+    torch.random.set_rng_state(cpu)
+    if cuda is not None:
+        torch.cuda.set_rng_state(cuda)

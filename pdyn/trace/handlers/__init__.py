@@ -1,0 +1,3 @@
+"""Opcode handlers, one family per module; importing a module registers its handlers."""
+
+from pdyn.trace.handlers import calls, containers, control, locals, ops, stack  # noqa: F401

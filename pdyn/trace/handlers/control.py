@@ -1,0 +1,123 @@
+"""Jumps, loops, returns, raises and asserts."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pdyn.base.errors import Unsupported, UserException
+from pdyn.trace.handlers.registry import handler
+from pdyn.bytecode.instructions import Instruction
+from pdyn.trace.variables.base import VariableTracker
+from pdyn.trace.variables.constant import ConstantVariable
+from pdyn.trace.variables.builtins import ClassVariable
+from pdyn.trace.variables.containers import IteratorVariable, make_iterator
+from pdyn.trace.variables.semantics import is_same
+
+if TYPE_CHECKING:
+    from pdyn.trace.translator import InstructionTranslator as Tracer
+
+NONE = ConstantVariable(None)
+
+
+@handler("JUMP")
+def jump(tx: Tracer, inst: Instruction) -> None:
+    tx.ip = inst.target  # type: ignore[assignment]
+
+
+def _pop_jump(when: bool, test):  # type: ignore[no-untyped-def]
+    def run(tx: Tracer, inst: Instruction) -> None:
+        if test(tx, tx.pop()) == when:
+            tx.ip = inst.target
+
+    return run
+
+
+def _truth(tx: Tracer, vt: VariableTracker) -> bool:
+    return vt.truth(tx)
+
+
+def _is_none(tx: Tracer, vt: VariableTracker) -> bool:
+    return is_same(tx, vt, NONE)
+
+
+handler("POP_JUMP_IF_FALSE")(_pop_jump(False, _truth))
+handler("POP_JUMP_IF_TRUE")(_pop_jump(True, _truth))
+handler("POP_JUMP_IF_NONE")(_pop_jump(True, _is_none))
+handler("POP_JUMP_IF_NOT_NONE")(_pop_jump(False, _is_none))
+
+
+def _jump_or_pop(when: bool):  # type: ignore[no-untyped-def]
+    def run(tx: Tracer, inst: Instruction) -> None:
+        if tx.stack[-1].truth(tx) == when:
+            tx.ip = inst.target
+        else:
+            tx.pop()
+
+    return run
+
+
+handler("JUMP_IF_FALSE_OR_POP")(_jump_or_pop(False))
+handler("JUMP_IF_TRUE_OR_POP")(_jump_or_pop(True))
+
+
+@handler("GET_ITER")
+def get_iter(tx: Tracer, inst: Instruction) -> None:
+    tx.push(make_iterator(tx, tx.pop()))
+
+
+@handler("FOR_ITER")
+def for_iter(tx: Tracer, inst: Instruction) -> None:
+    it = tx.stack[-1]
+    assert isinstance(it, IteratorVariable), f"FOR_ITER over {it}"
+    item = it.next()
+    if item is None:
+        tx.pop()
+        tx.ip = inst.target  # type: ignore[assignment]
+    else:
+        tx.push(item)
+
+
+@handler("RETURN_VALUE")
+def return_value(tx: Tracer, inst: Instruction) -> None:
+    tx.return_value = tx.pop()
+
+
+@handler("RETURN_CONST")
+def return_const(tx: Tracer, inst: Instruction) -> None:
+    tx.return_value = tx.wrap_constant(inst.argval)
+
+
+@handler("RETURN_GENERATOR")
+def return_generator(tx: Tracer, inst: Instruction) -> None:
+    if tx.parent is None:
+        raise Unsupported("generator", "pdyn runs generator functions eagerly", loc=tx.loc())
+    tx.push(NONE)  # the first resume of a generator sends None, which the next POP_TOP drops
+
+
+@handler("YIELD_VALUE")
+def yield_value(tx: Tracer, inst: Instruction) -> None:
+    tx.yielded = tx.pop()  # GeneratorVariable.next() stops here and pushes the sent None
+
+
+@handler("LOAD_ASSERTION_ERROR")
+def load_assertion_error(tx: Tracer, inst: Instruction) -> None:
+    tx.push(ClassVariable(AssertionError))
+
+
+@handler("RAISE_VARARGS")
+def raise_varargs(tx: Tracer, inst: Instruction) -> None:
+    if inst.argval != 1:
+        raise Unsupported("raise", "pdyn traces only `raise exc`", loc=tx.loc())
+    exc = tx.pop()
+    value = exc.as_python_constant() if exc.is_python_constant() else getattr(exc, "value", None)
+    if isinstance(value, type) and issubclass(value, BaseException):
+        value = value()
+    if not isinstance(value, BaseException):
+        raise Unsupported("raise", f"pdyn cannot trace raising {exc}", loc=tx.loc())
+    raise UserException(value, tx.loc())
+
+
+@handler("BEFORE_WITH")
+def before_with(tx: Tracer, inst: Instruction) -> None:
+    raise Unsupported("with_block", "pdyn cannot trace a with block yet",
+                      hint="move the with statement out of the compiled function", loc=tx.loc())

@@ -1,0 +1,304 @@
+"""The torch.fx graph under construction: its inputs and the ops recorded into it.
+
+Every op runs once at trace time on fake tensors (same sizes, dtypes and devices, no data) to learn
+its output's metadata; the node it records carries the user's file:line in `node.meta["loc"]`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import operator
+import re
+from typing import Any, Iterator
+
+import sympy
+import torch
+import torch.fx
+from torch._subclasses.fake_tensor import (
+    DataDependentOutputException,
+    DynamicOutputShapeException,
+    FakeTensorMode,
+    UnsupportedOperatorException,
+)
+
+from pdyn.shapes import graph_meta
+from pdyn.base import logs
+from pdyn.base.errors import SourceLoc, Unsupported, UserException
+from pdyn.guards.guards import AliasGuard
+from pdyn.ops.effects import mutates as writes
+from pdyn.ops import canonical
+from pdyn.ops.shape_rules import SymTensor, infer_sizes
+from pdyn.sources import SizeSource, Source
+from pdyn.trace.context import TraceContext
+from pdyn.trace.variables.base import VariableTracker
+from pdyn.trace.variables.builder import wrap_constant_result
+from pdyn.trace.variables.fx_args import as_fake, as_node, as_symbolic
+from pdyn.trace.variables.symint import SymIntVariable
+from pdyn.trace.variables.tensor import TensorVariable, wrap_fx_result
+from pdyn.trace.variables.torch import pin_sizes_read
+
+dynamic_log = logs.topic("dynamic")
+DATA_DEPENDENT = (DataDependentOutputException, DynamicOutputShapeException)
+
+
+@contextlib.contextmanager
+def _quiet_fake_tensor() -> Iterator[None]:
+    """FakeTensor logs a traceback for every op that fails; pdyn reports those itself."""
+    logger = logging.getLogger("torch._subclasses.fake_tensor")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+class OutputGraph:
+    """One trace's fx graph and its inputs; the rest of what the trace accumulates (sizes, guards,
+    side effects) is in its TraceContext, `ctx`."""
+
+    def __init__(self, frame_name: str, ctx: TraceContext) -> None:
+        self.frame_name = frame_name
+        self.ctx = ctx
+        self.graph = torch.fx.Graph()
+        self.fake_mode = FakeTensorMode(allow_non_fake_inputs=False)
+        self.inputs: list[TensorVariable] = []          # placeholders, in order
+        self.placeholders: list[tuple[torch.fx.Node, Source, Any]] = []   # node, source, this call's value
+        self._input_by_id: dict[int, TensorVariable] = {}
+        self._names: set[str] = set()
+
+    # -- inputs ----------------------------------------------------------------------------------
+
+    def add_input(self, value: torch.Tensor, source: Source, loc: SourceLoc | None) -> TensorVariable:
+        """A tensor read from the frame: a placeholder (or the one already made for this object)."""
+        seen = self._input_by_id.get(id(value))
+        if seen is not None:
+            self.ctx.add_guard(AliasGuard(source, other=seen.source, same=True, loc=loc))
+            return seen
+        node = self.graph.placeholder(self._fresh_name(_hint(source)))
+        with _quiet_fake_tensor():
+            fake = self.fake_mode.from_tensor(value, static_shapes=True)
+        node.meta["example_value"] = fake
+        node.meta["source"] = source
+        vt = TensorVariable(node, fake, source=source, input_sources=frozenset({source}),
+                            sizes=self._input_sizes(value, source))
+        graph_meta.stamp_input(node, value, vt.sizes)  # sizes for the backend
+        self.inputs.append(vt)
+        self.placeholders.append((node, source, value))
+        self._input_by_id[id(value)] = vt
+        return vt
+
+    def _input_sizes(self, value: torch.Tensor, source: Source) -> tuple[sympy.Expr, ...]:
+        """One symbol per dim, except sizes 0/1, dims marked static, parameters (their sizes are the
+        model's, as in torch.compile), and everything under dynamic=False."""
+        dynamic = getattr(value, "_pdyn_dynamic_dims", ())
+        static = range(value.dim()) if isinstance(value, torch.nn.Parameter) and not dynamic else \
+            getattr(value, "_pdyn_static_dims", ())
+        sizes = []
+        for dim, size in enumerate(value.shape):
+            origin = SizeSource(source, dim)
+            if (self.ctx.plan.static_inputs and dim not in dynamic) or dim in static:
+                sizes.append(sympy.Integer(size))
+                continue
+            if dim in dynamic:
+                self.ctx.dynamic_marks.add(origin)
+            sizes.append(self.ctx.shape_env.create_symbol(size, origin))
+        return tuple(sizes)
+
+    def add_int_input(self, value: int, source: Source, loc: SourceLoc | None) -> VariableTracker:
+        """An int argument or int attribute, treated as a size: symbolic until Python reads it."""
+        expr = self.ctx.shape_env.create_symbol(value, SizeSource(source, None))
+        vt = SymIntVariable(self.ctx.shape_env, expr, None, loc, source=source, input_sources=frozenset({source}))
+
+        def placeholder() -> torch.fx.Node:
+            node = self.graph.placeholder(self._fresh_name(_hint(source)))
+            node.meta["example_value"] = value
+            node.meta["source"] = source
+            graph_meta.stamp_int_input(node, expr)  # sizes for the backend
+            self.placeholders.append((node, source, value))
+            return self.annotate(node, loc)
+
+        vt._make_node = placeholder
+        return vt
+
+    def ordered_inputs(self) -> list[tuple[Source, Any]]:
+        """(source, example) of each placeholder, after moving all placeholders to the top of the
+        graph (one made late, for a parameter or an int read mid-trace, keeps its relative order)."""
+        anchor: torch.fx.Node | None = None
+        for node in [n for n in self.graph.nodes if n.op == "placeholder"]:
+            if anchor is not None:
+                anchor.append(node)
+            elif next(iter(self.graph.nodes)) is not node:
+                next(iter(self.graph.nodes)).prepend(node)
+            anchor = node
+        by_node = {id(node): (source, value) for node, source, value in self.placeholders}
+        return [by_node[id(n)] for n in self.graph.nodes if n.op == "placeholder"]
+
+    def _fresh_name(self, hint: str) -> str:
+        base = re.sub(r"\W+", "_", hint).strip("_").lower() or "t"
+        if base[0].isdigit():
+            base = "t_" + base
+        name, n = base, 1
+        while name in self._names:
+            n += 1
+            name = f"{base}_{n}"
+        self._names.add(name)
+        return name
+
+    # -- recording ops ---------------------------------------------------------------------------
+
+    def call(self, kind: str, target: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker],
+             *, loc: SourceLoc | None, mutates: bool = False) -> VariableTracker:
+        """Record `target(*args, **kwargs)` (kind: call_function or call_method) and wrap its result.
+
+        The op runs first on fake tensors; a result with no tensor in it (a size, a dtype) is a
+        constant and records nothing, unless the op `mutates` an input (setitem).
+        """
+        fake_args = [as_fake(a) for a in args]
+        fake_kwargs = {k: as_fake(v) for k, v in kwargs.items()}
+        fn = getattr(torch.Tensor, target) if kind == "call_method" else target
+        try:
+            with _quiet_fake_tensor(), self.fake_mode:
+                example = fn(*fake_args, **fake_kwargs)
+        except DATA_DEPENDENT as e:
+            raise Unsupported(
+                "data_dependent", f"{_target_name(target)} needs tensor data pdyn does not have at trace time "
+                f"({type(e).__name__})", hint="move data-dependent Python logic out of the compiled function",
+                loc=loc) from None
+        except UnsupportedOperatorException as e:
+            raise Unsupported("fake_unsupported", f"{_target_name(target)} has no fake implementation: {e}",
+                              loc=loc) from None
+        except Exception as e:  # the op itself raised: eager raises it too, for real
+            raise UserException(e, loc) from None
+        if not mutates and not _has_tensor(example):
+            pin_sizes_read(self.ctx.shape_env, loc, kind, target, args, kwargs)
+            return wrap_constant_result(example)
+        node = self._record(kind, target, args, kwargs, example, loc)
+        same = _returned_argument(example, args, kwargs)
+        if same is not None and _alias_is_guarded(node, same):  # `x.add_(1)`, `x.to(x.dtype)`: eager
+            graph_meta.stamp_result(node, example, [same.sizes])  # sizes for the backend
+            return same       # returns x itself (the node stays: it may have written x)
+        sources = frozenset().union(*(getattr(a, "input_sources", frozenset()) for a in _flat(args, kwargs)))
+        sizes = self._output_sizes(target, args, kwargs, example, loc)
+        graph_meta.stamp_result(node, example, sizes)  # sizes for the backend
+        return wrap_fx_result(self, node, example, sources, sizes, wrap_constant_result)
+
+    def _output_sizes(self, target: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker],
+                      example: Any, loc: SourceLoc | None) -> list[tuple[sympy.Expr, ...]]:
+        """Symbolic sizes of the op's tensor outputs, from its shape rule; an op with no rule (or
+        a rule that disagrees with the fake run) specializes the sizes of its inputs instead."""
+        outputs = [t for t in _flat_values(example) if isinstance(t, torch.Tensor)]
+        static = [tuple(sympy.Integer(s) for s in t.shape) for t in outputs]
+        sym_args = [as_symbolic(a) for a in args]
+        sym_kwargs = {k: as_symbolic(v) for k, v in kwargs.items()}
+        symbolic = [e for e in _flat_values((sym_args, sym_kwargs)) if _is_symbolic(e)]
+        if not symbolic:
+            return static
+        env = self.ctx.shape_env
+        try:
+            result = infer_sizes(env, target, tuple(sym_args), sym_kwargs, loc)
+        except Exception as e:  # a rule that cannot handle these arguments: specialize below
+            dynamic_log.debug("shape rule of %s failed: %s", _target_name(target), e)
+            result = None
+        if result is not None and len(result) == len(outputs) and all(
+                [env.hint(s) for s in sizes] == list(t.shape) for sizes, t in zip(result, outputs)):
+            return result
+        why = f"{_target_name(target)}(), which has no symbolic shape rule"
+        for expr in symbolic:
+            env.specialize(expr, loc, why)
+        dynamic_log.info("%s at %s specialized its inputs' sizes", why, loc)
+        return static
+
+    def _record(self, kind: str, target: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker],
+                example: Any, loc: SourceLoc | None) -> torch.fx.Node:
+        """Append the node for an op whose fake run gave `example`, with the user's location."""
+        node = self.graph.create_node(
+            kind, target, tuple(as_node(a) for a in args), {k: as_node(v) for k, v in kwargs.items()},
+            name=self._fresh_name(_target_name(target).rsplit(".", 1)[-1]),
+        )
+        graph_meta.stamp_size_arguments(  # the values of size nodes, for the backend
+            (node.args, node.kwargs), ([as_symbolic(a) for a in args], {k: as_symbolic(v) for k, v in kwargs.items()}),
+            ([as_fake(a) for a in args], {k: as_fake(v) for k, v in kwargs.items()}))
+        self.annotate(node, loc)
+        node.meta["example_value"] = example
+        node.meta["op"] = canonical(target)  # the op table's row: backends and effects read it
+        return node
+
+    def annotate(self, node: torch.fx.Node, loc: SourceLoc | None) -> torch.fx.Node:
+        """Give `node` the user's file:line (`meta["loc"]`, and fx's stack trace for printing)."""
+        node.meta["loc"] = loc
+        if loc is not None:
+            node.meta["stack_trace"] = (f'  File "{loc.filename}", line {loc.lineno}, in '
+                                        f'{loc.function}\n    {loc.source_line().strip()}\n')
+        return node
+
+    def getitem_node(self, node: torch.fx.Node, index: int) -> torch.fx.Node:
+        item = self.graph.call_function(operator.getitem, (node, index))
+        item.meta["loc"] = node.meta.get("loc")   # the op that made the tuple
+        return item
+
+
+def _flat(args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> Iterator[VariableTracker]:
+    stack: list[Any] = list(args) + list(kwargs.values())
+    while stack:
+        a = stack.pop()
+        yield a
+        stack.extend(getattr(a, "items", ()) if not isinstance(getattr(a, "items", None), dict) else a.items.values())
+
+
+def _flat_values(value: Any) -> Iterator[Any]:
+    if isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _flat_values(v)
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _flat_values(v)
+    elif isinstance(value, slice):
+        yield from _flat_values((value.start, value.stop, value.step))
+    elif isinstance(value, SymTensor):
+        yield from value.sizes
+    else:
+        yield value
+
+
+def _is_symbolic(value: Any) -> bool:
+    return isinstance(value, sympy.Basic) and bool(value.free_symbols)
+
+
+def _returned_argument(example: Any, args: list[VariableTracker],
+                       kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    """The tensor argument an op returned itself (same fake object), if it did."""
+    if not isinstance(example, torch.Tensor):
+        return None
+    for a in [*args, *kwargs.values()]:
+        if isinstance(a, TensorVariable) and a.example is example:
+            return a
+    return None
+
+
+def _alias_is_guarded(node: torch.fx.Node, argument: VariableTracker) -> bool:
+    """Whether the facts that made an op return its argument hold on every call this trace serves:
+    a write always returns it; dtype and device are fixed per trace; a layout (`contiguous`,
+    `memory_format=`) is guarded for inputs only, so `x.t().contiguous()` keeps its own value."""
+    layout = _target_name(node.target) == "contiguous" or "memory_format" in node.kwargs
+    return writes(node) or not layout or getattr(argument, "node", None) is not None \
+        and argument.node.op == "placeholder" and "memory_format" not in node.kwargs
+
+
+def _has_tensor(value: Any) -> bool:
+    if isinstance(value, torch.Tensor):
+        return True
+    if isinstance(value, (list, tuple)):
+        return any(_has_tensor(v) for v in value)
+    return False
+
+
+def _target_name(target: Any) -> str:
+    if isinstance(target, str):
+        return target
+    return getattr(target, "__name__", None) or repr(target)
+
+
+def _hint(source: Source) -> str:
+    return str(source).replace("L[", "").replace("G[", "g_").replace("'", "").replace("]", "").replace(".", "_")

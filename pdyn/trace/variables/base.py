@@ -1,0 +1,122 @@
+"""VariableTracker: what the tracer knows about one Python value while it runs bytecode symbolically.
+
+Subclasses override the operations their values support; the defaults raise `Unsupported` naming
+the type and the operation, so an unknown case becomes a graph break, never a wrong answer. The
+protocol (the operations handlers and builtin rules call) is declared here, never probed with
+`getattr`: call, call_method, getattr, store_attr, getitem, setitem, delitem, contains, length,
+iterate, truth, binary_op, unary_op, reconstruct.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import TYPE_CHECKING, Any, Callable
+
+from pdyn.base.errors import Unsupported, UserException
+from pdyn.sources import Source
+
+if TYPE_CHECKING:
+    from pdyn.trace.translator import InstructionTranslator as Tracer
+    from pdyn.trace.frame_codegen import FrameCodegen
+
+
+class VariableTracker:
+    """Base of all trackers. `source` says where the value was read from, None if made in the trace."""
+
+    source: Source | None = None
+
+    def python_type(self) -> type:
+        raise Unsupported("python_type", f"pdyn does not know the Python type of {self}")
+
+    def is_python_constant(self) -> bool:
+        return False
+
+    def as_python_constant(self) -> Any:
+        raise Unsupported("not_constant", f"{self} is not a constant pdyn knows at trace time")
+
+    def binary_op(self, tx: Tracer, fn: Callable[[Any, Any], Any], other: VariableTracker) -> VariableTracker:
+        raise Unsupported(
+            "binary_op",
+            f"pdyn cannot trace `{fn.__name__}` on {type(self).__name__} and {type(other).__name__}",
+        )
+
+    def unary_op(self, tx: Tracer, fn: Callable[[Any], Any]) -> VariableTracker:
+        raise Unsupported("unary_op", f"pdyn cannot trace `{fn.__name__}` on {type(self).__name__}")
+
+    def getattr(self, tx: Tracer, name: str) -> VariableTracker:
+        raise Unsupported("getattr", f"pdyn cannot read attribute {name!r} of {type(self).__name__}")
+
+    def store_attr(self, tx: Tracer, name: str, value: VariableTracker) -> None:
+        raise Unsupported("store_attr", f"pdyn cannot trace setting attribute {name!r} of {self}")
+
+    def getitem(self, tx: Tracer, key: VariableTracker) -> VariableTracker:
+        """`self[key]`; on two constants, folded (an error is the user's)."""
+        if self.is_python_constant() and key.is_python_constant():
+            return fold(tx, operator.getitem, self.as_python_constant(), key.as_python_constant())
+        raise Unsupported("getitem", f"pdyn cannot index {self}")
+
+    def setitem(self, tx: Tracer, key: VariableTracker, value: VariableTracker) -> None:
+        raise Unsupported("setitem", f"pdyn cannot assign an item of {self}")
+
+    def delitem(self, tx: Tracer, key: VariableTracker) -> None:
+        raise Unsupported("delitem", f"pdyn cannot delete an item of {self}")
+
+    def contains(self, tx: Tracer, item: VariableTracker) -> bool:
+        """`item in self`; on two constants, decided at trace time."""
+        if item.is_python_constant() and self.is_python_constant():
+            try:
+                return item.as_python_constant() in self.as_python_constant()
+            except TypeError as e:
+                raise UserException(e) from None
+        raise Unsupported("contains", f"pdyn cannot decide `in` over {self}")
+
+    def length(self, tx: Tracer) -> VariableTracker:
+        """`len(self)`: a constant, or a symbolic int (a tensor's first size)."""
+        return fold(tx, len, self.as_python_constant())
+
+    def call(self, tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        raise Unsupported("call", f"pdyn cannot call {type(self).__name__} {self}")
+
+    def call_method(
+        self, tx: Tracer, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]
+    ) -> VariableTracker:
+        return self.getattr(tx, name).call(tx, args, kwargs)
+
+    def iterate(self, tx: Tracer) -> list[VariableTracker]:
+        raise Unsupported("iterate", f"pdyn cannot iterate over {type(self).__name__}")
+
+    def truth(self, tx: Tracer) -> bool:
+        if self.is_python_constant():
+            return bool(self.as_python_constant())
+        raise Unsupported("truth", f"pdyn cannot decide the truth of {type(self).__name__} at trace time")
+
+    def reconstruct(self, codegen: FrameCodegen) -> str:
+        """A Python expression, in the frame code, that evaluates to this value after the graph ran."""
+        if self.source is not None:
+            return codegen.source_expr(self.source)
+        raise Unsupported("reconstruct", f"pdyn cannot rebuild {type(self).__name__} outside the graph")
+
+    def __repr__(self) -> str:
+        src = f" from {self.source}" if self.source is not None else ""
+        return f"{type(self).__name__}{src}"
+
+
+class NullVariable(VariableTracker):
+    """The NULL that CPython pushes below a callable (PUSH_NULL, LOAD_GLOBAL with the low bit)."""
+
+    def __repr__(self) -> str:
+        return "NULL"
+
+
+NULL = NullVariable()
+
+
+def fold(tx: Tracer, fn: Callable[..., Any], *values: Any) -> VariableTracker:
+    """`fn(*values)` on constants, at trace time; an exception is the user's."""
+    try:
+        result = fn(*values)
+    except (Unsupported, UserException):
+        raise
+    except Exception as e:
+        raise UserException(e) from None
+    return tx.wrap_constant(result)

@@ -1,0 +1,219 @@
+"""Wrapping Python values as trackers: `wrap` for values read from the frame (with a Source, and
+the guards that pin what the trace assumed about them), `wrap_constant_result` for values made at
+trace time (no source, no guard). Trackers reach both through the translator (`tx.wrap(value,
+source)`, `tx.wrap_constant(value)`): this module sits above every tracker module it builds.
+"""
+
+from __future__ import annotations
+
+import collections
+import enum
+import functools
+import types
+from typing import TYPE_CHECKING, Any, Callable
+
+import torch
+
+from pdyn.base.errors import Unsupported
+from pdyn.guards.guards import AliasGuard, DictKeysGuard, EqualsGuard, IdGuard, LenGuard, TensorGuard, TypeGuard
+from pdyn.sources import AttrSource, ItemSource, LocalSource, Source
+from pdyn.trace.variables.base import VariableTracker
+from pdyn.trace.variables.builtins import BuiltinVariable, ClassVariable
+from pdyn.trace.variables.constant import CONSTANT_TYPES, ConstantVariable, ObjectConstantVariable, is_constant_value
+from pdyn.trace.variables.containers import DictVariable, ListVariable, SetVariable, SizeVariable, TupleVariable
+from pdyn.trace.variables.functions import PartialVariable, UserFunctionVariable, UserMethodVariable
+from pdyn.trace.variables.nn_module import NNModuleVariable, UserObjectVariable
+from pdyn.trace.variables.tensor import TensorUnboundMethodVariable, is_tensor_method
+from pdyn.trace.variables.torch import PythonModuleVariable, TorchFunctionVariable, is_torch_function
+
+if TYPE_CHECKING:
+    from pdyn.trace.translator import InstructionTranslator as Tracer
+
+TENSOR_TYPES = (torch.Tensor, torch.nn.Parameter)
+CALLABLE_TYPES = (types.BuiltinFunctionType, types.MethodWrapperType, types.MethodDescriptorType,
+                  types.WrapperDescriptorType, types.ClassMethodDescriptorType, types.BuiltinMethodType)
+
+
+def wrap(tx: Tracer, value: Any, source: Source) -> VariableTracker:
+    """The tracker for `value`, read from `source`, with its guards; one tracker per source."""
+    memo = tx.ctx.wrapped
+    if source not in memo:
+        mutable = type(value) in (list, dict) and isinstance(source.root(), LocalSource)
+        memo[source] = _wrap_mutable(tx, value, source) if mutable else _wrap(tx, value, source)
+    return memo[source]
+
+
+def _wrap_mutable(tx: Tracer, value: Any, source: Source) -> VariableTracker:
+    """One tracker per list or dict object reachable from the arguments, so that a mutation through
+    one alias shows through the others; guards say which of them were (and were not) one object."""
+    by_id = tx.ctx.mutable_by_id
+    seen = by_id.get(id(value))
+    if seen is not None:
+        _guard(tx, AliasGuard, source, seen.source, True)
+        return seen
+    for other in by_id.values():
+        if other.python_type() is type(value):
+            _guard(tx, AliasGuard, source, other.source, False)
+    vt = by_id[id(value)] = _wrap(tx, value, source)
+    return vt
+
+
+def _guard(tx: Tracer, guard_type: Callable[..., Any], source: Source, *args: Any) -> None:
+    tx.ctx.add_guard(guard_type(source, *args, loc=tx.loc()))
+
+
+def _wrap(tx: Tracer, value: Any, source: Source) -> VariableTracker:
+    """Dispatch on the value's exact type, then on the first base class listed, else a user object."""
+    kind = type(value)
+    fn = WRAP_BY_TYPE.get(kind)
+    if fn is None:
+        fn = next((fn for base, fn in WRAP_BY_BASE if isinstance(value, base)), _wrap_object)
+    return fn(tx, value, source)
+
+
+def _wrap_tensor(tx: Tracer, value: torch.Tensor, source: Source) -> VariableTracker:
+    kind = type(value)
+    if kind not in TENSOR_TYPES:
+        raise Unsupported("tensor_subclass", f"pdyn cannot trace tensor subclass {kind.__name__} ({source})",
+                          loc=tx.loc())
+    vt = tx.output.add_input(value, source, tx.loc())
+    # TENSOR_MATCH_DYNAMIC: static dims here; symbolic dims are bound and checked by the size guards
+    sizes = tuple(int(e) if e.is_Integer else None for e in vt.sizes)
+    static = all(s is not None for s in sizes)
+    tx.ctx.add_guard(TensorGuard(source, kind, value.dtype, value.device, value.requires_grad, sizes,
+                                    tuple(value.stride()) if static else None,
+                                    None if static else value.is_contiguous(), loc=tx.loc()))
+    vt._python_type = kind
+    return vt
+
+
+def _wrap_size(tx: Tracer, value: torch.Size, source: Source) -> VariableTracker:
+    _guard(tx, EqualsGuard, source, value)
+    return SizeVariable([ConstantVariable(v) for v in value], source)
+
+
+def _wrap_int(tx: Tracer, value: int, source: Source) -> VariableTracker:
+    if value in (0, 1) or tx.ctx.plan.static_inputs:
+        return _wrap_constant(tx, value, source)
+    _guard(tx, TypeGuard, source, int)  # an int is a size: symbolic until Python reads it
+    return tx.output.add_int_input(value, source, tx.loc())
+
+
+def _wrap_enum(tx: Tracer, value: enum.Enum, source: Source) -> VariableTracker:
+    _guard(tx, IdGuard, source, value)  # a member decides control flow by identity: pin which one
+    return ConstantVariable(value, source)
+
+
+def _wrap_constant(tx: Tracer, value: Any, source: Source) -> VariableTracker:
+    if not is_constant_value(value):  # a slice of non-constants
+        return _wrap_object(tx, value, source)
+    _guard(tx, EqualsGuard, source, value)
+    return ConstantVariable(value, source)
+
+
+def _wrap_sequence(tx: Tracer, value: tuple[Any, ...] | list[Any], source: Source) -> VariableTracker:
+    kind = type(value)
+    _guard(tx, LenGuard, source, kind, len(value))
+    items = [wrap(tx, v, ItemSource(source, i)) for i, v in enumerate(value)]
+    return TupleVariable(items, source) if kind is tuple else ListVariable(items, source)
+
+
+def _wrap_dict(tx: Tracer, value: dict[Any, Any], source: Source) -> VariableTracker:
+    if not all(is_constant_value(k) for k in value):
+        raise Unsupported("dict_keys", f"pdyn needs constant keys in dict {source}", loc=tx.loc())
+    _guard(tx, DictKeysGuard, source, type(value), tuple(value))
+    return DictVariable({k: wrap(tx, v, ItemSource(source, k)) for k, v in value.items()}, source, type(value))
+
+
+def _wrap_module(tx: Tracer, value: torch.nn.Module, source: Source) -> VariableTracker:
+    _guard(tx, IdGuard, source, value)
+    return NNModuleVariable(value, source)
+
+
+def _wrap_method(tx: Tracer, value: types.MethodType, source: Source) -> VariableTracker:
+    fn = wrap(tx, value.__func__, AttrSource(source, "__func__"))
+    return UserMethodVariable(fn, wrap(tx, value.__self__, AttrSource(source, "__self__")))
+
+
+def _wrap_by_identity(tx: Tracer, value: Any, source: Source) -> VariableTracker:
+    """A module, function, class or builtin: pinned by identity, then what it is made at trace time."""
+    _guard(tx, IdGuard, source, value)
+    vt = wrap_constant_result(value)
+    vt.source = source
+    return vt
+
+
+def _wrap_partial(tx: Tracer, value: functools.partial[Any], source: Source) -> VariableTracker:
+    _guard(tx, TypeGuard, source, functools.partial)
+    return PartialVariable.from_input(tx, value, source)
+
+
+def _refuse(tx: Tracer, value: Any, source: Source) -> VariableTracker:
+    raise Unsupported("input_type", f"pdyn cannot guard a {type(value).__name__} input ({source}) yet",
+                      loc=tx.loc())
+
+
+def _wrap_tuple_subclass(tx: Tracer, value: tuple[Any, ...], source: Source) -> VariableTracker:
+    """A named tuple of constants is a constant; any other tuple subclass is refused."""
+    if is_constant_value(value):
+        return _wrap_constant(tx, value, source)
+    raise Unsupported("input_type", f"pdyn cannot trace a {type(value).__name__} (a tuple subclass) input yet",
+                      loc=tx.loc())
+
+
+def _wrap_object(tx: Tracer, value: Any, source: Source) -> VariableTracker:
+    _guard(tx, TypeGuard, source, type(value))
+    return UserObjectVariable(value, source)
+
+
+WrapFn = Callable[["Tracer", Any, Source], VariableTracker]
+# NOTE: exact types first: `int` is a size but `bool` and an IntEnum member are not, and a
+# torch.Size is a tuple whose guard is its value.
+WRAP_BY_TYPE: dict[type, WrapFn] = {
+    **{kind: _wrap_constant for kind in CONSTANT_TYPES},
+    int: _wrap_int, torch.Size: _wrap_size, tuple: _wrap_sequence, list: _wrap_sequence,
+    dict: _wrap_dict, collections.OrderedDict: _wrap_dict, functools.partial: _wrap_partial,
+    **{kind: _refuse for kind in (set, frozenset, types.CodeType, torch.finfo, torch.iinfo)},
+}
+# then the first base class that matches, in this order
+WRAP_BY_BASE: list[tuple[type | tuple[type, ...], WrapFn]] = [
+    (torch.Tensor, _wrap_tensor),
+    (enum.Enum, _wrap_enum),
+    (torch.nn.Module, _wrap_module),
+    (types.MethodType, _wrap_method),
+    ((types.ModuleType, types.FunctionType, type, *CALLABLE_TYPES), _wrap_by_identity),
+    (tuple, _wrap_tuple_subclass),
+]
+
+
+def wrap_constant_result(value: Any) -> VariableTracker:
+    """The tracker for a value made during the trace, which needs no guard."""
+    kind = type(value)
+    if kind is torch.Size:
+        return SizeVariable([ConstantVariable(v) for v in value])
+    if (is_constant_value(value) and kind not in (tuple, frozenset)) or kind is types.CodeType:
+        return ConstantVariable(value)
+    if kind is tuple:
+        return TupleVariable([wrap_constant_result(v) for v in value])
+    if kind is list:
+        return ListVariable([wrap_constant_result(v) for v in value])
+    if kind is dict:
+        return DictVariable({k: wrap_constant_result(v) for k, v in value.items()})
+    if kind in (set, frozenset):
+        vt = SetVariable([wrap_constant_result(v) for v in value])
+        return vt if kind is set else ConstantVariable(value)
+    if isinstance(value, types.ModuleType):
+        return PythonModuleVariable(value)
+    if is_tensor_method(value):
+        return TensorUnboundMethodVariable(value)
+    if is_torch_function(value):
+        return TorchFunctionVariable(value)
+    if isinstance(value, types.FunctionType):
+        return UserFunctionVariable(value)
+    if isinstance(value, CALLABLE_TYPES):
+        return BuiltinVariable(value)
+    if isinstance(value, type):
+        return ClassVariable(value)
+    if isinstance(value, (torch.Tensor, torch.nn.Module)):
+        raise Unsupported("sourceless", f"pdyn cannot trace a {kind.__name__} it cannot read from the frame")
+    return ObjectConstantVariable(value)

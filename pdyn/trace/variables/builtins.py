@@ -1,0 +1,460 @@
+"""Rules for Python builtins and pure library functions called during a trace.
+
+A builtin with a rule here works on any trackers (`len` of a list of tensors, `zip` of two lists,
+`isinstance` of a tensor); the rest of the pure ones (math, operator, methods of constants) are
+folded when every argument is a constant. Anything else (print, open, id, ...) is a graph break.
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+import inspect
+import math
+import operator
+import types
+from typing import TYPE_CHECKING, Any, Callable
+
+import torch
+
+from pdyn.base.errors import Unsupported, UserException
+from pdyn.guards.guards import HasAttrGuard
+from pdyn.sources import AttrSource
+from pdyn.trace.variables.base import VariableTracker, fold
+from pdyn.trace.variables.semantics import contains
+from pdyn.trace.variables.symint import UNARY_SYMPY_OPS, SymIntVariable, sym_binary
+from pdyn.trace.variables.constant import CONSTANT_TYPES, ConstantVariable, ObjectConstantVariable, is_constant_value
+from pdyn.trace.variables.functions import PartialVariable, UserFunctionVariable, UserMethodVariable
+from pdyn.trace.variables.nn_module import NNModuleVariable
+from pdyn.trace.variables.tensor import TensorMethodVariable
+from pdyn.trace.variables.torch import TorchFunctionVariable
+from pdyn.trace.variables.containers import (DictVariable, IteratorVariable, ListVariable, SetVariable, is_known, make_iterator,
+                                       python_value,
+                                       SizeVariable, TupleVariable)
+
+if TYPE_CHECKING:
+    from pdyn.trace.translator import InstructionTranslator as Tracer
+
+Rule = Callable[["Tracer", list[VariableTracker], dict[str, VariableTracker]], VariableTracker]
+RULES: dict[Any, Rule] = {}
+
+# Builtins that are pure functions of their (constant) arguments.
+PURE_BUILTINS = frozenset({
+    abs, all, any, ascii, bin, bool, bytes, callable, chr, complex, divmod, float, format, frozenset,
+    hash, hex, int, isinstance, issubclass, len, max, min, oct, ord, pow, range, repr, round, slice,
+    sorted, str, sum, tuple, list, dict, set, enumerate, zip, reversed, type,
+})
+PURE_MODULES = ("math", "operator", "_operator", "cmath")
+SIDE_EFFECT_HINTS = {
+    print: ("print", "cannot trace a call to print(): it writes to stdout",
+            "move the print out of the compiled function"),
+}
+
+
+def rule(*fns: Any) -> Callable[[Rule], Rule]:
+    def register(r: Rule) -> Rule:
+        for fn in fns:
+            RULES[fn] = r
+        return r
+
+    return register
+
+
+def _is_pure(fn: Any) -> bool:
+    if fn in PURE_BUILTINS:
+        return True
+    owner = getattr(fn, "__self__", None)
+    if owner is not None and not isinstance(owner, type(math)):
+        return type(owner) in CONSTANT_TYPES or isinstance(owner, (tuple, frozenset))
+    return getattr(fn, "__module__", None) in PURE_MODULES or getattr(owner, "__name__", None) in PURE_MODULES
+
+
+def call_builtin(tx: Tracer, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    r = RULES.get(fn)
+    if r is not None:
+        return r(tx, args, kwargs)
+    if fn in UNARY_SYMPY_OPS and len(args) == 1 and not kwargs and isinstance(args[0], SymIntVariable):
+        return args[0].unary_op(tx, fn)  # math.sqrt(x.shape[-1]) stays symbolic, in the graph
+    all_known = all(is_known(a) for a in [*args, *kwargs.values()])
+    if _is_pure(fn) and all_known:  # a symbolic int passed to range(), str(), ... is a value read
+        why = f"{getattr(fn, '__name__', fn)}()"
+        values = [python_value(a, why, tx.loc()) for a in args]
+        keywords = {k: python_value(v, why, tx.loc()) for k, v in kwargs.items()}
+        return fold(tx, lambda: fn(*values, **keywords))
+    if fn in SIDE_EFFECT_HINTS:
+        key, message, hint = SIDE_EFFECT_HINTS[fn]
+        raise Unsupported(key, message, hint=hint, loc=tx.loc())
+    name = getattr(fn, "__qualname__", repr(fn))
+    if _is_pure(fn):
+        raise Unsupported("builtin_args", f"pdyn can call {name}() only on constants here, got {args}", loc=tx.loc())
+    raise Unsupported("builtin", f"cannot trace a call to {name}(): pdyn does not know what it does",
+                      hint="move the call out of the compiled function", loc=tx.loc())
+
+
+def _constants(args: list[VariableTracker]) -> bool:
+    return all(a.is_python_constant() for a in args)
+
+
+@rule(len)
+def _len(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    (obj,) = args
+    return obj.length(tx)
+
+
+@rule(isinstance)
+def _isinstance(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    obj, classes = args
+    return fold(tx, issubclass, obj.python_type(), classes.as_python_constant())
+
+
+@rule(type)
+def _type(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    if len(args) != 1:
+        raise Unsupported("type", "pdyn cannot create classes with type(name, bases, dict)", loc=tx.loc())
+    return tx.wrap_constant(args[0].python_type())
+
+
+@rule(getattr)
+def _getattr(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    if len(args) != 3:
+        return args[0].getattr(tx, args[1].as_python_constant())
+    found = _lookup(tx, args[0], args[1].as_python_constant())
+    return args[2] if found is None else found
+
+
+@rule(hasattr)
+def _hasattr(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    return ConstantVariable(_lookup(tx, args[0], args[1].as_python_constant()) is not None)
+
+
+def _lookup(tx: Tracer, obj: VariableTracker, name: str) -> VariableTracker | None:
+    """`obj.name`, or None where it is missing; either answer is guarded (see `_guard_presence`)."""
+    try:
+        found = obj.getattr(tx, name)
+    except UserException as e:
+        if not isinstance(e.exc, AttributeError):
+            raise
+        _guard_presence(tx, obj, name, None)
+        return None
+    _guard_presence(tx, obj, name, found)
+    return found
+
+
+def _guard_presence(tx: Tracer, obj: VariableTracker, name: str, found: VariableTracker | None) -> None:
+    """The answer depended on `obj.name` being there (or missing): set later, on the instance or its
+    class (or deleted), the entry must not apply. A value read through its own source is already
+    guarded by reading it; an immutable constant cannot change."""
+    if obj.source is None or (isinstance(obj, ConstantVariable) and type(obj.value) in CONSTANT_TYPES):
+        return
+    if found is not None:
+        read = found.source
+        if isinstance(read, AttrSource) and read.base == obj.source and read.attr == name:
+            return
+        if tx.ctx.side_effects.load_attr(obj, name) is found:
+            return  # the trace set it itself
+    tx.ctx.add_guard(HasAttrGuard(obj.source, name=name, present=found is not None, loc=tx.loc()))
+
+
+@rule(setattr)
+def _setattr(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    obj, name, value = args
+    obj.store_attr(tx, name.as_python_constant(), value)
+    return ConstantVariable(None)
+
+
+@rule(iter)
+def _iter(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    return make_iterator(tx, args[0])
+
+
+@rule(next)
+def _next(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    it = args[0]
+    if not isinstance(it, IteratorVariable):
+        raise Unsupported("next", f"pdyn cannot call next() on {it}", loc=tx.loc())
+    item = it.next()
+    if item is None:
+        if len(args) > 1:
+            return args[1]
+        raise UserException(StopIteration())
+    return item
+
+
+@rule(enumerate)
+def _enumerate(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    start = (args[1] if len(args) > 1 else kwargs.get("start", ConstantVariable(0))).as_python_constant()
+    items = tx.iterate(args[0])
+    return IteratorVariable([TupleVariable([ConstantVariable(start + i), v]) for i, v in enumerate(items)])
+
+
+@rule(zip)
+def _zip(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    columns = [tx.iterate(a) for a in args]
+    strict = kwargs.get("strict", ConstantVariable(False)).as_python_constant()
+    if strict and len({len(c) for c in columns}) > 1:
+        raise UserException(ValueError("zip() arguments have different lengths"))
+    return IteratorVariable([TupleVariable(list(row)) for row in zip(*columns)])
+
+
+@rule(reversed)
+def _reversed(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    if isinstance(args[0], (DictVariable, SetVariable, IteratorVariable)):
+        raise Unsupported("reversed", f"pdyn cannot reverse {args[0]}", loc=tx.loc())
+    return IteratorVariable(list(reversed(tx.iterate(args[0]))))
+
+
+@rule(list)
+def _list(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    return ListVariable(tx.iterate(args[0]) if args else [])
+
+
+@rule(tuple)
+def _tuple(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    if args and isinstance(args[0], TupleVariable) and type(args[0]) is TupleVariable:
+        return args[0]
+    return TupleVariable(tx.iterate(args[0]) if args else [])
+
+
+@rule(dict)
+def _dict(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    items: dict[Any, VariableTracker] = {}
+    if args:
+        src = args[0]
+        if isinstance(src, DictVariable):
+            items.update(src.items)
+        else:
+            for pair in tx.iterate(src):
+                k, v = tx.iterate(pair)
+                items[k.as_python_constant()] = v
+    items.update(kwargs)
+    return DictVariable(items)
+
+
+@rule(set)
+def _set(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    return SetVariable(tx.iterate(args[0]) if args else [])
+
+
+@rule(frozenset)
+def _frozenset(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    return ConstantVariable(frozenset(SetVariable(tx.iterate(args[0]) if args else []).items))
+
+
+@rule(functools.partial)
+def _partial(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    if not args:
+        raise UserException(TypeError("type 'partial' takes at least one argument"))
+    inner = args[0]
+    if isinstance(inner, PartialVariable):  # partial(partial(f, a), b) flattens, as CPython does
+        return PartialVariable(inner.fn, [*inner.args, *args[1:]], {**inner.keywords, **kwargs})
+    return PartialVariable(inner, list(args[1:]), dict(kwargs))
+
+
+@rule(super)
+def _super(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    if not args:  # zero-argument form: the frame's __class__ cell and its first argument
+        cell = tx.cells.get("__class__")
+        first = tx.code.co_varnames[0] if tx.code.co_argcount else None
+        if cell is None or cell.contents is None or first not in tx.locals:
+            raise Unsupported("super", "pdyn traces super() only in a method whose first argument is a plain local",
+                              loc=tx.loc())
+        args = [cell.contents, tx.locals[first]]
+    if len(args) != 2 or kwargs:
+        raise Unsupported("super", "pdyn traces super() and super(cls, obj) only", loc=tx.loc())
+    return SuperVariable(args[0].as_python_constant(), args[1])
+
+
+@rule(sorted)
+def _sorted(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    items = tx.iterate(args[0])
+    if set(kwargs) - {"reverse"} or not all(is_known(i) for i in items):
+        raise Unsupported("sorted", "pdyn sorts only constants, without key=", loc=tx.loc())
+    reverse = bool(kwargs["reverse"].as_python_constant()) if "reverse" in kwargs else False
+    values = [python_value(i, "sorted()", tx.loc()) for i in items]  # the order is a value read
+    try:
+        order = sorted(range(len(items)), key=lambda i: values[i], reverse=reverse)
+    except TypeError as e:
+        raise UserException(e) from None
+    return ListVariable([items[i] for i in order])
+
+
+@rule(sum)
+def _sum(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    total = args[1] if len(args) > 1 else kwargs.get("start", ConstantVariable(0))
+    for item in tx.iterate(args[0]):
+        total = tx.binary(operator.add, total, item)
+    return total
+
+
+def _minmax(pick_left: Callable[[Any, Any], Any]) -> Rule:
+    def run(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        if kwargs:
+            raise Unsupported("minmax_kwargs", "pdyn traces min()/max() without key= or default=", loc=tx.loc())
+        items = tx.iterate(args[0]) if len(args) == 1 else list(args)
+        if not items:
+            raise UserException(ValueError("min()/max() arg is an empty sequence"))
+        if any(isinstance(i, SymIntVariable) for i in items) and all(  # ints only: min(n, 2.5) has n's or 2.5's type
+                i.pytype is int if isinstance(i, SymIntVariable) else type(i.as_python_constant()) is int for i in items):
+            best = items[0]  # sizes: min(n, 4) stays symbolic (sympy Min), no guard
+            for item in items[1:]:
+                best = sym_binary(tx, min if pick_left is operator.lt else max, best, item)
+            return best
+        best = items[0]
+        for item in items[1:]:
+            if tx.binary(pick_left, item, best).truth(tx):
+                best = item
+        return best
+
+    return run
+
+
+RULES[min] = _minmax(operator.lt)
+RULES[max] = _minmax(operator.gt)
+
+
+def _any_all(want: bool) -> Rule:
+    def run(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        it = make_iterator(tx, args[0])  # lazily: a generator stops where any()/all() stop
+        while (item := it.next()) is not None:
+            if item.truth(tx) == want:
+                return ConstantVariable(want)
+        return ConstantVariable(not want)
+
+    return run
+
+
+RULES[any] = _any_all(True)
+RULES[all] = _any_all(False)
+
+
+@rule(abs)
+def _abs(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    if args[0].is_python_constant():
+        return fold(tx, abs, args[0].as_python_constant())
+    return args[0].unary_op(tx, abs)
+
+
+@rule(bool)
+def _bool(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    return ConstantVariable(args[0].truth(tx) if args else False)
+
+
+@rule(callable)
+def _callable(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    kinds = (BuiltinVariable, ClassVariable, UserFunctionVariable, UserMethodVariable, TorchFunctionVariable,
+             NNModuleVariable, TensorMethodVariable)
+    if isinstance(args[0], kinds):
+        return ConstantVariable(True)
+    return fold(tx, callable, args[0].as_python_constant())
+
+
+for _op in (operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv, operator.mod,
+            operator.pow, operator.matmul, operator.and_, operator.or_, operator.xor, operator.lshift,
+            operator.rshift, operator.lt, operator.le, operator.eq, operator.ne, operator.gt, operator.ge,
+            operator.iadd, operator.isub, operator.imul, operator.itruediv):
+    RULES[_op] = functools.partial(lambda fn, tx, args, kwargs: tx.binary(fn, *args), _op)
+
+RULES[operator.neg] = lambda tx, args, kwargs: (fold(tx, operator.neg, args[0].as_python_constant())
+                                                 if args[0].is_python_constant() else args[0].unary_op(tx, operator.neg))
+
+
+@rule(operator.getitem)
+def _getitem(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    return args[0].getitem(tx, args[1])
+
+
+@rule(operator.contains)
+def _contains(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    return ConstantVariable(contains(tx, args[1], args[0]))
+
+
+def construct(tx: Tracer, cls: type, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    """`cls(*args, **kwargs)` for the classes pdyn can build at trace time."""
+    if cls in RULES or cls in PURE_BUILTINS:
+        return call_builtin(tx, cls, args, kwargs)
+    if cls is torch.Size:
+        return SizeVariable(tx.iterate(args[0]) if args else [])
+    if all(is_known(a) for a in [*args, *kwargs.values()]) and (
+            cls in (torch.device, torch.finfo, torch.iinfo) or issubclass(cls, BaseException)):
+        return _fold_object(tx, cls, args, kwargs)
+    if issubclass(cls, torch.nn.Module):
+        raise Unsupported("module_construction", f"pdyn cannot trace constructing {cls.__qualname__} inside a "
+                          "compiled function", hint="build modules in __init__, not in forward", loc=tx.loc())
+    raise Unsupported("construct", f"pdyn cannot trace constructing a {cls.__qualname__}", loc=tx.loc())
+
+
+def _fold_object(tx: Tracer, cls: type, args: list[VariableTracker],
+                 kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    try:
+        why = f"constructing a {cls.__name__}"
+        loc = tx.loc()
+        value = cls(*[python_value(a, why, loc) for a in args], **{k: python_value(v, why, loc) for k, v in kwargs.items()})
+    except Exception as e:
+        raise UserException(e) from None
+    return tx.wrap_constant(value)
+
+
+class BuiltinVariable(ObjectConstantVariable):
+    """A builtin function or type (`len`, `range`, `math.sqrt`, `operator.add`, `str.upper` of a
+    constant): a rule in `pdyn.trace.variables.builtins`, or folded when pure and given constants."""
+
+    def call(self, tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        return call_builtin(tx, self.value, args, kwargs)
+
+    def __repr__(self) -> str:
+        return f"BuiltinVariable({getattr(self.value, '__qualname__', self.value)})"
+
+
+class ClassVariable(ObjectConstantVariable):
+    """A class: for isinstance checks, class attributes, and constructing the few classes pdyn
+    knows how to build (torch.Size, torch.device, exceptions)."""
+
+    def call(self, tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        return construct(tx, self.value, args, kwargs)
+
+    def getattr(self, tx: Tracer, name: str) -> VariableTracker:
+        try:
+            attr = inspect.getattr_static(self.value, name)
+        except AttributeError as e:
+            raise UserException(e) from None
+        if isinstance(attr, staticmethod):
+            attr = attr.__func__
+        elif isinstance(attr, classmethod):
+            return UserMethodVariable(tx.wrap_constant(attr.__func__), self)
+        elif not isinstance(attr, types.FunctionType):
+            attr = getattr(self.value, name)
+            if self.source is not None and is_constant_value(attr) and not isinstance(self.value, enum.EnumMeta):
+                return tx.wrap(attr, AttrSource(self.source, name))  # a class attribute can be reassigned
+        return tx.wrap_constant(attr)
+
+    def __repr__(self) -> str:
+        return f"ClassVariable({self.value.__qualname__})"
+
+
+class SuperVariable(VariableTracker):
+    """`super(cls, obj)`: attribute reads look in type(obj)'s MRO after `cls` and bind to `obj`."""
+
+    def __init__(self, cls: type, obj: VariableTracker):
+        self.cls = cls
+        self.obj = obj
+
+    def python_type(self) -> type:
+        return super
+
+    def getattr(self, tx: Tracer, name: str) -> VariableTracker:
+        mro = self.obj.python_type().__mro__
+        if self.cls not in mro:
+            raise UserException(TypeError("super(type, obj): obj must be an instance or subtype of type"))
+        for klass in mro[mro.index(self.cls) + 1:]:
+            if name not in klass.__dict__:
+                continue
+            attr = klass.__dict__[name]
+            if isinstance(attr, types.FunctionType):
+                return UserMethodVariable(tx.wrap_constant(attr), self.obj)
+            if isinstance(attr, staticmethod):
+                return tx.wrap_constant(attr.__func__)
+            if isinstance(attr, classmethod):
+                return UserMethodVariable(tx.wrap_constant(attr.__func__), ClassVariable(self.obj.python_type()))
+            raise Unsupported("super_attr", f"pdyn cannot read {klass.__qualname__}.{name} through super()",
+                              loc=tx.loc())
+        raise UserException(AttributeError(f"'super' object has no attribute '{name}'"), tx.loc())

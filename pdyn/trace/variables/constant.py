@@ -1,0 +1,78 @@
+"""ConstantVariable: an immutable Python value fixed at trace time.
+
+None, bools, numbers, strings, bytes, `...`, ranges, constant slices, dtypes, devices and Enum
+members. Read from a Source it costs one EqualsGuard (an IdGuard for an Enum member), added by
+the builder. Operations on constants are folded.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from pdyn.base.errors import UserException
+from pdyn.sources import Source
+from pdyn.trace.variables.base import VariableTracker
+
+if TYPE_CHECKING:
+    from pdyn.trace.translator import InstructionTranslator as Tracer
+    from pdyn.trace.frame_codegen import FrameCodegen
+
+CONSTANT_TYPES = (
+    type(None), bool, int, float, complex, str, bytes, type(Ellipsis), type(NotImplemented),
+    range, slice, torch.dtype, torch.device, torch.layout, torch.memory_format,
+)
+
+
+def is_constant_value(value: Any) -> bool:
+    """An immutable value that `==`, `is` and its repr can stand for; Enum members included (their
+    identity is their value: read from a Source they are pinned by IdGuard, not EqualsGuard)."""
+    if isinstance(value, enum.Enum):
+        return True
+    if isinstance(value, slice):
+        return all(is_constant_value(v) for v in (value.start, value.stop, value.step))
+    if isinstance(value, (tuple, frozenset)):
+        return all(is_constant_value(v) for v in value)
+    return type(value) in CONSTANT_TYPES
+
+
+class ObjectConstantVariable(VariableTracker):
+    """A Python object fixed at trace time: a builtin, a class, a torch function, a module,
+    torch.finfo, and (ConstantVariable) the plain constants. Subclasses say what calling it means;
+    reading its attributes is folded at trace time."""
+
+    def __init__(self, value: Any, source: Source | None = None):
+        self.value = value
+        self.source = source
+
+    def python_type(self) -> type:
+        return type(self.value)
+
+    def is_python_constant(self) -> bool:
+        return True
+
+    def as_python_constant(self) -> Any:
+        return self.value
+
+    def getattr(self, tx: Tracer, name: str) -> VariableTracker:
+        try:
+            return tx.wrap_constant(getattr(self.value, name))
+        except AttributeError as e:
+            raise UserException(e) from None
+
+
+class ConstantVariable(ObjectConstantVariable):
+    """A None/bool/int/float/str/... fixed at trace time."""
+
+    def iterate(self, tx: Tracer) -> list[VariableTracker]:
+        if isinstance(self.value, (range, str, bytes, tuple, frozenset)):
+            return [tx.wrap_constant(v) for v in self.value]
+        return super().iterate(tx)
+
+    def reconstruct(self, codegen: FrameCodegen) -> str:
+        return codegen.constant(self.value)
+
+    def __repr__(self) -> str:
+        return f"ConstantVariable({self.value!r})"

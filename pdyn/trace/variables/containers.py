@@ -1,0 +1,508 @@
+"""Trackers for Python containers built or read during a trace: tuples, torch.Size, lists, dicts,
+sets, and the iterators `for` loops walk.
+
+Lists and dicts are mutable in the tracer exactly as in Python (aliases see each other's changes);
+a mutated container that came from the frame's inputs is replayed onto the real object after the
+graph runs (see OutputGraph.side_effects).
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import TYPE_CHECKING, Any, Callable
+
+import torch
+
+from pdyn.base.errors import SourceLoc, Unsupported, UserException
+from pdyn.sources import Source
+from pdyn.trace.variables.base import VariableTracker
+from pdyn.trace.variables.constant import ConstantVariable
+from pdyn.trace.variables.symint import SymIntVariable
+
+if TYPE_CHECKING:
+    from pdyn.trace.translator import InstructionTranslator as Tracer
+    from pdyn.trace.frame_codegen import FrameCodegen
+
+
+def is_known(vt: VariableTracker) -> bool:
+    """A value Python can have at trace time: a constant, or a symbolic int (by specializing it)."""
+    return isinstance(vt, SymIntVariable) or vt.is_python_constant()
+
+
+def python_value(vt: VariableTracker, why: str, loc: SourceLoc | None = None) -> Any:
+    """`vt`'s Python value; a symbolic int is a value read at `loc` (specialized, TENSOR_MATCH_STATIC)."""
+    if isinstance(vt, SymIntVariable):
+        return vt.value_read(why, loc)
+    if isinstance(vt, SequenceVariable) and any(isinstance(i, SymIntVariable) for i in vt.items):
+        return vt.python_type()(python_value(i, why, loc) for i in vt.items)
+    return vt.as_python_constant()
+
+
+def _const(vt: VariableTracker, what: str) -> Any:
+    if isinstance(vt, SliceVariable):
+        return slice(*(python_value(p, f"a slice bound of a Python {what}") for p in vt.parts))
+    if not is_known(vt):
+        raise Unsupported("non_constant_index", f"pdyn needs a constant {what}, got {vt}")
+    return python_value(vt, f"a Python {what}")
+
+
+class SliceVariable(VariableTracker):
+    """A slice with a symbolic bound (`x[:n]`): symbolic in a tensor index, a value read elsewhere."""
+
+    def __init__(self, parts: list[VariableTracker]):
+        self.parts = parts
+
+    def python_type(self) -> type:
+        return slice
+
+
+class ContainerMethodVariable(VariableTracker):
+    """A method of a container the trace knows (`items.append`, `d.get`): calling it runs the
+    container's `call_method`, which mutates the tracker as Python would mutate the object."""
+
+    def __init__(self, obj: VariableTracker, name: str):
+        self.obj = obj
+        self.name = name
+
+    def python_type(self) -> type:
+        return type([].append)
+
+    def call(self, tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        return self.obj.call_method(tx, self.name, args, kwargs)
+
+    def __repr__(self) -> str:
+        return f"ContainerMethodVariable({self.obj!r}.{self.name})"
+
+
+def container_getattr(vt: VariableTracker, name: str) -> VariableTracker:
+    """`vt.name` for a container tracker: a bound method, or the AttributeError Python raises."""
+    kind = vt.python_type()
+    if not callable(getattr(kind, name, None)):
+        raise UserException(AttributeError(f"'{kind.__name__}' object has no attribute '{name}'"))
+    return ContainerMethodVariable(vt, name)
+
+
+class SequenceVariable(VariableTracker):
+    """Shared behaviour of tuples and lists: indexing, iteration, length, `in`, `+`, `*`."""
+
+    def __init__(self, items: list[VariableTracker], source: Source | None = None):
+        self.items = list(items)
+        self.source = source
+
+    def is_python_constant(self) -> bool:
+        return all(i.is_python_constant() for i in self.items)
+
+    def as_python_constant(self) -> Any:
+        return self.python_type()(i.as_python_constant() for i in self.items)
+
+    def iterate(self, tx: Tracer) -> list[VariableTracker]:
+        return list(self.items)
+
+    def getattr(self, tx: Tracer, name: str) -> VariableTracker:
+        return container_getattr(self, name)
+
+    def getitem(self, tx: Tracer, key: VariableTracker) -> VariableTracker:
+        index = _const(key, "index")
+        try:
+            if isinstance(index, slice):
+                return type(self)(self.items[index])  # type: ignore[call-arg]
+            return self.items[operator.index(index)]
+        except (IndexError, TypeError) as e:
+            raise UserException(e) from None
+
+    def binary_op(self, tx: Tracer, fn: Callable[[Any, Any], Any], other: VariableTracker) -> VariableTracker:
+        in_place = fn in (operator.iadd, operator.imul) and isinstance(self, ListVariable)
+        if in_place and fn is operator.iadd:  # list += iterable extends the same list
+            self.call_method(tx, "extend", [other], {})
+            return self
+        if fn in (operator.add, operator.iadd) and isinstance(other, SequenceVariable) \
+                and other.python_type() is self.python_type():
+            return type(self)(self.items + other.items)  # type: ignore[call-arg]
+        if fn in (operator.mul, operator.imul) and other.is_python_constant() \
+                and type(other.as_python_constant()) in (int, bool):
+            repeated = self.items * other.as_python_constant()
+            if in_place:
+                self.items[:] = repeated
+                self._mutate(tx)  # type: ignore[attr-defined]
+                return self
+            return type(self)(repeated)  # type: ignore[call-arg]
+        if fn in (operator.eq, operator.ne) and self.is_python_constant() and other.is_python_constant():
+            return ConstantVariable(fn(self.as_python_constant(), other.as_python_constant()))
+        return super().binary_op(tx, fn, other)
+
+    def contains(self, tx: Tracer, item: VariableTracker) -> bool:
+        if item.is_python_constant() and self.is_python_constant():
+            return item.as_python_constant() in self.as_python_constant()
+        if any(i is item for i in self.items):
+            return True
+        raise Unsupported("contains", f"pdyn cannot decide `in` over {self} at trace time")
+
+    def truth(self, tx: Tracer) -> bool:
+        return bool(self.items)
+
+    def length(self, tx: Tracer) -> VariableTracker:
+        return ConstantVariable(len(self.items))
+
+    def _method(self, tx: Tracer, name: str, args: list[VariableTracker]) -> VariableTracker | None:
+        if name == "index" and len(args) == 1:
+            for i, item in enumerate(self.items):
+                if item is args[0] or (item.is_python_constant() and args[0].is_python_constant()
+                                       and item.as_python_constant() == args[0].as_python_constant()):
+                    return ConstantVariable(i)
+            raise UserException(ValueError(f"{args[0]} is not in list"))
+        if name == "count" and len(args) == 1 and args[0].is_python_constant() and self.is_python_constant():
+            return ConstantVariable(self.as_python_constant().count(args[0].as_python_constant()))
+        return None
+
+    def _reconstruct_items(self, codegen: FrameCodegen) -> list[str]:
+        return [codegen.reconstruct(i) for i in self.items]
+
+
+class TupleVariable(SequenceVariable):
+    """A tuple: from the inputs (rebuilt by its source) or made in the trace."""
+
+    def python_type(self) -> type:
+        return tuple
+
+    def call_method(self, tx: Tracer, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        result = self._method(tx, name, args)
+        if result is None:
+            raise Unsupported("tuple_method", f"pdyn cannot trace tuple.{name}()")
+        return result
+
+    def reconstruct(self, codegen: FrameCodegen) -> str:
+        if self.source is not None:
+            return codegen.source_expr(self.source)
+        items = self._reconstruct_items(codegen)
+        return "(" + "".join(f"{i}, " for i in items) + ")"
+
+    def __repr__(self) -> str:
+        return f"TupleVariable({self.items})"
+
+
+class SizeVariable(TupleVariable):
+    """A torch.Size: the sizes of a tensor (static ints today; symbolic ints with dynamic shapes)."""
+
+    def python_type(self) -> type:
+        return torch.Size
+
+    def as_python_constant(self) -> Any:
+        return torch.Size([i.as_python_constant() for i in self.items])
+
+    def getitem(self, tx: Tracer, key: VariableTracker) -> VariableTracker:
+        result = super().getitem(tx, key)
+        return SizeVariable(result.items) if isinstance(result, TupleVariable) else result
+
+    def call_method(self, tx: Tracer, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        if name == "numel" and self.is_python_constant():
+            return ConstantVariable(self.as_python_constant().numel())
+        return super().call_method(tx, name, args, kwargs)
+
+    def reconstruct(self, codegen: FrameCodegen) -> str:
+        return f"{codegen.constant(torch.Size, 'Size')}({super().reconstruct(codegen)})"
+
+
+class ListVariable(SequenceVariable):
+    """A list. Mutations of a list read from the inputs are replayed on it after the graph."""
+
+    def python_type(self) -> type:
+        return list
+
+    def _mutate(self, tx: Tracer) -> None:
+        if self.source is not None:
+            tx.ctx.side_effects.mutated(self)
+
+    def call_method(self, tx: Tracer, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        result = self._method(tx, name, args)
+        if result is not None:
+            return result
+        if kwargs and name != "sort":
+            raise Unsupported("list_method", f"pdyn cannot trace list.{name}() with keywords")
+        try:
+            if name == "append":
+                self.items.append(args[0])
+            elif name == "extend":
+                self.items.extend(tx.iterate(args[0]))
+            elif name == "insert":
+                self.items.insert(_const(args[0], "index"), args[1])
+            elif name == "pop":
+                value = self.items.pop(*[_const(a, "index") for a in args])
+                self._mutate(tx)
+                return value
+            elif name == "clear":
+                self.items.clear()
+            elif name == "reverse":
+                self.items.reverse()
+            elif name == "copy":
+                return ListVariable(self.items)
+            elif name == "remove":
+                index = self._method(tx, "index", args)
+                del self.items[index.as_python_constant()]  # type: ignore[union-attr]
+            elif name == "sort" and self.is_python_constant():
+                opts = {k: _const(v, k) for k, v in kwargs.items()}
+                values = sorted(self.as_python_constant(), **opts)
+                self.items = [ConstantVariable(v) for v in values]
+            elif name == "__setitem__":
+                self.setitem(tx, args[0], args[1])
+                return ConstantVariable(None)
+            else:
+                raise Unsupported("list_method", f"pdyn cannot trace list.{name}()")
+        except (IndexError, ValueError, TypeError) as e:
+            raise UserException(e) from None
+        self._mutate(tx)
+        return ConstantVariable(None)
+
+    def setitem(self, tx: Tracer, key: VariableTracker, value: VariableTracker) -> None:
+        index = _const(key, "index")
+        try:
+            if isinstance(index, slice):
+                self.items[index] = tx.iterate(value)
+            else:
+                self.items[operator.index(index)] = value
+        except (IndexError, TypeError, ValueError) as e:
+            raise UserException(e) from None
+        self._mutate(tx)
+
+    def delitem(self, tx: Tracer, key: VariableTracker) -> None:
+        try:
+            del self.items[_const(key, "index")]
+        except (IndexError, TypeError) as e:
+            raise UserException(e) from None
+        self._mutate(tx)
+
+    def reconstruct(self, codegen: FrameCodegen) -> str:
+        if self.source is not None:
+            return codegen.source_expr(self.source)
+        return codegen.once(self, "[" + ", ".join(self._reconstruct_items(codegen)) + "]")
+
+    def __repr__(self) -> str:
+        return f"ListVariable({self.items})"
+
+
+class DictVariable(VariableTracker):
+    """A dict whose keys are constants known at trace time; values are any trackers."""
+
+    def __init__(self, items: dict[Any, VariableTracker], source: Source | None = None, dict_type: type = dict):
+        self.items = dict(items)
+        self.source = source
+        self.dict_type = dict_type
+
+    def python_type(self) -> type:
+        return self.dict_type
+
+    def is_python_constant(self) -> bool:
+        return all(v.is_python_constant() for v in self.items.values())
+
+    def as_python_constant(self) -> Any:
+        return self.dict_type((k, v.as_python_constant()) for k, v in self.items.items())
+
+    def _mutate(self, tx: Tracer) -> None:
+        if self.source is not None:
+            tx.ctx.side_effects.mutated(self)
+
+    def iterate(self, tx: Tracer) -> list[VariableTracker]:
+        return [ConstantVariable(k) for k in self.items]
+
+    def getattr(self, tx: Tracer, name: str) -> VariableTracker:
+        return container_getattr(self, name)
+
+    def truth(self, tx: Tracer) -> bool:
+        return bool(self.items)
+
+    def length(self, tx: Tracer) -> VariableTracker:
+        return ConstantVariable(len(self.items))
+
+    def contains(self, tx: Tracer, item: VariableTracker) -> bool:
+        return _const(item, "dict key") in self.items
+
+    def getitem(self, tx: Tracer, key: VariableTracker) -> VariableTracker:
+        k = _const(key, "dict key")
+        if k not in self.items:
+            raise UserException(KeyError(k))
+        return self.items[k]
+
+    def setitem(self, tx: Tracer, key: VariableTracker, value: VariableTracker) -> None:
+        self.items[_const(key, "dict key")] = value
+        self._mutate(tx)
+
+    def delitem(self, tx: Tracer, key: VariableTracker) -> None:
+        k = _const(key, "dict key")
+        if k not in self.items:
+            raise UserException(KeyError(k))
+        del self.items[k]
+        self._mutate(tx)
+
+    def call_method(self, tx: Tracer, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        if name in ("keys", "values", "items"):
+            return DictViewVariable(self, name)
+        if name == "get":
+            k = _const(args[0], "dict key")
+            return self.items.get(k, args[1] if len(args) > 1 else ConstantVariable(None))
+        if name == "copy":
+            return DictVariable(self.items, dict_type=self.dict_type)
+        if name == "__getitem__":
+            return self.getitem(tx, args[0])
+        if name == "__contains__":
+            return ConstantVariable(self.contains(tx, args[0]))
+        return self._mutating_method(tx, name, args, kwargs)
+
+    def _mutating_method(self, tx: Tracer, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        if name in ("__setitem__",):
+            self.setitem(tx, args[0], args[1])
+            return ConstantVariable(None)
+        if name == "setdefault":
+            k = _const(args[0], "dict key")
+            if k not in self.items:
+                self.setitem(tx, args[0], args[1] if len(args) > 1 else ConstantVariable(None))
+            return self.items[k]
+        if name == "pop":
+            k = _const(args[0], "dict key")
+            if k not in self.items and len(args) < 2:
+                raise UserException(KeyError(k))
+            value = self.items.pop(k) if k in self.items else args[1]
+            self._mutate(tx)
+            return value
+        if name == "update":
+            for a in args:
+                if not isinstance(a, DictVariable):
+                    raise Unsupported("dict_update", "pdyn traces dict.update() only with a dict argument")
+                self.items.update(a.items)
+            for k, v in kwargs.items():
+                self.items[k] = v
+            self._mutate(tx)
+            return ConstantVariable(None)
+        if name == "clear":
+            self.items.clear()
+            self._mutate(tx)
+            return ConstantVariable(None)
+        raise Unsupported("dict_method", f"pdyn cannot trace dict.{name}()")
+
+    def reconstruct(self, codegen: FrameCodegen) -> str:
+        if self.source is not None:
+            return codegen.source_expr(self.source)
+        body = ", ".join(f"{codegen.constant(k)}: {codegen.reconstruct(v)}" for k, v in self.items.items())
+        expr = "{" + body + "}"
+        if self.dict_type is not dict:
+            expr = f"{codegen.constant(self.dict_type, self.dict_type.__name__)}({expr})"
+        return codegen.once(self, expr)
+
+    def __repr__(self) -> str:
+        return f"DictVariable({self.items})"
+
+
+class DictViewVariable(VariableTracker):
+    """`d.keys()`, `d.values()` or `d.items()`: a live view, so it reads the dict tracker each time."""
+
+    def __init__(self, mapping: DictVariable, kind: str):
+        self.mapping = mapping
+        self.kind = kind
+
+    def python_type(self) -> type:
+        return type(getattr({}, self.kind)())
+
+    def iterate(self, tx: Tracer) -> list[VariableTracker]:
+        items = self.mapping.items
+        if self.kind == "keys":
+            return [ConstantVariable(k) for k in items]
+        if self.kind == "values":
+            return list(items.values())
+        return [TupleVariable([ConstantVariable(k), v]) for k, v in items.items()]
+
+    def length(self, tx: Tracer) -> VariableTracker:
+        return ConstantVariable(len(self.mapping.items))
+
+    def truth(self, tx: Tracer) -> bool:
+        return bool(self.mapping.items)
+
+    def contains(self, tx: Tracer, item: VariableTracker) -> bool:
+        if self.kind == "keys":
+            return self.mapping.contains(tx, item)
+        return ListVariable(self.iterate(tx)).contains(tx, item)
+
+    def reconstruct(self, codegen: FrameCodegen) -> str:
+        return f"{codegen.reconstruct(self.mapping)}.{self.kind}()"
+
+
+class SetVariable(VariableTracker):
+    """A set of constants made in the trace."""
+
+    def __init__(self, items: list[VariableTracker], source: Source | None = None):
+        self.items: dict[Any, VariableTracker] = {}
+        for i in items:
+            self.items.setdefault(_const(i, "set element"), i)
+        self.source = source
+
+    def python_type(self) -> type:
+        return set
+
+    def is_python_constant(self) -> bool:
+        return True
+
+    def as_python_constant(self) -> Any:
+        return set(self.items)
+
+    def iterate(self, tx: Tracer) -> list[VariableTracker]:
+        return [ConstantVariable(v) for v in set(self.items)]
+
+    def getattr(self, tx: Tracer, name: str) -> VariableTracker:
+        return container_getattr(self, name)
+
+    def contains(self, tx: Tracer, item: VariableTracker) -> bool:
+        return _const(item, "set element") in self.items
+
+    def length(self, tx: Tracer) -> VariableTracker:
+        return ConstantVariable(len(self.items))
+
+    def call_method(self, tx: Tracer, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        if name == "add":
+            self.items.setdefault(_const(args[0], "set element"), args[0])
+            return ConstantVariable(None)
+        if name == "update":
+            for a in args:
+                for i in tx.iterate(a):
+                    self.items.setdefault(_const(i, "set element"), i)
+            return ConstantVariable(None)
+        try:
+            fn = getattr(set(self.items), name)
+            return tx.wrap_constant(fn(*[_const(a, "argument") for a in args]))
+        except (KeyError, TypeError, AttributeError) as e:
+            raise UserException(e) from None
+
+    def reconstruct(self, codegen: FrameCodegen) -> str:
+        return codegen.once(self, f"set({codegen.constant(tuple(self.items))})")
+
+
+class IteratorVariable(VariableTracker):
+    """An iterator over a known sequence (`iter(list)`, `zip`, `enumerate`, a loop's GET_ITER).
+
+    Over a ListVariable it reads the list live, as Python's list iterator does.
+    """
+
+    def __init__(self, items: list[VariableTracker] | ListVariable):
+        self.items = items
+        self.index = 0
+
+    def python_type(self) -> type:
+        return type(iter([]))
+
+    def next(self) -> VariableTracker | None:
+        items = self.items.items if isinstance(self.items, ListVariable) else self.items
+        if self.index >= len(items):
+            return None
+        self.index += 1
+        return items[self.index - 1]
+
+    def iterate(self, tx: Tracer) -> list[VariableTracker]:
+        rest = []
+        while (item := self.next()) is not None:
+            rest.append(item)
+        return rest
+
+
+def make_iterator(tx: Tracer, vt: VariableTracker) -> IteratorVariable:
+    """`iter(vt)`: an iterator is itself, a list is read live, anything else is iterated now."""
+    if isinstance(vt, IteratorVariable):
+        return vt
+    if isinstance(vt, ListVariable):
+        return IteratorVariable(vt)
+    return IteratorVariable(tx.iterate(vt))

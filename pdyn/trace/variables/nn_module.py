@@ -1,0 +1,316 @@
+"""NNModuleVariable: an nn.Module read from the frame, identified by its Source.
+
+Attribute reads follow nn.Module's lookup (parameters, buffers, submodules, instance dict, then
+class attributes); calling it inlines its `forward`; ModuleList/Sequential/ModuleDict iterate
+and index. Parameters and buffers become graph inputs read through their Sources.
+"""
+
+from __future__ import annotations
+
+import inspect
+import types
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from pdyn.base.errors import Unsupported, UserException
+from pdyn.guards.guards import AliasGuard, DictKeysGuard, IdGuard, LenGuard, NoGlobalHooksGuard, NoHooksGuard
+from pdyn.sources import AttrSource, ItemSource, ModuleMemberSource, Source
+from pdyn.trace.variables.base import VariableTracker
+from pdyn.trace.variables.constant import ConstantVariable
+from pdyn.trace.variables.containers import IteratorVariable, ListVariable, TupleVariable
+from pdyn.trace.variables.functions import UserMethodVariable
+from pdyn.trace.variables.tensor import TensorVariable
+
+if TYPE_CHECKING:
+    from pdyn.trace.translator import InstructionTranslator as Tracer
+
+SEQUENTIAL = (torch.nn.ModuleList, torch.nn.Sequential)
+# nn.Module methods that list members (the table they read; None: the module tree itself).
+MEMBER_METHODS = {"children": "_modules", "named_children": "_modules", "modules": None, "named_modules": None,
+                  "parameters": "_parameters", "named_parameters": "_parameters", "buffers": "_buffers",
+                  "named_buffers": "_buffers"}
+DICT_METHODS = ("keys", "values", "items")  # of ModuleDict
+
+
+def lookup_class_attr(tx: Tracer, owner: VariableTracker, cls: type, name: str) -> VariableTracker | None:
+    """A class attribute seen through an instance: methods bind, properties run, constants wrap."""
+    attr = mro_lookup(cls, name)
+    if attr is None:
+        return None
+    if isinstance(attr, staticmethod):
+        return tx.wrap_constant(attr.__func__)
+    if isinstance(attr, classmethod):
+        return UserMethodVariable(tx.wrap_constant(attr.__func__), tx.wrap_constant(cls))
+    if isinstance(attr, property) and isinstance(attr.fget, types.FunctionType):
+        return tx.wrap_constant(attr.fget).call(tx, [owner], {})
+    if isinstance(attr, types.FunctionType):
+        return UserMethodVariable(tx.wrap_constant(attr), owner)
+    if owner.source is not None and not hasattr(attr, "__get__"):
+        return tx.wrap(getattr(owner.value, name), AttrSource(owner.source, name))  # type: ignore[attr-defined]
+    raise Unsupported("class_attr", f"pdyn cannot read {cls.__qualname__}.{name} ({type(attr).__name__})",
+                      loc=tx.loc())
+
+
+class NNModuleVariable(VariableTracker):
+    """An nn.Module instance from the inputs (guarded by identity)."""
+
+    def __init__(self, value: torch.nn.Module, source: Source):
+        self.value = value
+        self.source = source
+
+    def python_type(self) -> type:
+        return type(self.value)
+
+    def getattr(self, tx: Tracer, name: str) -> VariableTracker:
+        stored = tx.ctx.side_effects.load_attr(self, name)
+        if stored is not None:
+            return stored
+        m = self.value
+        for table in ("_parameters", "_buffers", "_modules"):
+            members = m.__dict__.get(table, {})
+            if name in members:
+                return tx.wrap(members[name], ModuleMemberSource(self.source, name, table))
+        if name in m.__dict__:
+            return tx.wrap(m.__dict__[name], AttrSource(self.source, name))
+        found = self._member_method(name) or lookup_class_attr(tx, self, type(m), name)
+        if found is None:
+            _no_custom_getattr(tx, type(m), torch.nn.Module.__getattr__)
+            raise UserException(AttributeError(f"'{type(m).__name__}' object has no attribute '{name}'"), tx.loc())
+        return found
+
+    def store_attr(self, tx: Tracer, name: str, value: VariableTracker) -> None:
+        if name in ("_parameters", "_buffers", "_modules", "forward", "training") or \
+                name in self.value._parameters or name in self.value._modules:
+            raise Unsupported("module_setattr", f"pdyn cannot trace assigning {type(self.value).__name__}.{name}",
+                              loc=tx.loc())
+        if name in self.value._buffers and not isinstance(value, TensorVariable):
+            raise Unsupported("module_setattr", f"pdyn cannot replace buffer {name!r} with a non-tensor", loc=tx.loc())
+        tx.ctx.side_effects.store_attr(self, name, value)
+
+    def call(self, tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        m = self.value
+        hooks = torch.nn.modules.module
+        if m._forward_hooks or m._forward_pre_hooks or m._backward_hooks or m._backward_pre_hooks or \
+                hooks._global_forward_hooks or hooks._global_forward_pre_hooks or hooks._global_backward_hooks \
+                or hooks._global_backward_pre_hooks:
+            raise Unsupported("module_hooks", f"pdyn cannot trace {type(m).__name__} with module hooks yet",
+                              hint="remove the hook, or optimize the module's submodules separately",
+                              loc=tx.loc())
+        if type(m).__call__ is not torch.nn.Module.__call__:
+            raise Unsupported("module_call", f"{type(m).__name__} overrides __call__", loc=tx.loc())
+        tx.ctx.add_guard(NoHooksGuard(self.source, loc=tx.loc()))
+        tx.ctx.add_guard(NoGlobalHooksGuard(None, loc=tx.loc()))  # a hook registered later runs
+        return self.call_method(tx, "forward", args, kwargs)
+
+    def call_method(self, tx: Tracer, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        if name == "forward":
+            fn = self.value.__dict__.get("forward")
+            original = getattr(fn, "_pdyn_original", None)
+            if original is not None:  # a submodule optimized on its own: inline its plain forward
+                return UserMethodVariable(tx.wrap_constant(original), self).call(tx, args, kwargs)
+        return self.getattr(tx, name).call(tx, args, kwargs)
+
+    def _member_method(self, name: str) -> VariableTracker | None:
+        """`m.parameters` and friends, when the class uses nn.Module's (or ModuleDict's) own."""
+        owner = torch.nn.ModuleDict if name in DICT_METHODS else torch.nn.Module
+        if name not in MEMBER_METHODS and name not in DICT_METHODS:
+            return None
+        if isinstance(self.value, owner) and mro_lookup(type(self.value), name) is owner.__dict__[name]:
+            return ModuleMemberMethodVariable(self, name)
+        return None
+
+    def members(self, tx: Tracer, name: str, args: list[VariableTracker],
+                kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        """The value of `m.<name>(*args, **kwargs)` for a member method: children, parameters, ..."""
+        owner = torch.nn.ModuleDict if name in DICT_METHODS else torch.nn.Module
+        try:
+            bound = inspect.signature(getattr(owner, name)).bind(None, *args, **kwargs)
+        except TypeError as e:
+            raise UserException(e, tx.loc()) from None
+        options = {k: v.as_python_constant() for k, v in bound.arguments.items() if k != "self"}
+        if options.get("memo") is not None:
+            raise Unsupported("module_method", f"pdyn cannot trace Module.{name}(memo=...)", loc=tx.loc())
+        prefix, recurse = options.get("prefix", ""), options.get("recurse", True)
+        remove_duplicate = options.get("remove_duplicate", True)
+        if name in DICT_METHODS or name in ("children", "named_children"):
+            found = [(k, v) for k, v in self._table(tx, self, "_modules", "") if v is not None]
+            remove_duplicate = name in ("children", "named_children")
+        elif name in ("modules", "named_modules"):
+            found = [(p, vt) for p, vt in self._walk(tx, prefix)]
+        else:
+            table = MEMBER_METHODS[name]
+            modules = self._walk(tx, prefix) if recurse else [(prefix, self)]
+            found = [pair for p, vt in modules for pair in self._table(tx, vt, table, p)]
+        found = _dedup(found, remove_duplicate)
+        named = name.startswith("named") or name == "items"
+        items = [TupleVariable([ConstantVariable(k), v]) if named else ConstantVariable(k) if name == "keys"
+                 else v for k, v in found]
+        return ListVariable(items) if name in DICT_METHODS else IteratorVariable(items)
+
+    def _walk(self, tx: Tracer, prefix: str) -> list[tuple[str, NNModuleVariable]]:
+        """(qualified name, module) for this module and every submodule, depth first, as
+        `named_modules` lists them; the module tree's keys are guarded on the way."""
+        out: list[tuple[str, NNModuleVariable]] = [(prefix, self)]
+        for name, sub in self._table(tx, self, "_modules", prefix):
+            if isinstance(sub, NNModuleVariable):
+                out += sub._walk(tx, name)
+        return out
+
+    @staticmethod
+    def _table(tx: Tracer, vt: NNModuleVariable, table: str, prefix: str) -> list[tuple[str, Any]]:
+        """The entries of `vt.<table>` (a dict of members) as (qualified name, tracker), keys guarded."""
+        members = getattr(vt.value, table)
+        tx.ctx.add_guard(DictKeysGuard(AttrSource(vt.source, table), type(members), tuple(members),
+                                          loc=tx.loc()))
+        return [(f"{prefix}.{k}" if prefix else k, None if v is None else tx.wrap(v, AttrSource(vt.source, k)))
+                for k, v in members.items() if v is not None or table == "_modules"]
+
+    def _guard_length(self, tx: Tracer) -> int:
+        tx.ctx.add_guard(LenGuard(self.source, type(self.value), len(self.value), loc=tx.loc()))  # type: ignore[arg-type]
+        return len(self.value)  # type: ignore[arg-type]
+
+    def length(self, tx: Tracer) -> VariableTracker:
+        if not isinstance(self.value, (*SEQUENTIAL, torch.nn.ModuleDict, torch.nn.ParameterList)):
+            raise UserException(TypeError(f"object of type '{type(self.value).__name__}' has no len()"))
+        return ConstantVariable(self._guard_length(tx))
+
+    def _item_source(self, index: int) -> Source:
+        """The i-th submodule of a ModuleList/Sequential, read from `_modules` by its key."""
+        if isinstance(self.value, SEQUENTIAL):
+            return ModuleMemberSource(self.source, list(self.value._modules)[index], "_modules")
+        return ItemSource(self.source, index)
+
+    def iterate(self, tx: Tracer) -> list[VariableTracker]:
+        if isinstance(self.value, (*SEQUENTIAL, torch.nn.ParameterList)):
+            n = self._guard_length(tx)
+            return [tx.wrap(self.value[i], self._item_source(i)) for i in range(n)]
+        if isinstance(self.value, torch.nn.ModuleDict):
+            self._guard_length(tx)
+            return [ConstantVariable(k) for k in self.value.keys()]
+        raise UserException(TypeError(f"'{type(self.value).__name__}' object is not iterable"))
+
+    def getitem(self, tx: Tracer, key: VariableTracker) -> VariableTracker:
+        index = key.as_python_constant()
+        if isinstance(self.value, (*SEQUENTIAL, torch.nn.ParameterList)) and isinstance(index, int):
+            n = self._guard_length(tx)
+            if not -n <= index < n:
+                raise UserException(IndexError(f"index {index} is out of range"))
+            return tx.wrap(self.value[index], self._item_source(index % n))
+        if isinstance(self.value, SEQUENTIAL) and isinstance(index, slice):
+            return ListVariable(self.iterate(tx)[index])
+        if isinstance(self.value, torch.nn.ModuleDict) and isinstance(index, str):
+            if index not in self.value:
+                raise UserException(KeyError(index))
+            return tx.wrap(self.value[index], ModuleMemberSource(self.source, index, "_modules"))
+        raise Unsupported("module_getitem", f"pdyn cannot index {type(self.value).__name__} with {index!r}",
+                          loc=tx.loc())
+
+    def contains(self, tx: Tracer, item: VariableTracker) -> bool:
+        if isinstance(self.value, torch.nn.ModuleDict):
+            return item.as_python_constant() in self.value
+        raise Unsupported("contains", f"pdyn cannot trace `in` on {type(self.value).__name__}", loc=tx.loc())
+
+
+class ModuleMemberMethodVariable(VariableTracker):
+    """A bound member method of a module (`m.parameters`), run at trace time over its trackers."""
+
+    def __init__(self, module: NNModuleVariable, name: str):
+        self.module = module
+        self.name = name
+
+    def python_type(self) -> type:
+        return types.MethodType
+
+    def call(self, tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        return self.module.members(tx, self.name, args, kwargs)
+
+
+def _dedup(found: list[tuple[str, Any]], remove_duplicate: bool) -> list[tuple[str, Any]]:
+    """Drop None entries, and later entries of an object already listed, as nn.Module does."""
+    seen: set[int] = set()
+    out = []
+    for key, vt in found:
+        if vt is None:
+            continue
+        ident = id(getattr(vt, "value", None) if isinstance(vt, NNModuleVariable) else getattr(vt, "node", vt))
+        if remove_duplicate and ident in seen:
+            continue
+        seen.add(ident)
+        out.append((key, vt))
+    return out
+
+
+class UserObjectVariable(VariableTracker):
+    """Any other object from the inputs (a config, a dataclass): guarded by type; its attributes
+    are read through their own sources and guarded as they are read."""
+
+    def __init__(self, value: Any, source: Source):
+        self.value = value
+        self.source = source
+
+    def python_type(self) -> type:
+        return type(self.value)
+
+    def getattr(self, tx: Tracer, name: str) -> VariableTracker:
+        stored = tx.ctx.side_effects.load_attr(self, name)
+        if stored is not None:
+            return stored
+        if type(self.value).__getattribute__ is not object.__getattribute__:
+            raise Unsupported("getattribute", f"{type(self.value).__name__} customizes attribute access",
+                              loc=tx.loc())
+        instance_dict = getattr(self.value, "__dict__", {})
+        if name in instance_dict and not _is_data_descriptor(type(self.value), name):
+            return tx.wrap(instance_dict[name], AttrSource(self.source, name))
+        found = lookup_class_attr(tx, self, type(self.value), name)
+        if found is None:
+            _no_custom_getattr(tx, type(self.value), None)
+            raise UserException(AttributeError(f"'{type(self.value).__name__}' object has no attribute '{name}'"),
+                                tx.loc())
+        return found
+
+    def store_attr(self, tx: Tracer, name: str, value: VariableTracker) -> None:
+        if type(self.value).__setattr__ is not object.__setattr__ or _is_data_descriptor(type(self.value), name):
+            raise Unsupported("setattr", f"{type(self.value).__name__} customizes attribute assignment", loc=tx.loc())
+        tx.ctx.side_effects.store_attr(self, name, value)
+
+    def call(self, tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        call = lookup_class_attr(tx, self, type(self.value), "__call__")
+        if call is None:
+            raise UserException(TypeError(f"'{type(self.value).__name__}' object is not callable"), tx.loc())
+        return call.call(tx, args, kwargs)
+
+
+def _no_custom_getattr(tx: Tracer, cls: type, default: Any) -> None:
+    """An attribute that normal lookup misses goes to `cls.__getattr__`, which pdyn does not run."""
+    if mro_lookup(cls, "__getattr__") is not default:
+        raise Unsupported("getattr_hook", f"{cls.__name__} defines __getattr__; pdyn cannot trace a lookup it "
+                          "answers", loc=tx.loc())
+
+
+def pin_identity(tx: Tracer, lhs: VariableTracker, rhs: VariableTracker, same: bool) -> None:
+    """`lhs is rhs` was decided by which objects they are at trace time: an object pinned only by
+    its type (a UserObjectVariable) is pinned by identity (or by aliasing, for two of them)."""
+    users = [vt for vt in (lhs, rhs) if isinstance(vt, UserObjectVariable)]
+    try:
+        if not users or lhs.python_type() is not rhs.python_type():
+            return  # objects of two exact types are never one object
+    except Unsupported:
+        pass
+    if len(users) == 2:
+        tx.ctx.add_guard(AliasGuard(lhs.source, other=rhs.source, same=same, loc=tx.loc()))
+    else:
+        tx.ctx.add_guard(IdGuard(users[0].source, users[0].value, loc=tx.loc()))
+
+
+def mro_lookup(cls: type, name: str) -> Any:
+    """`name` as instances of `cls` find it in their class (not the metaclass), or None."""
+    for klass in cls.__mro__:
+        if name in klass.__dict__:
+            return klass.__dict__[name]
+    return None
+
+
+def _is_data_descriptor(cls: type, name: str) -> bool:
+    attr = mro_lookup(cls, name)
+    return attr is not None and (hasattr(attr, "__set__") or hasattr(attr, "__delete__"))

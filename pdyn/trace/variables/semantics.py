@@ -1,0 +1,86 @@
+"""Python semantics over trackers that handlers and builtin rules share: binary operators (which
+tracker answers `a + b`), identity (`is`) and membership (`in`)."""
+
+from __future__ import annotations
+
+import operator
+from typing import TYPE_CHECKING, Any, Callable
+
+import torch
+
+from pdyn.base.errors import Unsupported
+from pdyn.ops import is_in_place_operator
+from pdyn.trace.variables.base import VariableTracker, fold
+from pdyn.trace.variables.constant import ConstantVariable
+from pdyn.trace.variables.containers import DictVariable, ListVariable, SequenceVariable, SetVariable
+from pdyn.trace.variables.symint import SymIntVariable, sym_binary
+from pdyn.trace.variables.nn_module import pin_identity
+from pdyn.trace.variables.tensor import TensorVariable
+
+if TYPE_CHECKING:
+    from pdyn.trace.translator import InstructionTranslator as Tracer
+
+MUTABLE = (ListVariable, DictVariable, SetVariable)
+
+
+def binary(tx: Tracer, fn: Callable[[Any, Any], Any], lhs: VariableTracker, rhs: VariableTracker) -> VariableTracker:
+    if isinstance(lhs, TensorVariable) or isinstance(rhs, TensorVariable):
+        return tx.output.call("call_function", fn, [lhs, rhs], {}, loc=tx.loc())
+    if isinstance(lhs, SymIntVariable) or isinstance(rhs, SymIntVariable):
+        return sym_binary(tx, fn, lhs, rhs)
+    if fn in (operator.eq, operator.ne) and isinstance(lhs, SequenceVariable) and isinstance(rhs, SequenceVariable) \
+            and any(isinstance(i, SymIntVariable) for i in [*lhs.items, *rhs.items]):
+        return _sequence_equal(tx, fn, lhs, rhs)
+    if is_in_place_operator(fn) and isinstance(lhs, MUTABLE):
+        return lhs.binary_op(tx, fn, rhs)
+    if lhs.is_python_constant() and rhs.is_python_constant():
+        return fold(tx, fn, lhs.as_python_constant(), rhs.as_python_constant())
+    if fn in (operator.mul, operator.imul) and isinstance(lhs, ConstantVariable) and isinstance(rhs, SequenceVariable):
+        return rhs.binary_op(tx, operator.mul, lhs)  # `n * [x]` repeats the list, as `[x] * n` does
+    return lhs.binary_op(tx, fn, rhs)
+
+
+def _sequence_equal(tx: Tracer, fn: Callable[[Any, Any], Any], lhs: SequenceVariable,
+                    rhs: SequenceVariable) -> VariableTracker:
+    """`x.shape == (1, 2, 3)`: element by element, each a bool read (an equality pins its dim)."""
+    equal = len(lhs.items) == len(rhs.items) and (
+        lhs.python_type() is rhs.python_type() or {lhs.python_type(), rhs.python_type()} <= {tuple, torch.Size})
+    for a, b in zip(lhs.items, rhs.items):
+        if not equal:
+            break
+        equal = binary(tx, operator.eq, a, b).truth(tx)
+    return ConstantVariable(equal if fn is operator.eq else not equal)
+
+
+def identity(vt: VariableTracker) -> Any:
+    """What `is` compares: the underlying object where pdyn knows it, else None."""
+    if isinstance(vt, ConstantVariable):
+        return ("const", vt.value) if vt.value is None or isinstance(vt.value, bool) or vt.value is ... else None
+    if isinstance(vt, TensorVariable):
+        return ("node", vt.node)
+    value = getattr(vt, "value", None)
+    return ("obj", id(value)) if value is not None else ("vt", id(vt))
+
+
+def is_same(tx: Tracer, lhs: VariableTracker, rhs: VariableTracker) -> bool:
+    if lhs is rhs:
+        return True
+    a, b = identity(lhs), identity(rhs)
+    if a is not None and b is not None:
+        pin_identity(tx, lhs, rhs, a == b)
+        return a == b
+    try:
+        if lhs.python_type() is not rhs.python_type():
+            return False
+    except Unsupported:
+        pass
+    if lhs.is_python_constant() and rhs.is_python_constant():
+        return lhs.as_python_constant() is rhs.as_python_constant()
+    raise Unsupported("is", f"pdyn cannot decide `{lhs} is {rhs}` at trace time", loc=tx.loc())
+
+
+def contains(tx: Tracer, item: VariableTracker, container: VariableTracker) -> bool:
+    """`item in container`: a symbolic item is a value read; the container's tracker decides."""
+    if isinstance(item, SymIntVariable):
+        item = ConstantVariable(item.value_read("an `in` test", tx.loc()))
+    return bool(container.contains(tx, item))

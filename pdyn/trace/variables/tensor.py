@@ -1,0 +1,270 @@
+"""TensorVariable: a tensor in the graph (a placeholder or an op's output), with its fake example
+value and `input_sources`, the graph inputs it was computed from.
+
+Attribute reads that are metadata (dtype, shape, ndim, ...) are constants here, guarded by the
+inputs' TensorGuards; methods and operators record graph nodes.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import TYPE_CHECKING, Any, Callable
+
+import sympy
+import torch
+import torch.fx
+
+from pdyn.base.errors import Unsupported, UserException
+from pdyn.ops import canonical
+from pdyn.sources import Source
+from pdyn.trace.variables.base import VariableTracker
+from pdyn.trace.variables.constant import ConstantVariable, ObjectConstantVariable
+from pdyn.trace.variables.containers import ListVariable, SizeVariable, TupleVariable
+from pdyn.trace.variables.symint import SymIntVariable
+
+if TYPE_CHECKING:
+    from pdyn.trace.translator import InstructionTranslator as Tracer
+    from pdyn.trace.frame_codegen import FrameCodegen
+    from pdyn.trace.output_graph import OutputGraph
+
+METADATA_ATTRS = frozenset({
+    "dtype", "device", "ndim", "requires_grad", "is_cuda", "is_cpu", "is_meta", "is_leaf", "layout",
+    "is_sparse", "is_quantized", "is_mkldnn", "is_nested", "itemsize",
+})
+GRAPH_ATTRS = frozenset({"T", "mT", "H", "mH", "real", "imag", "data"})
+
+class TensorVariable(VariableTracker):
+    """A torch.Tensor in the graph. `input_sources` is the set of graph-input Sources it depends on."""
+
+    def __init__(self, node: torch.fx.Node, example: torch.Tensor, source: Source | None = None,
+                 input_sources: frozenset[Source] = frozenset(), python_type: type = torch.Tensor,
+                 sizes: tuple[sympy.Expr, ...] | None = None):
+        self.node = node
+        self.example = example
+        self.source = source
+        self.input_sources = input_sources
+        self._python_type = python_type
+        # symbolic sizes (sympy Integers where static); the fake example holds this call's values
+        self.sizes = sizes if sizes is not None else tuple(sympy.Integer(s) for s in example.shape)
+
+    def size_item(self, tx: Tracer, dim: int) -> VariableTracker:
+        """`x.size(dim)`: a constant for a static dim, else a SymIntVariable computed in the graph."""
+        ndim = len(self.sizes)
+        if not -ndim <= dim < max(ndim, 1) or ndim == 0:
+            raise UserException(IndexError(f"Dimension out of range (expected to be in range of "
+                                           f"[{-ndim}, {ndim - 1}], but got {dim})"))
+        dim %= ndim
+        expr = tx.ctx.shape_env.simplify(self.sizes[dim])
+        if expr.is_Integer:
+            return ConstantVariable(int(expr))
+        output, loc = tx.output, tx.loc()
+        return SymIntVariable(tx.ctx.shape_env, expr,
+                              lambda: output.annotate(output.graph.call_method("size", (self.node, dim)), loc), loc,
+                              input_sources=self.input_sources)
+
+    def shape_vt(self, tx: Tracer) -> SizeVariable:
+        return SizeVariable([self.size_item(tx, d) for d in range(len(self.sizes))])
+
+    def numel_vt(self, tx: Tracer) -> VariableTracker:
+        total: VariableTracker = ConstantVariable(1)
+        for d in range(len(self.sizes)):
+            total = tx.binary(operator.mul, total, self.size_item(tx, d))
+        return total
+
+    def length(self, tx: Tracer) -> VariableTracker:
+        if not self.sizes:
+            raise UserException(TypeError("len() of a 0-d tensor"))
+        return self.size_item(tx, 0)
+
+    def value_read_all(self, tx: Tracer, why: str) -> None:
+        """Python needs facts that depend on every size (strides, a loop over rows): specialize them."""
+        for size in self.sizes:
+            tx.ctx.shape_env.specialize(size, tx.loc(), why)
+
+    def python_type(self) -> type:
+        return self._python_type
+
+    def getattr(self, tx: Tracer, name: str) -> VariableTracker:
+        if name == "shape":
+            return self.shape_vt(tx)
+        if name == "nbytes":  # a size fact: symbolic as numel() is
+            return tx.binary(operator.mul, self.numel_vt(tx), ConstantVariable(self.example.itemsize))
+        if name in METADATA_ATTRS:
+            if name == "is_leaf" and self.node.op == "placeholder" and self.example.requires_grad:
+                raise Unsupported("tensor_attr", "pdyn does not guard whether an input requiring grad is a leaf",
+                                  loc=tx.loc())
+            return ConstantVariable(getattr(self.example, name))
+        if name in GRAPH_ATTRS:
+            return tx.output.call("call_function", getattr, [self, ConstantVariable(name)], {}, loc=tx.loc())
+        if name == "grad":
+            raise Unsupported("tensor_grad", "pdyn cannot read .grad inside a compiled function", loc=tx.loc())
+        attr = getattr(torch.Tensor, name, None)
+        if attr is None:
+            raise UserException(AttributeError(f"'Tensor' object has no attribute {name!r}"))
+        if callable(attr):
+            return TensorMethodVariable(self, name)
+        raise Unsupported("tensor_attr", f"pdyn cannot read Tensor.{name}", loc=tx.loc())
+
+    def call_method(self, tx: Tracer, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        return TensorMethodVariable(self, name).call(tx, args, kwargs)
+
+    def binary_op(self, tx: Tracer, fn: Callable[[Any, Any], Any], other: VariableTracker) -> VariableTracker:
+        return tx.output.call("call_function", fn, [self, other], {}, loc=tx.loc())
+
+    def unary_op(self, tx: Tracer, fn: Callable[[Any], Any]) -> VariableTracker:
+        return tx.output.call("call_function", fn, [self], {}, loc=tx.loc())
+
+    def getitem(self, tx: Tracer, key: VariableTracker) -> VariableTracker:
+        return tx.output.call("call_function", operator.getitem, [self, key], {}, loc=tx.loc())
+
+    def setitem(self, tx: Tracer, key: VariableTracker, value: VariableTracker) -> None:
+        tx.output.call("call_function", operator.setitem, [self, key, value], {}, loc=tx.loc(), mutates=True)
+
+    def contains(self, tx: Tracer, item: VariableTracker) -> bool:
+        raise Unsupported("data_dependent", "`in` on a tensor depends on its values", loc=tx.loc())
+
+    def iterate(self, tx: Tracer) -> list[VariableTracker]:
+        if self.example.dim() == 0:
+            raise UserException(TypeError("iteration over a 0-d tensor"))
+        rows = tx.ctx.shape_env.specialize(self.sizes[0], tx.loc(), "iterating over a tensor's rows")
+        return [self.getitem(tx, ConstantVariable(i)) for i in range(int(rows))]
+
+    def truth(self, tx: Tracer) -> bool:
+        raise Unsupported(
+            "data_dependent_branch", "Python control flow depends on a tensor's values",
+            hint="compute both branches with torch.where, or move the branch out of the compiled function",
+            loc=tx.loc())
+
+    def reconstruct(self, codegen: FrameCodegen) -> str:
+        return codegen.graph_output(self)
+
+    def __repr__(self) -> str:
+        return f"TensorVariable({self.node.name}: {str(self.example.dtype).removeprefix('torch.')}{list(self.example.shape)})"
+
+
+class TensorMethodVariable(VariableTracker):
+    """A bound Tensor method (`x.view`), recorded as a call_method node when called."""
+
+    def __init__(self, tensor: TensorVariable, name: str):
+        self.tensor = tensor
+        self.name = name
+
+    def python_type(self) -> type:
+        return type(torch.Tensor.add)
+
+    def call(self, tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        op = canonical(self.name)
+        if op.refused is not None:
+            refused = op.refused
+            raise Unsupported(refused.kind, refused.message.format(what=f"Tensor.{self.name}()"), hint=refused.hint,
+                              loc=tx.loc())
+        shape_query = SHAPE_METHODS.get(self.name)
+        if shape_query is not None:
+            return shape_query(tx, self.tensor, args, kwargs)
+        return tx.output.call("call_method", self.name, [self.tensor, *args], kwargs, loc=tx.loc(),
+                              mutates=op.mutates is not None)
+
+
+def _size(tx: Tracer, x: TensorVariable, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    dim = args[0] if args else kwargs.get("dim")
+    if dim is None:
+        return x.shape_vt(tx)
+    return x.size_item(tx, int(_static_int(tx, dim, "the dim of Tensor.size()")))
+
+
+def _static_int(tx: Tracer, vt: VariableTracker, why: str) -> Any:
+    if isinstance(vt, SymIntVariable):
+        return vt.value_read(why, tx.loc())
+    return vt.as_python_constant()
+
+
+def _strides(tx: Tracer, x: TensorVariable, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    x.value_read_all(tx, "Tensor.stride(), which depends on every size")
+    dim = args[0] if args else kwargs.get("dim")
+    return tx.wrap_constant(x.example.stride() if dim is None else x.example.stride(_static_int(tx, dim, "a dim")))
+
+
+SHAPE_METHODS: dict[str, Callable[..., VariableTracker]] = {
+    "size": _size,
+    "numel": lambda tx, x, args, kwargs: x.numel_vt(tx),
+    "nelement": lambda tx, x, args, kwargs: x.numel_vt(tx),
+    "dim": lambda tx, x, args, kwargs: ConstantVariable(len(x.sizes)),
+    "ndimension": lambda tx, x, args, kwargs: ConstantVariable(len(x.sizes)),
+    "__len__": lambda tx, x, args, kwargs: x.length(tx),
+    "stride": _strides,
+}
+
+
+class TensorUnboundMethodVariable(ObjectConstantVariable):
+    """A method taken from the class (`torch.Tensor.add`), called with the tensor first."""
+
+    def __init__(self, value: Any):
+        super().__init__(value)
+        self.name: str = value.__name__
+
+    def call(self, tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        if not args or not isinstance(args[0], TensorVariable):
+            raise Unsupported("tensor_method", f"pdyn traces Tensor.{self.name}() only with a tensor as self",
+                              loc=tx.loc())
+        return args[0].call_method(tx, self.name, list(args[1:]), kwargs)
+
+
+def is_tensor_method(value: Any) -> bool:
+    """`value` is a method of torch.Tensor looked up on the class (C or Python)."""
+    name = getattr(value, "__name__", None)
+    if not isinstance(name, str) or not callable(value) or isinstance(value, type):
+        return False
+    try:
+        return getattr(torch.Tensor, name, None) is value or getattr(torch._C.TensorBase, name, None) is value
+    except Exception:  # a descriptor that fails on the class
+        return False
+
+
+def wrap_fx_result(output: OutputGraph, node: torch.fx.Node, example: Any, sources: frozenset[Source],
+                   sizes: list[tuple[sympy.Expr, ...]] | None,
+                   wrap_constant: Callable[[Any], VariableTracker]) -> VariableTracker:
+    """The tracker for an op's result: tensors keep `node`; tuples get one getitem node per item,
+    other items `wrap_constant`. `sizes` holds the symbolic sizes of the tensor outputs, in order."""
+    pending = list(sizes) if sizes else []
+
+    def next_sizes() -> tuple[sympy.Expr, ...] | None:
+        return pending.pop(0) if pending else None
+
+    if isinstance(example, torch.Tensor):
+        return TensorVariable(node, example, input_sources=sources, sizes=next_sizes())
+    if isinstance(example, (tuple, list)):
+        items: list[VariableTracker] = []
+        for i, value in enumerate(example):
+            if isinstance(value, torch.Tensor):
+                items.append(TensorVariable(output.getitem_node(node, i), value, input_sources=sources,
+                                            sizes=next_sizes()))
+            else:
+                items.append(wrap_constant(value))
+        fields = getattr(type(example), "_fields", None) or getattr(type(example), "__match_args__", None)
+        if fields and type(example) not in (tuple, list):
+            return NamedTupleVariable(items, type(example), tuple(fields))
+        return ListVariable(items) if isinstance(example, list) else TupleVariable(items)
+    if example is None:
+        return ConstantVariable(None)
+    raise Unsupported("op_result", f"pdyn cannot represent an op result of type {type(example).__name__}")
+
+
+class NamedTupleVariable(TupleVariable):
+    """A structseq such as torch.return_types.max: a tuple whose items also have names."""
+
+    def __init__(self, items: list[VariableTracker], tuple_type: type, fields: tuple[str, ...]):
+        super().__init__(items)
+        self.tuple_type = tuple_type
+        self.fields = fields
+
+    def python_type(self) -> type:
+        return self.tuple_type
+
+    def getattr(self, tx: Tracer, name: str) -> VariableTracker:
+        if name in self.fields:
+            return self.items[self.fields.index(name)]
+        return super().getattr(tx, name)
+
+    def reconstruct(self, codegen: FrameCodegen) -> str:
+        items = ", ".join(codegen.reconstruct(i) for i in self.items)
+        return f"{codegen.constant(self.tuple_type, 'structseq')}(({items},))"
