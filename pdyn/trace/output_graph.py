@@ -193,16 +193,24 @@ class OutputGraph:
         sym_args = [as_symbolic(a) for a in args]
         sym_kwargs = {k: as_symbolic(v) for k, v in kwargs.items()}
         symbolic = [e for e in _flat_values((sym_args, sym_kwargs)) if _is_symbolic(e)]
-        if not symbolic:
-            return static
         env = self.ctx.shape_env
         try:
             result = infer_sizes(env, target, tuple(sym_args), sym_kwargs, loc)
         except Exception as e:  # a rule that cannot handle these arguments: specialize below
             dynamic_log.debug("shape rule of %s failed: %s", _target_name(target), e)
             result = None
-        if result is not None and len(result) == len(outputs) and all(
-                [env.hint(s) for s in sizes] == list(t.shape) for sizes, t in zip(result, outputs)):
+        agrees = result is not None and len(result) == len(outputs) and all(
+            [env.hint(s) for s in sizes] == list(t.shape) for sizes, t in zip(result, outputs))
+        if not symbolic:
+            if result is not None and not agrees:
+                # NOTE: torch's fake kernels have been wrong in released versions (norm over a
+                # size-1 dim kept the dim in torch 2.11); neither answer can be trusted, so the op
+                # runs for real, eagerly.
+                raise Unsupported("fake_disagrees", f"{_target_name(target)}: torch's fake kernel gives sizes "
+                                  f"{[tuple(t.shape) for t in outputs]}, pdyn's shape rule "
+                                  f"{[tuple(str(d) for d in r) for r in result]}", loc=loc)
+            return static
+        if agrees:
             return result
         why = f"{_target_name(target)}(), which has no symbolic shape rule"
         for expr in symbolic:

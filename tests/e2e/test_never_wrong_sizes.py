@@ -137,3 +137,26 @@ def test_a_bool_constant_in_size_arithmetic_is_the_int_python_makes_of_it():
 
     check_calls(f, (ones(3, 2),), (ones(4, 2),), (ones(5, 2),), compiles=1)
     assert pdyn.stats()["eager_fallbacks"] == 0
+
+
+def test_a_fake_kernel_that_disagrees_with_the_shape_rule_runs_the_op_eagerly(monkeypatch):
+    """torch 2.11's fake `norm(dim=-1)` of a size-1 dim kept the dim, so `.dim()` answered 1 where
+    eager answers 0. When the fake run and pdyn's rule disagree on static sizes, neither is
+    trusted: the graph breaks at the op and eager computes it."""
+    from pdyn.trace import output_graph
+
+    real = output_graph.infer_sizes
+
+    def keeps_the_reduced_dim(env, target, args, kwargs, loc):  # a wrong answer from one side
+        sizes = real(env, target, args, kwargs, loc)
+        return [(*s, 1) for s in sizes] if sizes is not None and "norm" in str(target) else sizes
+
+    monkeypatch.setattr(output_graph, "infer_sizes", keeps_the_reduced_dim)
+
+    def f(x):
+        y = x.norm(dim=-1)
+        return y.dim(), y.shape, y + 1
+
+    check_calls(f, (ones(1),), (ones(1),))
+    out = pdyn.explain(f)(ones(1))
+    assert out.graph_break_count == 1 and "fake kernel" in str(out.break_reasons[0])
