@@ -182,7 +182,10 @@ class KernelCodegen:
         b = self.b
         if self.phase is not None:
             b.scope = b.top
-            b.line(f"for roffset in range(0, {'rchunk' if self.split else 'rnumel'}, RBLOCK):")
+            bound = "rchunk" if self.split else "rnumel"
+            if b.interpret:  # NOTE: Triton 3.6's interpreter holds an int argument as a 1-element
+                bound = f"int({bound}.handle.data.reshape(-1)[0])"  # array; NumPy 2 refuses int() of it
+            b.line(f"for roffset in range(0, {bound}, RBLOCK):")
             b.top.lines.extend("    " + line for line in self.phase.lines)
             self.phase = None
         for node, final_lines, val in self.pending:
