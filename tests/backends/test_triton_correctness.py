@@ -341,3 +341,17 @@ def test_out_of_place_ops_do_not_mutate():
         assert not mutates(_node("call_function", fn)), fn
     for name in ("add", "relu", "sort", "contiguous", "view", "__add__", "__and__", "__index__"):
         assert not mutates(_node("call_method", name, 1)), name
+
+
+def test_a_pointwise_result_of_an_expanded_input_has_eager_strides():
+    """An expanded input (stride 0) has no place in eager's layout order: `x.expand(2, 1, 2) * 0.5`
+    comes out contiguous, not with the broadcast dim innermost."""
+    def f(t):
+        return t * 0.5
+
+    compiled = pdyn.optimize(f, backend="triton")
+    for base in (randn(1, 2), randn(3, 4)):
+        x = base.expand(2, *base.shape)
+        expected, actual = f(x), compiled(x)
+        assert actual.stride() == expected.stride()
+        torch.testing.assert_close(actual, expected)

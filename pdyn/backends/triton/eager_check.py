@@ -111,9 +111,13 @@ def _real(value: Any, sizes: Any, assignment: Assignment) -> Any:
         if sizes is None:
             raise TypeError("a tensor without stamped sizes")
         shape = [evaluate(d, assignment) for d in sizes]
+        # an expanded example (stride 0 on a dim of size > 1) is built expanded: eager lays out
+        # a result by the strides of its operands, and a broadcast dim has no place in that order
+        expanded = [st == 0 and n != 1 for st, n in zip(value.stride(), value.shape)]
+        base = [1 if e else n for e, n in zip(expanded, shape)]
         layout = order(list(value.shape), list(value.stride()))
-        t = torch.empty_strided(shape, dense(shape, layout), dtype=value.dtype, device=value.device)
-        return t.fill_(1)
+        t = torch.empty_strided(base, dense(base, layout), dtype=value.dtype, device=value.device).fill_(1)
+        return t.expand(shape) if any(expanded) else t
     if isinstance(value, (tuple, list)):
         items = [_real(v, s, assignment) for v, s in zip(value, sizes or [None] * len(value))]
         return type(value)(items) if type(value) in (tuple, list) else tuple(items)
