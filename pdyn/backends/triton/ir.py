@@ -16,6 +16,8 @@ import sympy
 import torch
 import torch.fx
 
+from pdyn.shapes import graph_meta
+
 
 @dataclass(frozen=True)
 class Val:
@@ -67,12 +69,7 @@ class Buffer:
 
 
 def contiguous_strides(size: list[sympy.Expr]) -> list[sympy.Expr]:
-    strides: list[sympy.Expr] = []
-    acc: sympy.Expr = sympy.Integer(1)
-    for n in reversed(size):
-        strides.append(acc)
-        acc = acc * n
-    return list(reversed(strides))
+    return list(graph_meta.contiguous_strides(tuple(size)))
 
 
 @dataclass(eq=False)
