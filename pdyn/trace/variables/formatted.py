@@ -51,7 +51,7 @@ class LazyStringVariable(ConstantVariable):
                     text.append(part)
                     continue
                 vt, convert, spec = part
-                v = python_value(vt, "formatting a size into a string")
+                v = python_value(vt, "str() or formatting")
                 text.append(format(convert(v) if convert else v, spec))
             self._text = "".join(text)
         return self._text
