@@ -375,6 +375,28 @@ class GradModeGuard(Guard):
         return f"torch.is_grad_enabled() is {self.enabled}"
 
 
+@dataclass(frozen=True, eq=False)
+class CallResultGuard(Guard):
+    """A read-only query of torch's global state (`torch.backends.mha.get_fastpath_enabled()`,
+    `torch.is_autocast_enabled()`) answers what it answered when traced: it is called again."""
+
+    fn: Callable[..., Any] = None  # type: ignore[assignment]  # always given
+    args: tuple[Any, ...] = ()
+    expected: Any = None
+
+    def key(self) -> tuple[Any, ...]:
+        return (type(self), self.fn, self.args)
+
+    def fail_expr(self, v: str, hoist: Hoist) -> str:
+        call = f"{hoist(self.fn, getattr(self.fn, '__name__', 'query'))}(*{hoist(self.args, 'args')})"
+        return f"not {hoist(same_constant, 'same_constant')}({call}, {hoist(self.expected, 'expected')})"
+
+    def sentence(self) -> str:
+        module = getattr(self.fn, "__module__", None) or ""
+        args = ", ".join(map(repr, self.args))
+        return f"{module}.{getattr(self.fn, '__name__', self.fn)}({args}) == {self.expected!r}"
+
+
 class GuardSet:
     """The guards of one trace, deduplicated, in the order they were made."""
 

@@ -10,7 +10,7 @@ from pdyn.base.errors import Unsupported, UserException
 from pdyn.trace.variables.base import fold
 from pdyn.trace.variables.semantics import binary, contains, identity, is_same
 from pdyn.trace.variables.constant import ConstantVariable
-from pdyn.trace.variables.containers import ListVariable, TupleVariable
+from pdyn.trace.variables.containers import ListVariable, SetVariable, TupleVariable
 from pdyn.trace.variables.symint import SymIntVariable
 from pdyn.trace.variables.tensor import TensorVariable
 from tests.tracing import assert_graph, trace
@@ -137,9 +137,16 @@ def test_is_same_on_an_undecidable_pair_is_unsupported():
     assert error.value.key == "is"
 
 
-def test_contains_with_a_symbolic_item_is_a_value_read():
+def test_contains_with_a_symbolic_item_compares_item_by_item():
     tx, n = tracer_with(3)
     assert contains(tx, n, TupleVariable([ConstantVariable(1), ConstantVariable(3)]))
+    (spec,) = tx.ctx.shape_env.specialized.values()  # n == 3 held: that equality pins n
+    assert spec.value == 3
+
+
+def test_contains_with_a_symbolic_item_in_a_set_is_a_value_read():
+    tx, n = tracer_with(3)
+    assert contains(tx, n, SetVariable([ConstantVariable(1), ConstantVariable(3)]))
     (spec,) = tx.ctx.shape_env.specialized.values()
     assert spec.value == 3 and spec.why == "an `in` test"
 

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from pdyn.base.errors import Unsupported, UserException
 from pdyn.trace.handlers.registry import handler
 from pdyn.bytecode.instructions import Instruction
+from pdyn.trace.variables.formatted import LazyStringVariable, formats_lazily
 from pdyn.trace.variables.base import fold
 from pdyn.trace.variables.constant import ConstantVariable
 from pdyn.trace.variables.containers import (DictVariable, ListVariable, SetVariable, SliceVariable, TupleVariable, is_known,
@@ -65,6 +66,9 @@ def build_slice(tx: Tracer, inst: Instruction) -> None:
 @handler("BUILD_STRING")
 def build_string(tx: Tracer, inst: Instruction) -> None:
     parts = tx.popn(inst.argval)
+    if any(isinstance(p, LazyStringVariable) for p in parts):
+        tx.push(LazyStringVariable.join(parts))
+        return
     tx.push(ConstantVariable("".join(p.as_python_constant() for p in parts)))
 
 
@@ -72,6 +76,9 @@ def build_string(tx: Tracer, inst: Instruction) -> None:
 def format_value(tx: Tracer, inst: Instruction) -> None:
     spec = tx.pop().as_python_constant() if inst.argval.has_spec else ""
     value = tx.pop()
+    if formats_lazily(value):  # a size is read only if the string is used
+        tx.push(LazyStringVariable([(value, inst.argval.conversion, spec)]))
+        return
     if not is_known(value):
         raise Unsupported("format", f"pdyn can format only constants at trace time, not {value}", loc=tx.loc())
     convert = inst.argval.conversion or (lambda v: v)

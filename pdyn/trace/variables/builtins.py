@@ -22,6 +22,7 @@ from pdyn.guards.guards import HasAttrGuard
 from pdyn.sources import AttrSource
 from pdyn.trace.variables.base import VariableTracker, fold
 from pdyn.trace.variables.semantics import contains
+from pdyn.trace.variables.stdlib import STDLIB_RULES
 from pdyn.trace.variables.symint import UNARY_SYMPY_OPS, SymIntVariable, sym_binary
 from pdyn.trace.variables.constant import CONSTANT_TYPES, ConstantVariable, ObjectConstantVariable, is_constant_value
 from pdyn.trace.variables.functions import PartialVariable, UserFunctionVariable, UserMethodVariable
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
     from pdyn.trace.translator import InstructionTranslator as Tracer
 
 Rule = Callable[["Tracer", list[VariableTracker], dict[str, VariableTracker]], VariableTracker]
-RULES: dict[Any, Rule] = {}
+RULES: dict[Any, Rule] = dict(STDLIB_RULES)
 
 # Builtins that are pure functions of their (constant) arguments.
 PURE_BUILTINS = frozenset({
@@ -267,10 +268,14 @@ def _super(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTr
 @rule(sorted)
 def _sorted(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
     items = tx.iterate(args[0])
-    if set(kwargs) - {"reverse"} or not all(is_known(i) for i in items):
-        raise Unsupported("sorted", "pdyn sorts only constants, without key=", loc=tx.loc())
+    key = kwargs.get("key")
+    if key is not None and key.is_python_constant() and key.as_python_constant() is None:
+        key = None
+    keys = items if key is None else [key.call(tx, [i], {}) for i in items]  # once each, in order
+    if set(kwargs) - {"reverse", "key"} or not all(is_known(k) for k in keys):
+        raise Unsupported("sorted", "pdyn sorts only by constant keys", loc=tx.loc())
     reverse = bool(kwargs["reverse"].as_python_constant()) if "reverse" in kwargs else False
-    values = [python_value(i, "sorted()", tx.loc()) for i in items]  # the order is a value read
+    values = [python_value(k, "sorted()", tx.loc()) for k in keys]  # the order is a value read
     try:
         order = sorted(range(len(items)), key=lambda i: values[i], reverse=reverse)
     except TypeError as e:

@@ -118,6 +118,8 @@ class SequenceVariable(VariableTracker):
         if fn in (operator.add, operator.iadd) and isinstance(other, SequenceVariable) \
                 and other.python_type() is self.python_type():
             return type(self)(self.items + other.items)  # type: ignore[call-arg]
+        if fn in (operator.add, operator.iadd) and isinstance(other, SizeVariable) and type(self) is TupleVariable:
+            return other.radd(tx, self)  # tuple + Size is a Size
         if fn in (operator.mul, operator.imul) and other.is_python_constant() \
                 and type(other.as_python_constant()) in (int, bool):
             repeated = self.items * other.as_python_constant()
@@ -133,9 +135,10 @@ class SequenceVariable(VariableTracker):
     def contains(self, tx: Tracer, item: VariableTracker) -> bool:
         if item.is_python_constant() and self.is_python_constant():
             return item.as_python_constant() in self.as_python_constant()
-        if any(i is item for i in self.items):
-            return True
-        raise Unsupported("contains", f"pdyn cannot decide `in` over {self} at trace time")
+        for i in self.items:  # Python's `in`: identity, then `==` (on sizes, a guarded comparison)
+            if i is item or tx.binary(operator.eq, i, item).truth(tx):
+                return True
+        return False
 
     def truth(self, tx: Tracer) -> bool:
         return bool(self.items)
@@ -194,12 +197,39 @@ class SizeVariable(TupleVariable):
         return SizeVariable(result.items) if isinstance(result, TupleVariable) else result
 
     def call_method(self, tx: Tracer, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
-        if name == "numel" and self.is_python_constant():
-            return ConstantVariable(self.as_python_constant().numel())
+        if name == "numel" and not args and not kwargs:  # symbolic where the sizes are
+            total: VariableTracker = ConstantVariable(1)
+            for item in self.items:
+                total = tx.binary(operator.mul, total, item)
+            return total
         return super().call_method(tx, name, args, kwargs)
+
+    def binary_op(self, tx: Tracer, fn: Callable[[Any, Any], Any], other: VariableTracker) -> VariableTracker:
+        if fn in (operator.add, operator.iadd):  # Size + tuple is a Size
+            return SizeVariable(self.items + _size_items(tx, other))
+        return super().binary_op(tx, fn, other)
+
+    def radd(self, tx: Tracer, other: VariableTracker) -> VariableTracker:
+        """`other + self` where `other` is a tuple: a Size."""
+        return SizeVariable(_size_items(tx, other) + self.items)
 
     def reconstruct(self, codegen: FrameCodegen) -> str:
         return f"{codegen.constant(torch.Size, 'Size')}({super().reconstruct(codegen)})"
+
+
+def _size_items(tx: Tracer, other: VariableTracker) -> list[VariableTracker]:
+    """The items of a tuple joined to a torch.Size: ints (symbolic or not), as torch.Size requires."""
+    if isinstance(other, ConstantVariable) and type(other.value) is tuple:
+        items: list[VariableTracker] = [ConstantVariable(v) for v in other.value]
+    elif isinstance(other, SequenceVariable) and other.python_type() in (tuple, torch.Size):
+        items = list(other.items)
+    else:
+        raise UserException(TypeError(f"can only concatenate tuple (not \"{other.python_type().__name__}\") to tuple"))
+    for item in items:
+        kind = item.python_type()
+        if not (kind is int or (isinstance(item, SymIntVariable) and item.pytype is int)):
+            raise Unsupported("size_item", f"pdyn cannot put a {kind.__name__} in a torch.Size", loc=tx.loc())
+    return items
 
 
 class ListVariable(SequenceVariable):

@@ -36,6 +36,7 @@ class UserFunctionVariable(VariableTracker):
         self._defaults = defaults
         self._kwdefaults = kwdefaults
         self._closure = closure
+        self.attrs: dict[str, VariableTracker] = {}  # set on a function made in the trace
 
     @classmethod
     def nested(cls, code: types.CodeType, f_globals: dict[str, Any], defaults: list[VariableTracker],
@@ -88,9 +89,48 @@ class UserFunctionVariable(VariableTracker):
         return tx.inline_call(self, args, kwargs)
 
     def getattr(self, tx: Tracer, name: str) -> VariableTracker:
+        """A function's attributes as values (`f.__code__.co_varnames`, `functools.wraps`' `__wrapped__`).
+        `__code__` is fixed by the function's IdGuard (made where it was read); the other attributes
+        can be rebound, so a function from the frame has them read, and guarded, through its source."""
+        if name == "__code__":
+            return ConstantVariable(self.code)
+        if name in self.attrs:
+            return self.attrs[name]
+        if self.value is None:
+            return self._made_attr(tx, name)
+        try:
+            value = getattr(self.value, name)
+        except AttributeError as e:
+            raise UserException(e, tx.loc()) from None
+        if name in ("__globals__", "__closure__", "__builtins__", "__annotations__"):
+            raise Unsupported("function_attr", f"pdyn cannot read {name} of {self.code.co_name}()", loc=tx.loc())
+        if self.source is not None:
+            return tx.wrap(value, AttrSource(self.source, name))
+        return tx.wrap_constant(value)
+
+    def _made_attr(self, tx: Tracer, name: str) -> VariableTracker:
+        """An attribute of a function made during the trace (a nested def or lambda)."""
         if name in ("__name__", "__qualname__"):
             return ConstantVariable(self.code.co_name if name == "__name__" else self.code.co_qualname)
-        return super().getattr(tx, name)
+        if name == "__module__":
+            return ConstantVariable(self.f_globals.get("__name__"))
+        if name == "__doc__":
+            first = self.code.co_consts[0] if self.code.co_consts else None
+            return ConstantVariable(first if isinstance(first, str) else None)
+        if name == "__defaults__":
+            return TupleVariable(list(self._defaults)) if self._defaults else ConstantVariable(None)
+        if name == "__kwdefaults__":
+            return DictVariable(dict(self._kwdefaults)) if self._kwdefaults else ConstantVariable(None)
+        if name == "__dict__":
+            return DictVariable(self.attrs)
+        raise UserException(AttributeError(f"'function' object has no attribute {name!r}"), tx.loc())
+
+    def store_attr(self, tx: Tracer, name: str, value: VariableTracker) -> None:
+        """Setting an attribute of a function made in the trace (`functools.wraps` on a nested def);
+        a function from the frame is not written to."""
+        if self.value is not None or name in ("__code__", "__defaults__", "__kwdefaults__", "__closure__"):
+            super().store_attr(tx, name, value)
+        self.attrs[name] = value
 
     def __repr__(self) -> str:
         return f"UserFunctionVariable({self.code.co_name})"
@@ -108,6 +148,14 @@ class UserMethodVariable(VariableTracker):
 
     def call(self, tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         return self.fn.call(tx, [self.obj, *args], kwargs)
+
+    def getattr(self, tx: Tracer, name: str) -> VariableTracker:
+        """A bound method's own `__func__`/`__self__`; other reads go to its function, as Python's do."""
+        if name == "__func__":
+            return self.fn
+        if name == "__self__":
+            return self.obj
+        return self.fn.getattr(tx, name)
 
 
 class PartialVariable(VariableTracker):

@@ -12,7 +12,7 @@ from pdyn.base.errors import Unsupported
 from pdyn.ops import is_in_place_operator
 from pdyn.trace.variables.base import VariableTracker, fold
 from pdyn.trace.variables.constant import ConstantVariable
-from pdyn.trace.variables.containers import DictVariable, ListVariable, SequenceVariable, SetVariable
+from pdyn.trace.variables.containers import DictVariable, ListVariable, SequenceVariable, SetVariable, SizeVariable
 from pdyn.trace.variables.symint import SymIntVariable, sym_binary
 from pdyn.trace.variables.nn_module import pin_identity
 from pdyn.trace.variables.tensor import TensorVariable
@@ -35,6 +35,8 @@ def binary(tx: Tracer, fn: Callable[[Any, Any], Any], lhs: VariableTracker, rhs:
         return lhs.binary_op(tx, fn, rhs)
     if lhs.is_python_constant() and rhs.is_python_constant():
         return fold(tx, fn, lhs.as_python_constant(), rhs.as_python_constant())
+    if fn in (operator.add, operator.iadd) and isinstance(rhs, SizeVariable) and lhs.python_type() is tuple:
+        return rhs.radd(tx, lhs)  # `(n,) + x.shape` is a Size
     if fn in (operator.mul, operator.imul) and isinstance(lhs, ConstantVariable) and isinstance(rhs, SequenceVariable):
         return rhs.binary_op(tx, operator.mul, lhs)  # `n * [x]` repeats the list, as `[x] * n` does
     return lhs.binary_op(tx, fn, rhs)
@@ -81,6 +83,6 @@ def is_same(tx: Tracer, lhs: VariableTracker, rhs: VariableTracker) -> bool:
 
 def contains(tx: Tracer, item: VariableTracker, container: VariableTracker) -> bool:
     """`item in container`: a symbolic item is a value read; the container's tracker decides."""
-    if isinstance(item, SymIntVariable):
+    if isinstance(item, SymIntVariable) and not isinstance(container, SequenceVariable):  # a sequence compares
         item = ConstantVariable(item.value_read("an `in` test", tx.loc()))
     return bool(container.contains(tx, item))

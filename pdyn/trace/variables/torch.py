@@ -19,6 +19,7 @@ from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.constant import ConstantVariable, ObjectConstantVariable
 from pdyn.trace.variables.symint import SymIntVariable
 from pdyn.trace.variables.tensor import TensorVariable
+from pdyn.trace.variables.torch_queries import RULES as QUERY_RULES
 
 if TYPE_CHECKING:
     from pdyn.trace.translator import InstructionTranslator as Tracer
@@ -68,8 +69,9 @@ class TorchFunctionVariable(ObjectConstantVariable):
     def call(self, tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         name = getattr(self.value, "__name__", repr(self.value))
         module = getattr(self.value, "__module__", "") or ""
-        if self.value is torch.is_grad_enabled:
-            return ConstantVariable(torch.is_grad_enabled())  # GradModeGuard is always installed
+        rule = QUERY_RULES.get(self.value)
+        if rule is not None:  # not an op: a query of torch's state, or a check
+            return rule(tx, self.value, args, kwargs)
         op = canonical(self.value)
         if op.refused is not None:
             refused = op.refused

@@ -1,0 +1,181 @@
+"""Rules for the standard library's iteration and reduction helpers (itertools, functools.reduce,
+math.prod, dict.fromkeys, collections.OrderedDict) and `id`, over trackers. `builtins.py` adds
+them to its rule table. Like `zip`, the iterators here read finite inputs when made.
+"""
+
+from __future__ import annotations
+
+import collections
+import functools
+import itertools
+import math
+import operator
+from typing import TYPE_CHECKING, Any, Callable
+
+from pdyn.base.errors import Unsupported, UserException
+from pdyn.trace.variables.base import VariableTracker
+from pdyn.trace.variables.constant import ConstantVariable
+from pdyn.trace.variables.containers import DictVariable, IteratorVariable, TupleVariable, make_iterator, python_value
+from pdyn.trace.variables.semantics import is_same
+from pdyn.trace.variables.tensor import TensorVariable
+
+if TYPE_CHECKING:
+    from pdyn.trace.translator import InstructionTranslator as Tracer
+
+Rule = Callable[["Tracer", list[VariableTracker], dict[str, VariableTracker]], VariableTracker]
+STDLIB_RULES: dict[Any, Rule] = {}
+NONE = ConstantVariable(None)
+
+
+def rule(*fns: Any) -> Callable[[Rule], Rule]:
+    def register(r: Rule) -> Rule:
+        for fn in fns:
+            STDLIB_RULES[fn] = r
+        return r
+
+    return register
+
+
+class ObjectIdVariable(VariableTracker):
+    """`id(obj)`: usable only to compare identities (`id(a) == id(b)`), decided as `a is b` is."""
+
+    def __init__(self, obj: VariableTracker):
+        self.obj = obj
+
+    def python_type(self) -> type:
+        return int
+
+    def binary_op(self, tx: Tracer, fn: Callable[[Any, Any], Any], other: VariableTracker) -> VariableTracker:
+        if fn in (operator.eq, operator.ne) and isinstance(other, ObjectIdVariable):
+            same = is_same(tx, self.obj, other.obj)
+            return ConstantVariable(same if fn is operator.eq else not same)
+        raise Unsupported("id_value", "pdyn traces id() only to compare two ids", loc=tx.loc())
+
+
+@rule(id)
+def _id(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    return ObjectIdVariable(args[0])
+
+
+@rule(itertools.chain)
+def _chain(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    return IteratorVariable([item for a in args for item in tx.iterate(a)])
+
+
+@rule(itertools.chain.from_iterable)
+def _chain_from(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    return _chain(tx, tx.iterate(args[0]), {})
+
+
+@rule(itertools.islice)
+def _islice(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    bounds = [python_value(a, "islice()", tx.loc()) for a in args[1:]]
+    try:
+        window = slice(*bounds) if len(bounds) > 1 else slice(bounds[0])
+        list(itertools.islice((), *bounds))  # the errors islice raises on bad bounds
+    except (TypeError, ValueError, IndexError) as e:
+        raise UserException(e, tx.loc()) from None
+    it = make_iterator(tx, args[0])  # pulled only as far as the slice reaches, as islice does
+    start, step = window.start or 0, window.step or 1
+    out, index = [], 0
+    while window.stop is None or index < window.stop:
+        item = it.next()
+        if item is None:
+            break
+        if index >= start and (index - start) % step == 0:
+            out.append(item)
+        index += 1
+    return IteratorVariable(out)
+
+
+@rule(itertools.zip_longest)
+def _zip_longest(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    fill = kwargs.get("fillvalue", NONE)
+    columns = [tx.iterate(a) for a in args]
+    rows = itertools.zip_longest(*columns, fillvalue=fill)
+    return IteratorVariable([TupleVariable(list(row)) for row in rows])
+
+
+@rule(itertools.product)
+def _product(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    repeat = python_value(kwargs.get("repeat", ConstantVariable(1)), "product(repeat=)", tx.loc())
+    pools = [tx.iterate(a) for a in args] * repeat
+    return IteratorVariable([TupleVariable(list(row)) for row in itertools.product(*pools)])
+
+
+@rule(itertools.pairwise)
+def _pairwise(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    items = tx.iterate(args[0])
+    return IteratorVariable([TupleVariable([a, b]) for a, b in zip(items, items[1:])])
+
+
+@rule(itertools.repeat)
+def _repeat(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    times = args[1] if len(args) > 1 else kwargs.get("times")
+    if times is None:
+        raise Unsupported("infinite_iterator", "pdyn traces itertools.repeat() with a count only", loc=tx.loc())
+    return IteratorVariable([args[0]] * python_value(times, "repeat()", tx.loc()))
+
+
+def _fold_with(tx: Tracer, fn: VariableTracker | None, acc: VariableTracker, item: VariableTracker) -> VariableTracker:
+    return tx.binary(operator.add, acc, item) if fn is None else fn.call(tx, [acc, item], {})
+
+
+@rule(itertools.accumulate)
+def _accumulate(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    items = tx.iterate(args[0])
+    fn = args[1] if len(args) > 1 else kwargs.get("func")
+    fn = None if fn is not None and fn.is_python_constant() and fn.as_python_constant() is None else fn
+    initial = kwargs.get("initial", NONE)
+    # computed now, not as the loop pulls: only where the order cannot matter (no tensors)
+    if any(isinstance(i, TensorVariable) for i in [*items, initial]):
+        raise Unsupported("accumulate", "pdyn traces itertools.accumulate() over sizes and constants only",
+                          loc=tx.loc())
+    out = [] if initial is NONE else [initial]
+    for item in items:
+        out.append(item if not out else _fold_with(tx, fn, out[-1], item))
+    return IteratorVariable(out)
+
+
+@rule(functools.reduce)
+def _reduce(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    fn, iterable = args[0], args[1]
+    items = tx.iterate(iterable)
+    if len(args) > 2:
+        items = [args[2], *items]
+    if not items:
+        raise UserException(TypeError("reduce() of empty iterable with no initial value"), tx.loc())
+    acc = items[0]
+    for item in items[1:]:
+        acc = fn.call(tx, [acc, item], {})
+    return acc
+
+
+@rule(math.prod)
+def _prod(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    total = kwargs.get("start", ConstantVariable(1))
+    for item in tx.iterate(args[0]):  # symbolic where the sizes are: math.prod(x.shape)
+        total = tx.binary(operator.mul, total, item)
+    return total
+
+
+@rule(dict.fromkeys)
+def _fromkeys(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    value = args[1] if len(args) > 1 else NONE  # one object under every key, as in Python
+    keys = [python_value(k, "a dict key", tx.loc()) for k in tx.iterate(args[0])]
+    return DictVariable({k: value for k in keys})
+
+
+@rule(collections.OrderedDict)
+def _ordered_dict(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    items: dict[Any, VariableTracker] = {}
+    if args:
+        source = args[0]
+        if isinstance(source, DictVariable):
+            items.update(source.items)
+        else:
+            for pair in tx.iterate(source):
+                k, v = tx.iterate(pair)
+                items[python_value(k, "a dict key", tx.loc())] = v
+    items.update(kwargs)
+    return DictVariable(items, dict_type=collections.OrderedDict)

@@ -1,0 +1,116 @@
+"""torch functions that are not ops: read-only queries of torch's global state, answered at trace
+time as constants and guarded by calling them again (CallResultGuard), and the checks
+`torch._assert`/`torch._check`, decided at trace time (a symbolic condition is guarded) whose
+message is built only if the check fails.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable
+
+import torch
+import torch.fx
+
+from pdyn.base.errors import Unsupported, UserException
+from pdyn.guards.guards import CallResultGuard
+from pdyn.trace.variables.base import VariableTracker
+from pdyn.trace.variables.constant import ConstantVariable
+from pdyn.trace.variables.containers import is_known, python_value
+
+if TYPE_CHECKING:
+    from pdyn.trace.translator import InstructionTranslator as Tracer
+
+
+def _present(*paths: str) -> list[Callable[..., Any]]:
+    """The functions at these dotted paths under torch that this torch build has."""
+    found = []
+    for path in paths:
+        obj: Any = torch
+        for name in path.split("."):
+            obj = getattr(obj, name, None)
+        if callable(obj):
+            found.append(obj)
+    return found
+
+
+# Queries that read global state and change nothing. Each answer is a guarded constant.
+READ_ONLY_QUERIES = frozenset(_present(
+    "backends.mha.get_fastpath_enabled", "compiler.is_exporting", "compiler.is_compiling",
+    "compiler.is_dynamo_compiling", "jit.is_tracing", "jit.is_scripting", "_C._get_tracing_state",
+    "fx._symbolic_trace.is_fx_tracing", "distributed.is_available", "distributed.is_initialized",
+    "is_grad_enabled", "is_inference_mode_enabled", "is_autocast_enabled", "is_autocast_cpu_enabled",
+    "get_autocast_dtype", "get_autocast_gpu_dtype", "get_autocast_cpu_dtype", "get_default_dtype",
+    "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled",
+    "cuda.is_available", "cuda.device_count", "cuda.is_initialized", "backends.cudnn.is_available",
+    "backends.mps.is_available", "is_anomaly_enabled", "get_num_threads",
+))
+# answered without a guard of their own: a guard every trace has already pins them
+PINNED_ELSEWHERE = frozenset({torch.is_grad_enabled})  # GradModeGuard
+
+
+def query(tx: Tracer, fn: Callable[..., Any], args: list[VariableTracker],
+          kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    """`fn(*args)` of a read-only query: its answer now, guarded to be the answer at each call."""
+    if kwargs or not all(a.is_python_constant() for a in args):
+        raise Unsupported("torch_query", f"pdyn answers {fn.__name__}() only on constant positional arguments",
+                          loc=tx.loc())
+    values = tuple(a.as_python_constant() for a in args)
+    try:
+        result = fn(*values)
+    except Exception as e:
+        raise UserException(e, tx.loc()) from None
+    if fn not in PINNED_ELSEWHERE:
+        tx.ctx.add_guard(CallResultGuard(None, fn=fn, args=values, expected=result, loc=tx.loc()))
+    return tx.wrap_constant(result)
+
+
+def _bind(args: list[VariableTracker], kwargs: dict[str, VariableTracker],
+          names: tuple[str, ...]) -> list[VariableTracker | None]:
+    bound: list[VariableTracker | None] = [*args, *[None] * (len(names) - len(args))]
+    for i, name in enumerate(names):
+        if name in kwargs:
+            bound[i] = kwargs[name]
+    return bound
+
+
+def _assert(tx: Tracer, fn: Callable[..., Any], args: list[VariableTracker],
+            kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    """`torch._assert(cond, message)`: the message (perhaps an f-string of symbolic sizes) is read
+    only when the condition, decided and guarded here, fails."""
+    cond, message = _bind(args, kwargs, ("condition", "message"))
+    if cond is None or message is None:
+        raise UserException(TypeError("_assert() missing a required argument"), tx.loc())
+    if cond.truth(tx):
+        return ConstantVariable(None)
+    raise UserException(AssertionError(python_value(message, "an assert message", tx.loc())), tx.loc())
+
+
+def _check(tx: Tracer, fn: Callable[..., Any], args: list[VariableTracker],
+           kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    """`torch._check(cond, lambda: message)` and kin: the message function runs only on failure."""
+    cond, message = _bind(args, kwargs, ("cond", "message"))
+    if cond is None:
+        raise UserException(TypeError(f"{fn.__name__}() missing argument 'cond'"), tx.loc())
+    if cond.python_type() is not bool:  # torch raises on a non-bool condition: let eager say it
+        raise Unsupported("torch_check", f"pdyn traces {fn.__name__}() on a bool condition only", loc=tx.loc())
+    if cond.truth(tx):
+        return ConstantVariable(None)
+    text = None
+    if message is not None and not message.is_python_constant():
+        made = message.call(tx, [], {})
+        if not is_known(made):
+            raise Unsupported("torch_check", f"pdyn cannot build the message of a failing {fn.__name__}()",
+                              loc=tx.loc())
+        text = python_value(made, "a check message", tx.loc())
+    try:  # torch itself raises its exception type with its wording
+        fn(False, None if message is None else (lambda: text))
+    except Exception as e:
+        raise UserException(e, tx.loc()) from None
+    raise Unsupported("torch_check", f"{fn.__name__}(False) did not raise", loc=tx.loc())
+
+
+QueryRule = Callable[["Tracer", Callable[..., Any], list[VariableTracker], dict[str, VariableTracker]], VariableTracker]
+RULES: dict[Any, QueryRule] = {fn: query for fn in READ_ONLY_QUERIES}
+RULES[torch._assert] = _assert
+RULES.update({fn: _check for fn in _present("_check", "_check_index", "_check_value", "_check_type",
+                                              "_check_not_implemented")})
