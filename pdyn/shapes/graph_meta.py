@@ -89,6 +89,15 @@ def stamp_result(node: torch.fx.Node, example: Any, sizes: list[tuple[sympy.Expr
                                  for v in example)
 
 
+def stamp_size_node(node: torch.fx.Node, expr: sympy.Basic, example: Any) -> None:
+    """A node that computes a size, when it is made: its example, and its expression where it is
+    an int (a float-valued size has its example only: a backend computes it with Python)."""
+    node.meta[SIZE_NODE] = True
+    node.meta.setdefault("example_value", example)
+    if type(example) is int:
+        node.meta[EXPR] = expr
+
+
 def stamp_size_arguments(fx_args: Any, symbolic: Any, example: Any) -> None:
     """The value of each size node among an op's arguments (`fx_args` as recorded, `symbolic` and
     `example` the same arguments as the shape rule and the fake run saw them). A float-valued

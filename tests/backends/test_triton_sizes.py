@@ -121,3 +121,31 @@ def test_graphs_not_traced_by_pdyn_run_with_torch():
     compiled = triton_backend(gm, [torch.randn(3)])
     assert compiled.pdyn_triton is None
     torch.testing.assert_close(compiled(torch.ones(3)), torch.full((3,), 2.0))
+
+
+def test_size_arithmetic_feeding_float_math_and_a_fallback_op_compiles():
+    """`x.size(0) / 3` (a float size node) and `x.roll(x.size(0) // 2)` (a size node argument of
+    an op the backend leaves to torch): every size node carries its stamps from when it is made."""
+    def f(x):
+        y = x.size(0) / 3 * x + 1
+        return y, x.roll(x.size(0) // 2, 0)
+
+    rec = Recorder()
+    compiled = pdyn.optimize(f, backend=rec)
+    for n in (5, 6, 9):
+        x = randn(n, 3)
+        for actual, expected in zip(compiled(x), f(x)):
+            torch.testing.assert_close(actual, expected)
+    assert len(rec.graphs) == 2 and all(g is not None for g in rec.graphs)  # n=5, then n dynamic
+
+
+def test_a_static_dim_of_size_zero_compiles():
+    def f(x):
+        return (x * 2).sum(-1), x + 1
+
+    rec = Recorder()
+    compiled = pdyn.optimize(f, backend=rec)
+    x = randn(3, 0, 4)
+    for actual, expected in zip(compiled(x), f(x)):
+        torch.testing.assert_close(actual, expected)
+    assert rec.last.kernel_count >= 1

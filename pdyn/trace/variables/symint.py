@@ -16,7 +16,7 @@ import sympy
 import torch.fx
 
 from pdyn.ops import plain_operator
-from pdyn.shapes import sym_float
+from pdyn.shapes import graph_meta, sym_float
 from pdyn.base.errors import SourceLoc, UserException
 from pdyn.shapes.shape_env import FloorDiv, ShapeEnv
 from pdyn.sources import Source
@@ -84,7 +84,7 @@ class SymIntVariable(VariableTracker):
         if self._node is None:
             assert self._make_node is not None, f"no way to compute {self.expr} in the graph"
             self._node = self._make_node()
-            self._node.meta["pdyn_sym"] = True
+            graph_meta.stamp_size_node(self._node, self.expr, self.hint())
         return self._node
 
     def hint(self) -> Any:
