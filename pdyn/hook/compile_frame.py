@@ -319,6 +319,10 @@ def _side_effects(output: OutputGraph, codegen: FrameCodegen) -> list[str]:
             setter = codegen.constant(object.__setattr__, "object_setattr") \
                 if isinstance(obj, UserObjectVariable) else "setattr"
             statements.append(f"{setter}({codegen.reconstruct(obj)}, {key[1]!r}, {value})")
+        elif kind == "call":
+            fn, args, kwargs = effects.calls[key]
+            parts = [codegen.reconstruct(a) for a in args] + [f"{k}={codegen.reconstruct(v)}" for k, v in kwargs.items()]
+            statements.append(f"{codegen.reconstruct(fn)}({', '.join(parts)})")
         else:
             codegen.lines.append(f"{value} = {codegen.reconstruct(effects.globals[key])}")
             statements.append(f"G[{key!r}] = {value}")

@@ -190,6 +190,13 @@ WRAP_BY_BASE: list[tuple[type | tuple[type, ...], WrapFn]] = [
 ]
 
 
+def _has_rule(value: Any) -> bool:
+    try:
+        return isinstance(value, (types.FunctionType, *CALLABLE_TYPES)) and value in RULES
+    except TypeError:
+        return False
+
+
 def wrap_constant_result(value: Any) -> VariableTracker:
     """The tracker for a value made during the trace, which needs no guard."""
     kind = type(value)
@@ -208,7 +215,7 @@ def wrap_constant_result(value: Any) -> VariableTracker:
         return vt if kind is set else ConstantVariable(value)
     if isinstance(value, types.ModuleType):
         return PythonModuleVariable(value)
-    if isinstance(value, CALLABLE_TYPES) and value in RULES:  # object.__setattr__ is also Tensor's
+    if _has_rule(value):  # object.__setattr__ is also Tensor's; collections.namedtuple is Python
         return BuiltinVariable(value)
     if is_tensor_method(value):
         return TensorUnboundMethodVariable(value)

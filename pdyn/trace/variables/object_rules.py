@@ -4,11 +4,13 @@ and constructors of user classes call them: `object.__getattribute__(self, n)`,
 
 from __future__ import annotations
 
+import collections
 from typing import TYPE_CHECKING
 
 from pdyn.base.errors import Unsupported, UserException
 from pdyn.trace.variables.base import VariableTracker
-from pdyn.trace.variables.builtins import rule
+from pdyn.trace.variables.builtins import _fold_object, rule
+from pdyn.trace.variables.containers import is_known
 from pdyn.trace.variables.constant import ConstantVariable
 from pdyn.trace.variables.user_objects import UserObjectVariable
 from pdyn.trace.variables.user_tuples import make_tuple
@@ -57,3 +59,14 @@ def _tuple_new(tx: Tracer, args: Args, kwargs: Kwargs) -> VariableTracker:
     if not isinstance(cls, type) or not issubclass(cls, tuple):
         raise UserException(TypeError(f"tuple.__new__(X): X is not a subtype of tuple"), tx.loc())
     return make_tuple(cls, tx.iterate(args[1]) if len(args) > 1 else [])
+
+
+@rule(collections.namedtuple)
+def _namedtuple(tx: Tracer, args: Args, kwargs: Kwargs) -> VariableTracker:
+    """A namedtuple class defined in the traced code: made once, at trace time, in the user's module
+    (each compiled call gets that one class, where eager makes a new one per call)."""
+    if not all(is_known(a) for a in [*args, *kwargs.values()]):
+        raise Unsupported("namedtuple", "pdyn defines namedtuple classes from constants only", loc=tx.loc())
+    if "module" not in kwargs:
+        kwargs = {**kwargs, "module": ConstantVariable(tx.f_globals.get("__name__"))}
+    return _fold_object(tx, collections.namedtuple, args, kwargs)  # type: ignore[arg-type]

@@ -9,6 +9,7 @@ iteration, truth, calls) run the class's dunder methods. An object made in the t
 
 from __future__ import annotations
 
+import logging
 import operator
 import types
 from typing import TYPE_CHECKING, Any, Callable
@@ -47,6 +48,9 @@ SYMBOLS = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.tru
            operator.floordiv: "//", operator.mod: "%", operator.pow: "** or pow()", operator.matmul: "@",
            operator.and_: "&", operator.or_: "|", operator.xor: "^", operator.lshift: "<<", operator.rshift: ">>",
            operator.lt: "<", operator.le: "<=", operator.gt: ">", operator.ge: ">="}
+# logging.Logger methods that answer something: every other one only writes the log
+LOGGER_QUERIES = frozenset({"isEnabledFor", "getEffectiveLevel", "getChild", "hasHandlers", "findCaller",
+                            "makeRecord", "filter", "getChildren"})
 UNARY_DUNDERS = {operator.neg: "__neg__", operator.pos: "__pos__", operator.invert: "__invert__", abs: "__abs__"}
 
 
@@ -329,6 +333,9 @@ def bind_class_attr(tx: Tracer, owner: VariableTracker, cls: type, name: str, at
         return tx.wrap_constant(attr.fget).call(tx, [owner], {})
     if isinstance(attr, (types.WrapperDescriptorType, types.MethodDescriptorType)):
         return UserMethodVariable(tx.wrap_constant(attr), owner)
+    if isinstance(owner, UserObjectVariable) and issubclass(cls, logging.Logger) and owner.source is not None \
+            and name not in LOGGER_QUERIES and callable(attr):
+        return LoggerCallVariable(owner, name)
     get = getattr(type(attr), "__get__", None)
     if get is None:
         if owner.source is not None:
@@ -486,3 +493,20 @@ class _BoundDictMethod(VariableTracker):
 
     def call(self, tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         return self.view.call_method(tx, self.name, args, kwargs)
+
+
+class LoggerCallVariable(VariableTracker):
+    """A method of a logging.Logger read from the frame (`logger.warning`, a `warning_once` a library
+    added to Logger): it only writes the log, so the call is made after the graph, in program order
+    with the trace's other side effects, with the same arguments; its value is None."""
+
+    def __init__(self, logger: UserObjectVariable, name: str):
+        self.logger = logger
+        self.name = name
+
+    def call(self, tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        tx.ctx.side_effects.call(self, args, kwargs)
+        return ConstantVariable(None)
+
+    def reconstruct(self, codegen: FrameCodegen) -> str:
+        return f"{codegen.reconstruct(self.logger)}.{self.name}"

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from pdyn.base.errors import Unsupported, UserException
 from pdyn.sources import Source
 from pdyn.trace.variables.base import VariableTracker
-from pdyn.trace.variables.containers import TupleVariable
+from pdyn.trace.variables.containers import ContainerMethodVariable, DictVariable, TupleVariable
 from pdyn.trace.variables.functions import UserFunctionVariable
 from pdyn.trace.variables.user_objects import bind_class_attr, mro_lookup
 
@@ -20,7 +20,10 @@ if TYPE_CHECKING:
     from pdyn.trace.frame_codegen import FrameCodegen
     from pdyn.trace.translator import InstructionTranslator as Tracer
 
-TUPLE_GETTER = type(collections.namedtuple("_P", "a").a)  # namedtuple's field descriptor
+_STOCK = collections.namedtuple("_STOCK", "a")
+TUPLE_GETTER = type(_STOCK.a)  # namedtuple's field descriptor
+# namedtuple's own methods, by code object (each namedtuple class has its own function objects)
+STOCK_CODE = {name: getattr(_STOCK, name).__code__ for name in ("_replace", "_asdict")}
 
 
 def is_namedtuple_class(cls: type) -> bool:
@@ -50,6 +53,8 @@ class TupleSubclassVariable(TupleVariable):
 
     def getattr(self, tx: Tracer, name: str) -> VariableTracker:
         attr = mro_lookup(self.cls, name)
+        if name in STOCK_CODE and getattr(attr, "__code__", None) is STOCK_CODE[name]:
+            return ContainerMethodVariable(self, name)
         if isinstance(attr, TUPLE_GETTER):
             return self.items[attr.__reduce__()[1][0]]  # type: ignore[index]
         if attr is None or (attr is tuple.__dict__.get(name) and not callable(attr)):
@@ -60,6 +65,17 @@ class TupleSubclassVariable(TupleVariable):
 
     def call_method(self, tx: Tracer, name: str, args: list[VariableTracker],
                     kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        attr = mro_lookup(self.cls, name)
+        if name in STOCK_CODE and getattr(attr, "__code__", None) is STOCK_CODE[name]:
+            fields = list(self.cls._fields)  # type: ignore[attr-defined]
+            if name == "_asdict" and not args and not kwargs:
+                return DictVariable(dict(zip(fields, self.items)))
+            if name == "_replace" and not args:
+                unknown = [k for k in kwargs if k not in fields]
+                if unknown:
+                    raise UserException(ValueError(f"Got unexpected field names: {unknown!r}"), tx.loc())
+                items = [kwargs.get(f, item) for f, item in zip(fields, self.items)]
+                return TupleSubclassVariable(items, cls=self.cls)
         if mro_lookup(self.cls, name) is tuple.__dict__.get(name):
             return super().call_method(tx, name, args, kwargs)
         return self.getattr(tx, name).call(tx, args, kwargs)
