@@ -189,7 +189,10 @@ class UserObjectVariable(VariableTracker):
             if "__dict__" in dir(self.cls):
                 tx.ctx.add_guard(KeyPresenceGuard(dict_source, key_name=name, present=False, loc=tx.loc()))
             return None
-        return tx.wrap(instance_dict[name], ItemSource(dict_source, name))
+        # `obj.name` reads the same entry unless a Python `__getattribute__` stands between
+        plain = self.cls.__getattribute__ is object.__getattribute__ and name.isidentifier()
+        return tx.wrap(instance_dict[name], AttrSource(self.source, name) if plain  # type: ignore[arg-type]
+                       else ItemSource(dict_source, name))
 
     def _missing(self, tx: Tracer, name: str) -> UserException:
         return self._error(tx, f"{self.cls.__name__!r} object has no attribute {name!r}")
