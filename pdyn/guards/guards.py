@@ -321,6 +321,24 @@ class HasAttrGuard(Guard):
 
 
 @dataclass(frozen=True, eq=False)
+class KeyPresenceGuard(Guard):
+    """A string key is (or is not) in a dict: an object's `__dict__` holds (or lacks) an attribute
+    the trace looked up there, so a class attribute it found is not shadowed later, nor gone."""
+
+    key_name: str = ""
+    present: bool = False
+
+    def key(self) -> tuple[Any, ...]:
+        return (type(self), self.source, self.key_name)
+
+    def fail_expr(self, v: str, hoist: Hoist) -> str:
+        return f"{self.key_name!r} {'not in' if self.present else 'in'} {v}"
+
+    def sentence(self) -> str:
+        return f"{self.key_name!r} {'in' if self.present else 'not in'} {self.source}"
+
+
+@dataclass(frozen=True, eq=False)
 class AliasGuard(Guard):
     """Two sources are (or are not) the same object, as they were when traced."""
 

@@ -42,6 +42,7 @@ from pdyn.trace.variables.functions import UserFunctionVariable, UserMethodVaria
 from pdyn.trace.variables.generator import GeneratorVariable
 from pdyn.trace.variables.symint import SymIntVariable
 from pdyn.trace.variables.tensor import TensorVariable
+from pdyn.trace.variables.user_objects import UserObjectVariable
 
 graph_log = logs.topic("graph")
 guards_log = logs.topic("guards")
@@ -314,7 +315,14 @@ def _side_effects(output: OutputGraph, codegen: FrameCodegen) -> list[str]:
         elif kind == "attr":
             obj, stored = effects.attrs[key]
             codegen.lines.append(f"{value} = {codegen.reconstruct(stored)}")
-            statements.append(f"setattr({codegen.reconstruct(obj)}, {key[1]!r}, {value})")
+            # a user object's own `__setattr__` already ran in the trace: replay the raw store
+            setter = codegen.constant(object.__setattr__, "object_setattr") \
+                if isinstance(obj, UserObjectVariable) else "setattr"
+            statements.append(f"{setter}({codegen.reconstruct(obj)}, {key[1]!r}, {value})")
+        elif kind == "call":
+            fn, args, kwargs = effects.calls[key]
+            parts = [codegen.reconstruct(a) for a in args] + [f"{k}={codegen.reconstruct(v)}" for k, v in kwargs.items()]
+            statements.append(f"{codegen.reconstruct(fn)}({', '.join(parts)})")
         else:
             codegen.lines.append(f"{value} = {codegen.reconstruct(effects.globals[key])}")
             statements.append(f"G[{key!r}] = {value}")

@@ -31,6 +31,7 @@ class SideEffects:
         self.containers: dict[int, VariableTracker] = {}
         self.attrs: dict[tuple[int, str], tuple[VariableTracker, VariableTracker]] = {}
         self.globals: dict[str, VariableTracker] = {}
+        self.calls: list[tuple[VariableTracker, list[VariableTracker], dict[str, VariableTracker]]] = []
         # every target in the order the program first changed it: the order the replay follows
         self.order: list[tuple[str, Any]] = []
 
@@ -50,12 +51,17 @@ class SideEffects:
         self._first("global", name, self.globals)
         self.globals[name] = value
 
+    def call(self, fn: VariableTracker, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> None:
+        """A call whose only effect is outside Python's objects (a log line): made after the graph."""
+        self.order.append(("call", len(self.calls)))
+        self.calls.append((fn, args, kwargs))
+
     def load_attr(self, obj: VariableTracker, name: str) -> VariableTracker | None:
         entry = self.attrs.get((id(obj), name))
         return entry[1] if entry is not None else None
 
     def __bool__(self) -> bool:
-        return bool(self.containers or self.attrs or self.globals)
+        return bool(self.containers or self.attrs or self.globals or self.calls)
 
 
 class TraceContext:

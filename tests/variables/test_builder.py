@@ -244,11 +244,12 @@ def test_named_tuple_of_constants_is_a_constant_guarded_by_value():
     assert isinstance(guard, EqualsGuard) and type(guard.value) is Point
 
 
-def test_named_tuple_holding_a_tensor_is_unsupported():
+def test_named_tuple_holding_a_tensor_is_read_item_by_item():
     Point = collections.namedtuple("Point", "a b")
-    with pytest.raises(Unsupported) as error:
-        wrap(tracer(), Point(torch.ones(1), 2), X)
-    assert error.value.key == "input_type"
+    tx = tracer()
+    vt = wrap(tx, Point(torch.ones(1), 2), X)
+    assert vt.python_type() is Point and len(vt.items) == 2
+    assert any(isinstance(g, LenGuard) and g.type is Point for g in guards(tx))
 
 
 def test_other_object_is_a_user_object_guarded_by_type():

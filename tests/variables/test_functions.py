@@ -195,13 +195,12 @@ def test_constructing_a_module_in_the_trace_is_unsupported_with_a_hint():
     assert error.value.loc.lineno == f.__code__.co_firstlineno + 1
 
 
-def test_constructing_an_unknown_class_is_unsupported():
+def test_constructing_a_user_class_makes_a_fresh_object():
     def f(x):
         return Base()
 
-    with pytest.raises(Unsupported) as error:
-        trace(f, torch.ones(1))
-    assert error.value.key == "construct"
+    tx = trace(f, torch.ones(1))
+    assert tx.result.python_type() is Base and tx.result.source is None
 
 
 def test_constructing_an_exception_and_a_device_is_folded():

@@ -231,13 +231,13 @@ def test_user_object_store_is_seen_by_later_reads():
     assert tx.result.as_python_constant() == 2.5 and obj.alpha == 0.5
 
 
-def test_user_object_with_custom_getattribute_is_unsupported():
+def test_user_object_with_custom_getattribute_is_inlined():
     def f(g):
         return g.anything
 
-    with pytest.raises(Unsupported) as error:
+    with pytest.raises(UserException) as error:
         trace(f, Guarded())
-    assert error.value.key == "getattribute"
+    assert isinstance(error.value.exc, AttributeError) and "'anything'" in str(error.value.exc)
 
 
 def test_calling_a_non_callable_user_object_raises_type_error():

@@ -18,11 +18,14 @@ from pdyn.base.errors import Unsupported
 from pdyn.guards.guards import AliasGuard, DictKeysGuard, EqualsGuard, IdGuard, LenGuard, TensorGuard, TypeGuard
 from pdyn.sources import AttrSource, ItemSource, LocalSource, Source
 from pdyn.trace.variables.base import VariableTracker
-from pdyn.trace.variables.builtins import BuiltinVariable, ClassVariable
+from pdyn.trace.variables.builtins import RULES, BuiltinVariable, ClassVariable
 from pdyn.trace.variables.constant import CONSTANT_TYPES, ConstantVariable, ObjectConstantVariable, is_constant_value
 from pdyn.trace.variables.containers import DictVariable, ListVariable, SetVariable, SizeVariable, TupleVariable
 from pdyn.trace.variables.functions import PartialVariable, UserFunctionVariable, UserMethodVariable
-from pdyn.trace.variables.nn_module import NNModuleVariable, UserObjectVariable
+from pdyn.trace.variables.nn_module import NNModuleVariable
+from pdyn.trace.variables.user_objects import UserObjectVariable
+from pdyn.trace.variables.user_tuples import TupleSubclassVariable
+import pdyn.trace.variables.object_rules  # noqa: F401  (registers the rules of object's own methods)
 from pdyn.trace.variables.tensor import TensorUnboundMethodVariable, is_tensor_method
 from pdyn.trace.variables.torch import PythonModuleVariable, TorchFunctionVariable, is_torch_function
 
@@ -154,11 +157,12 @@ def _refuse(tx: Tracer, value: Any, source: Source) -> VariableTracker:
 
 
 def _wrap_tuple_subclass(tx: Tracer, value: tuple[Any, ...], source: Source) -> VariableTracker:
-    """A named tuple of constants is a constant; any other tuple subclass is refused."""
+    """A named tuple of constants is a constant; any other tuple subclass is read item by item."""
     if is_constant_value(value):
         return _wrap_constant(tx, value, source)
-    raise Unsupported("input_type", f"pdyn cannot trace a {type(value).__name__} (a tuple subclass) input yet",
-                      loc=tx.loc())
+    _guard(tx, LenGuard, source, type(value), len(value))
+    items = [wrap(tx, v, ItemSource(source, i)) for i, v in enumerate(value)]
+    return TupleSubclassVariable(items, source, type(value))
 
 
 def _wrap_object(tx: Tracer, value: Any, source: Source) -> VariableTracker:
@@ -186,6 +190,13 @@ WRAP_BY_BASE: list[tuple[type | tuple[type, ...], WrapFn]] = [
 ]
 
 
+def _has_rule(value: Any) -> bool:
+    try:
+        return isinstance(value, (types.FunctionType, *CALLABLE_TYPES)) and value in RULES
+    except TypeError:
+        return False
+
+
 def wrap_constant_result(value: Any) -> VariableTracker:
     """The tracker for a value made during the trace, which needs no guard."""
     kind = type(value)
@@ -204,6 +215,8 @@ def wrap_constant_result(value: Any) -> VariableTracker:
         return vt if kind is set else ConstantVariable(value)
     if isinstance(value, types.ModuleType):
         return PythonModuleVariable(value)
+    if _has_rule(value):  # object.__setattr__ is also Tensor's; collections.namedtuple is Python
+        return BuiltinVariable(value)
     if is_tensor_method(value):
         return TensorUnboundMethodVariable(value)
     if is_torch_function(value):

@@ -27,6 +27,8 @@ from pdyn.trace.variables.symint import UNARY_SYMPY_OPS, SymIntVariable, sym_bin
 from pdyn.trace.variables.constant import CONSTANT_TYPES, ConstantVariable, ObjectConstantVariable, is_constant_value
 from pdyn.trace.variables.functions import PartialVariable, UserFunctionVariable, UserMethodVariable
 from pdyn.trace.variables.nn_module import NNModuleVariable
+from pdyn.trace.variables.user_objects import bind_class_attr, construct_object, mro_lookup
+from pdyn.trace.variables.user_tuples import construct_with_new
 from pdyn.trace.variables.tensor import TensorMethodVariable
 from pdyn.trace.variables.torch import TorchFunctionVariable
 from pdyn.trace.variables.containers import (DictVariable, IteratorVariable, ListVariable, SetVariable, is_known, make_iterator,
@@ -385,6 +387,12 @@ def construct(tx: Tracer, cls: type, args: list[VariableTracker], kwargs: dict[s
     if issubclass(cls, torch.nn.Module):
         raise Unsupported("module_construction", f"pdyn cannot trace constructing {cls.__qualname__} inside a "
                           "compiled function", hint="build modules in __init__, not in forward", loc=tx.loc())
+    if issubclass(cls, enum.Enum) and all(is_known(a) for a in [*args, *kwargs.values()]):
+        return _fold_object(tx, cls, args, kwargs)  # `Color(1)` looks a member up
+    if cls.__new__ is object.__new__ and type(cls).__call__ is type.__call__:
+        return construct_object(tx, cls, args, kwargs)
+    if isinstance(mro_lookup(cls, "__new__"), staticmethod) and type(cls).__call__ is type.__call__:
+        return construct_with_new(tx, cls, args, kwargs)  # a namedtuple, a tuple subclass
     raise Unsupported("construct", f"pdyn cannot trace constructing a {cls.__qualname__}", loc=tx.loc())
 
 
@@ -454,12 +462,7 @@ class SuperVariable(VariableTracker):
             if name not in klass.__dict__:
                 continue
             attr = klass.__dict__[name]
-            if isinstance(attr, types.FunctionType):
-                return UserMethodVariable(tx.wrap_constant(attr), self.obj)
-            if isinstance(attr, staticmethod):
-                return tx.wrap_constant(attr.__func__)
-            if isinstance(attr, classmethod):
-                return UserMethodVariable(tx.wrap_constant(attr.__func__), ClassVariable(self.obj.python_type()))
-            raise Unsupported("super_attr", f"pdyn cannot read {klass.__qualname__}.{name} through super()",
-                              loc=tx.loc())
+            if not hasattr(type(attr), "__get__"):
+                return tx.wrap_constant(attr)  # a plain class attribute: the base class's own
+            return bind_class_attr(tx, self.obj, self.obj.python_type(), name, attr)
         raise UserException(AttributeError(f"'super' object has no attribute '{name}'"), tx.loc())

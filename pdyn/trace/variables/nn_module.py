@@ -14,13 +14,14 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from pdyn.base.errors import Unsupported, UserException
-from pdyn.guards.guards import AliasGuard, DictKeysGuard, IdGuard, LenGuard, NoGlobalHooksGuard, NoHooksGuard
+from pdyn.guards.guards import DictKeysGuard, LenGuard, NoGlobalHooksGuard, NoHooksGuard
 from pdyn.sources import AttrSource, ItemSource, ModuleMemberSource, Source
 from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.constant import ConstantVariable
 from pdyn.trace.variables.containers import IteratorVariable, ListVariable, TupleVariable
 from pdyn.trace.variables.functions import UserMethodVariable
 from pdyn.trace.variables.tensor import TensorVariable
+from pdyn.trace.variables.user_objects import UserObjectVariable, mro_lookup, pin_identity  # noqa: F401
 
 if TYPE_CHECKING:
     from pdyn.trace.translator import InstructionTranslator as Tracer
@@ -241,76 +242,8 @@ def _dedup(found: list[tuple[str, Any]], remove_duplicate: bool) -> list[tuple[s
     return out
 
 
-class UserObjectVariable(VariableTracker):
-    """Any other object from the inputs (a config, a dataclass): guarded by type; its attributes
-    are read through their own sources and guarded as they are read."""
-
-    def __init__(self, value: Any, source: Source):
-        self.value = value
-        self.source = source
-
-    def python_type(self) -> type:
-        return type(self.value)
-
-    def getattr(self, tx: Tracer, name: str) -> VariableTracker:
-        stored = tx.ctx.side_effects.load_attr(self, name)
-        if stored is not None:
-            return stored
-        if type(self.value).__getattribute__ is not object.__getattribute__:
-            raise Unsupported("getattribute", f"{type(self.value).__name__} customizes attribute access",
-                              loc=tx.loc())
-        instance_dict = getattr(self.value, "__dict__", {})
-        if name in instance_dict and not _is_data_descriptor(type(self.value), name):
-            return tx.wrap(instance_dict[name], AttrSource(self.source, name))
-        found = lookup_class_attr(tx, self, type(self.value), name)
-        if found is None:
-            _no_custom_getattr(tx, type(self.value), None)
-            raise UserException(AttributeError(f"'{type(self.value).__name__}' object has no attribute '{name}'"),
-                                tx.loc())
-        return found
-
-    def store_attr(self, tx: Tracer, name: str, value: VariableTracker) -> None:
-        if type(self.value).__setattr__ is not object.__setattr__ or _is_data_descriptor(type(self.value), name):
-            raise Unsupported("setattr", f"{type(self.value).__name__} customizes attribute assignment", loc=tx.loc())
-        tx.ctx.side_effects.store_attr(self, name, value)
-
-    def call(self, tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
-        call = lookup_class_attr(tx, self, type(self.value), "__call__")
-        if call is None:
-            raise UserException(TypeError(f"'{type(self.value).__name__}' object is not callable"), tx.loc())
-        return call.call(tx, args, kwargs)
-
-
 def _no_custom_getattr(tx: Tracer, cls: type, default: Any) -> None:
     """An attribute that normal lookup misses goes to `cls.__getattr__`, which pdyn does not run."""
     if mro_lookup(cls, "__getattr__") is not default:
         raise Unsupported("getattr_hook", f"{cls.__name__} defines __getattr__; pdyn cannot trace a lookup it "
                           "answers", loc=tx.loc())
-
-
-def pin_identity(tx: Tracer, lhs: VariableTracker, rhs: VariableTracker, same: bool) -> None:
-    """`lhs is rhs` was decided by which objects they are at trace time: an object pinned only by
-    its type (a UserObjectVariable) is pinned by identity (or by aliasing, for two of them)."""
-    users = [vt for vt in (lhs, rhs) if isinstance(vt, UserObjectVariable)]
-    try:
-        if not users or lhs.python_type() is not rhs.python_type():
-            return  # objects of two exact types are never one object
-    except Unsupported:
-        pass
-    if len(users) == 2:
-        tx.ctx.add_guard(AliasGuard(lhs.source, other=rhs.source, same=same, loc=tx.loc()))
-    else:
-        tx.ctx.add_guard(IdGuard(users[0].source, users[0].value, loc=tx.loc()))
-
-
-def mro_lookup(cls: type, name: str) -> Any:
-    """`name` as instances of `cls` find it in their class (not the metaclass), or None."""
-    for klass in cls.__mro__:
-        if name in klass.__dict__:
-            return klass.__dict__[name]
-    return None
-
-
-def _is_data_descriptor(cls: type, name: str) -> bool:
-    attr = mro_lookup(cls, name)
-    return attr is not None and (hasattr(attr, "__set__") or hasattr(attr, "__delete__"))

@@ -14,7 +14,7 @@ from pdyn.trace.variables.base import VariableTracker, fold
 from pdyn.trace.variables.constant import ConstantVariable
 from pdyn.trace.variables.containers import DictVariable, ListVariable, SequenceVariable, SetVariable, SizeVariable
 from pdyn.trace.variables.symint import SymIntVariable, sym_binary
-from pdyn.trace.variables.nn_module import pin_identity
+from pdyn.trace.variables.user_objects import UserObjectVariable, pin_identity, user_binary
 from pdyn.trace.variables.tensor import TensorVariable
 
 if TYPE_CHECKING:
@@ -33,6 +33,8 @@ def binary(tx: Tracer, fn: Callable[[Any, Any], Any], lhs: VariableTracker, rhs:
         return _sequence_equal(tx, fn, lhs, rhs)
     if is_in_place_operator(fn) and isinstance(lhs, MUTABLE):
         return lhs.binary_op(tx, fn, rhs)
+    if isinstance(lhs, UserObjectVariable) or isinstance(rhs, UserObjectVariable):
+        return user_binary(tx, fn, lhs, rhs)
     if lhs.is_python_constant() and rhs.is_python_constant():
         return fold(tx, fn, lhs.as_python_constant(), rhs.as_python_constant())
     if fn in (operator.add, operator.iadd) and isinstance(rhs, SizeVariable) and lhs.python_type() is tuple:
