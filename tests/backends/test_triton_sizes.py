@@ -139,7 +139,7 @@ def test_size_arithmetic_feeding_float_math_and_a_fallback_op_compiles():
     assert len(rec.graphs) == 2 and all(g is not None for g in rec.graphs)  # n=5, then n dynamic
 
 
-def test_a_static_dim_of_size_zero_compiles():
+def test_a_static_dim_of_size_zero_runs_with_torch():
     def f(x):
         return (x * 2).sum(-1), x + 1
 
@@ -148,4 +148,4 @@ def test_a_static_dim_of_size_zero_compiles():
     x = randn(3, 0, 4)
     for actual, expected in zip(compiled(x), f(x)):
         torch.testing.assert_close(actual, expected)
-    assert rec.last.kernel_count >= 1
+    assert rec.graphs == [None]  # said in the log, not a per-op modulo by zero
