@@ -1,0 +1,58 @@
+"""Real models captured whole: each model of the suite over batch sizes 1, 2, 3, 4, 7 and sequence
+lengths 7, 16, 33, 64 with padded masks, against eager; one training step for GPT-2 and BERT.
+
+Each inference test asserts outputs equal to eager on every call, one graph with no break on the
+first call, that `fullgraph=True` compiles it, and two compiles over the sequence (batch 1
+specializes; every other shape shares one entry). A test marked xfail(strict) names the first
+graph break seen when it was written: once the model is captured it fails, and the mark goes.
+"""
+
+import pytest
+
+from tests.models.cases import CASES
+from tests.models.harness import check_inference, check_training_step
+
+
+@pytest.mark.xfail(strict=True, reason="GPT2Config customizes attribute access [getattribute] at transformers/utils/generic.py:939 (config read in a forward decorator)")
+def test_gpt2():
+    check_inference(CASES["gpt2"])
+
+
+@pytest.mark.xfail(strict=True, reason="cannot read attribute '__code__' of UserFunctionVariable [getattr] at transformers/utils/generic.py:1029")
+def test_bert():
+    check_inference(CASES["bert"])
+
+
+@pytest.mark.xfail(strict=True, reason="LlamaConfig customizes attribute access [getattribute] at transformers/utils/generic.py:939 (config read in a forward decorator)")
+def test_llama():
+    check_inference(CASES["llama"])
+
+
+@pytest.mark.xfail(strict=True, reason="T5Config customizes attribute access [getattribute] at transformers/utils/generic.py:939 (config read in a forward decorator)")
+def test_t5():
+    check_inference(CASES["t5"])
+
+
+@pytest.mark.xfail(strict=True, reason="cannot read attribute '__code__' of UserFunctionVariable [getattr] at transformers/utils/generic.py:1029")
+def test_distilbert():
+    check_inference(CASES["distilbert"])
+
+
+@pytest.mark.xfail(strict=True, reason="torch.backends.mha.get_fastpath_enabled(): 'it changes state outside the tensors it is given' [torch_function] at torch/nn/modules/activation.py:1353")
+def test_multihead_attention_with_key_padding_mask():
+    check_inference(CASES["multihead_attention"])
+
+
+@pytest.mark.xfail(strict=True, reason="torch.backends.mha.get_fastpath_enabled(): 'it changes state outside the tensors it is given' [torch_function] at torch/nn/modules/transformer.py:836")
+def test_transformer_encoder_layer_batch_first():
+    check_inference(CASES["transformer_encoder_layer"])
+
+
+@pytest.mark.xfail(strict=True, reason="GPT2Config customizes attribute access [getattribute] at transformers/utils/generic.py:939 (config read in a forward decorator)")
+def test_gpt2_training_step():
+    check_training_step(CASES["gpt2_train"])
+
+
+@pytest.mark.xfail(strict=True, reason="BertConfig customizes attribute access [getattribute] at transformers/utils/generic.py:939 (config read in a forward decorator)")
+def test_bert_training_step():
+    check_training_step(CASES["bert_mlm_train"])
