@@ -17,3 +17,14 @@ def test_gpu_benchmark_quick_mode_runs_and_compiles_once():
     assert set(rows) == {"eager", "torch.compile(dynamic=False)", "torch.compile(dynamic=True)", "pdyn"}
     assert "error" not in result.stdout
     assert rows["pdyn"].split("|")[5].strip() == "1"  # one compile across five sizes
+
+
+def test_models_benchmark_quick_mode_runs_every_frontend_and_agrees_with_eager():
+    result = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "models.py"), "--quick", "--only",
+                             "multihead_attention"], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert result.returncode == 0, result.stderr[-2000:]
+    rows = [line.split("|") for line in result.stdout.splitlines() if line.startswith("| multihead_attention")]
+    assert [row[2].strip() for row in rows] == ["eager", "pdyn", "torch.compile(dynamic=None)",
+                                                "torch.compile(dynamic=True)"]
+    for row in rows[1:]:  # counts and times filled in: no frontend raised or differed from eager
+        assert row[3].strip().isdigit() and float(row[-2]) > 0, row

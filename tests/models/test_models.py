@@ -1,0 +1,70 @@
+"""Real models captured whole: each model of the suite over batch sizes 1, 2, 3, 4, 7 and sequence
+lengths 7, 16, 33, 64 with padded masks, against eager; one training step for GPT-2 and BERT.
+
+Each inference test asserts outputs equal to eager on every call, one graph with no break on the
+first call, that `fullgraph=True` compiles it, and two compiles over the sequence (batch 1
+specializes; every other shape shares one entry). A test marked xfail(strict) names the first
+graph break seen when it was written: once the model is captured it fails, and the mark goes.
+"""
+
+import pytest
+
+from tests.models.cases import CASES
+from tests.models.harness import check_inference, check_training_step
+
+# The first break reported by pdyn.explain on each model when the suite was written.
+CONFIG_READ = "{} customizes attribute access [getattribute] at transformers/utils/generic.py:939 " \
+              "(`self.config.return_dict` in the can_return_tuple decorator)"
+CODE_READ = "pdyn cannot read attribute '__code__' of UserFunctionVariable [getattr] at " \
+            "transformers/utils/generic.py:1029 (`func.__code__.co_varnames` in merge_with_config_defaults)"
+FASTPATH = "cannot trace torch.backends.mha.get_fastpath_enabled(): it changes state outside the tensors it " \
+           "is given [torch_function] at torch/nn/modules/{}"
+
+
+def xfail(reason: str):
+    return pytest.mark.xfail(strict=True, reason=reason)
+
+
+@xfail(CONFIG_READ.format("GPT2Config"))
+def test_gpt2():
+    check_inference(CASES["gpt2"])
+
+
+@xfail(CODE_READ)
+def test_bert():
+    check_inference(CASES["bert"])
+
+
+@xfail(CONFIG_READ.format("LlamaConfig"))
+def test_llama():
+    check_inference(CASES["llama"])
+
+
+@xfail(CONFIG_READ.format("T5Config"))
+def test_t5():
+    check_inference(CASES["t5"])
+
+
+@xfail(CODE_READ)
+def test_distilbert():
+    check_inference(CASES["distilbert"])
+
+
+@xfail(FASTPATH.format("activation.py:1353"))
+def test_multihead_attention_with_key_padding_mask():
+    check_inference(CASES["multihead_attention"])
+
+
+@xfail(FASTPATH.format("transformer.py:836"))
+def test_transformer_encoder_layer_batch_first():
+    check_inference(CASES["transformer_encoder_layer"])
+
+
+@xfail(CONFIG_READ.format("GPT2Config"))
+def test_gpt2_training_step():
+    check_training_step(CASES["gpt2_train"])
+
+
+@xfail(CONFIG_READ.format("BertConfig"))
+def test_bert_training_step():
+    check_training_step(CASES["bert_mlm_train"])
