@@ -20,7 +20,7 @@ from tests.helpers import assert_same, check_calls
 
 def test_queries_answer_without_a_break():
     def f(x):
-        flags = (torch.compiler.is_compiling(), torch.compiler.is_exporting(), torch.jit.is_tracing(),
+        flags = (torch.compiler.is_exporting(), torch.jit.is_tracing(),
                  torch.jit.is_scripting(), torch.distributed.is_available(), torch.is_autocast_enabled(),
                  torch.cuda.is_available(), torch.is_grad_enabled(), torch.backends.mha.get_fastpath_enabled())
         return x + sum(flags) + (torch.get_default_dtype() is torch.float32)
@@ -29,6 +29,22 @@ def test_queries_answer_without_a_break():
     assert pdyn.stats(opt)["graph_breaks"] == 0
     guards = pdyn.explain(f)(torch.randn(3)).guards[0]
     assert "get_fastpath_enabled() == True" in guards and "is_autocast_enabled() == False" in guards
+
+
+def test_is_compiling_is_true_inside_compiled_code_as_under_torch_compile():
+    """Libraries ask `torch.compiler.is_compiling()` to take the path a compiler can capture; pdyn
+    answers as a compiler, with no guard (eager's False at the next call must not recompile)."""
+    def f(x):
+        if torch.compiler.is_compiling():
+            return x + 1
+        return x - 1
+
+    opt = pdyn.optimize(f, backend="eager")
+    for n in (3, 4, 5):
+        x = torch.randn(n)
+        assert torch.equal(opt(x), x + 1)
+    assert pdyn.stats(opt)["compiles"] == 1 and pdyn.stats(opt)["graph_breaks"] == 0
+    assert "is_compiling" not in pdyn.explain(f)(torch.randn(3)).guards[0]
 
 
 def test_fastpath_toggle_recompiles_multihead_attention():

@@ -46,6 +46,9 @@ READ_ONLY_QUERIES = frozenset(_present(
 ))
 # answered without a guard of their own: a guard every trace has already pins them
 PINNED_ELSEWHERE = frozenset({torch.is_grad_enabled})  # GradModeGuard
+# True inside compiled code, as under torch.compile: libraries ask it to choose the path a compiler
+# can capture (transformers skips its data-dependent mask checks), so pdyn answers as a compiler.
+COMPILING = frozenset(_present("compiler.is_compiling", "compiler.is_dynamo_compiling"))
 
 
 def query(tx: Tracer, fn: Callable[..., Any], args: list[VariableTracker],
@@ -55,6 +58,8 @@ def query(tx: Tracer, fn: Callable[..., Any], args: list[VariableTracker],
         raise Unsupported("torch_query", f"pdyn answers {fn.__name__}() only on constant positional arguments",
                           loc=tx.loc())
     values = tuple(a.as_python_constant() for a in args)
+    if fn in COMPILING:
+        return tx.wrap_constant(True)
     try:
         result = fn(*values)
     except Exception as e:
