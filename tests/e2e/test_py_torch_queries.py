@@ -44,7 +44,8 @@ def test_is_compiling_is_true_inside_compiled_code_as_under_torch_compile():
         x = torch.randn(n)
         assert torch.equal(opt(x), x + 1)
     assert pdyn.stats(opt)["compiles"] == 1 and pdyn.stats(opt)["graph_breaks"] == 0
-    assert "is_compiling" not in pdyn.explain(f)(torch.randn(3)).guards[0]
+    guard_code = [line.split("#")[0] for line in pdyn.explain(f)(torch.randn(3)).guards[0].splitlines()]
+    assert not any("is_compiling" in line for line in guard_code)
 
 
 def test_fastpath_toggle_recompiles_multihead_attention():
