@@ -21,6 +21,7 @@ import torch.fx
 from pdyn.backends.triton.runtime import prepare_interpreter, use_interpreter
 from pdyn.guards.guards import Guard
 from pdyn.ops.effects import mutates
+from pdyn.shapes.graph_meta import SIZES
 
 if use_interpreter():
     prepare_interpreter()  # NOTE: before anything here imports triton
@@ -89,7 +90,15 @@ def _eager_reason(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> str | 
         if mutates(node):
             name = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
             return f"in-place op {name}"
+        if _has_a_zero_dim(node.meta.get(SIZES)):  # NOTE: the interpreter crashes on a masked
+            return "a dim of size 0"                  # load of an empty tensor; torch is exact here
     return None
+
+
+def _has_a_zero_dim(sizes: Any) -> bool:
+    if isinstance(sizes, (tuple, list)):
+        return any(_has_a_zero_dim(s) for s in sizes)
+    return sizes is not None and sizes == 0
 
 
 def compile_graph(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> CompiledGraph:

@@ -90,8 +90,8 @@ class SplitInfo:
 
 def dim_vars(prefix: str, flat: sympy.Symbol, ranges: list[sympy.Expr]) -> tuple[list, list]:
     """Index variables of each dim (0 where the size is 1) and their definitions from `flat`."""
-    if any(n == 0 for n in ranges):  # NOTE: Triton's interpreter crashes on a masked load of an
-        raise NotImplementedError("a dim of size 0: torch computes this graph")  # empty tensor
+    if any(n == 0 for n in ranges):  # the backend leaves graphs with a size-0 dim to torch
+        raise NotImplementedError("a dim of size 0")
     syms, defs = [], []
     for k, n in enumerate(ranges):
         if n == 1:
