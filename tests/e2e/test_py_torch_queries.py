@@ -166,3 +166,14 @@ def test_reduce_of_an_empty_sequence_raises_as_eager():
 
     with pytest.raises(TypeError):
         pdyn.optimize(f, backend="eager")(torch.randn(2))
+
+
+def test_the_dispatch_mode_stack_is_a_guarded_query():
+    """nn.MultiheadAttention's fast-path check asks for the dispatch mode stack."""
+    from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
+
+    def f(x):
+        return x + len(_get_current_dispatch_mode_stack())
+
+    opt = check_calls(f, (torch.randn(3),), (torch.randn(5),), compiles=1)
+    assert pdyn.stats(opt)["graph_breaks"] == 0

@@ -43,6 +43,7 @@ READ_ONLY_QUERIES = frozenset(_present(
     "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled",
     "cuda.is_available", "cuda.device_count", "cuda.is_initialized", "backends.cudnn.is_available",
     "backends.mps.is_available", "is_anomaly_enabled", "get_num_threads",
+    "utils._python_dispatch._get_current_dispatch_mode_stack", "_C._get_cudnn_enabled",
 ))
 # answered without a guard of their own: a guard every trace has already pins them
 PINNED_ELSEWHERE = frozenset({torch.is_grad_enabled})  # GradModeGuard
