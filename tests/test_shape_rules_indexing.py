@@ -39,7 +39,8 @@ def _index(env: ShapeEnv, shape: tuple[int, ...], name: str, dtype: torch.dtype 
 def test_gather_matches_meta(shape, dim, data, seed):
     env = ShapeEnv()
     x = sym_tensor(env, shape, "x")
-    index = _index(env, data.draw(near(shape)), "i", data.draw(st.sampled_from([LONG, LONG, torch.int32, torch.float32])))
+    dtype = data.draw(st.sampled_from([LONG, LONG, torch.int32, torch.float32]))
+    index = _index(env, data.draw(near(shape)), "i", dtype)
     target = data.draw(st.sampled_from([torch.gather, "gather"]))
     check_rule(env, target, (x, dim, index), seed=seed)
 
