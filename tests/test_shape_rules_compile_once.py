@@ -64,6 +64,9 @@ ALONG_DIM = {
     "repeat": lambda x: x.repeat(2, 1)[: x.shape[0]] + x.tile((1, 1)),
     "einsum": lambda x: torch.einsum("bi,bj->bij", x, x).sum(-1) + torch.einsum("bi->b", x)[:, None],
     "softmax": lambda x: F.softmax(x, -1) + F.log_softmax(x, dim=0) + F.gelu(x) + F.silu(x) + F.dropout(x, 0.0),
+    "diff": lambda x: torch.diff(x, dim=0, prepend=x[:1]) + torch.diff(x, n=2, dim=1).sum(-1, keepdim=True),
+    "from_data": lambda x: x + torch.tensor([x.shape[0]] * 6) + x.new_tensor([[1.0] * 6]),
+    "meshgrid": lambda x: torch.meshgrid(x[:, 0], x[0], indexing="ij")[0] + torch.meshgrid(x[:, 1], x[1])[1],
     "clamp": lambda x: x.clamp(-0.5, 0.5) + x.clamp(min=x[:1]) + x.type_as(x).to(torch.float32).contiguous(),
 }
 

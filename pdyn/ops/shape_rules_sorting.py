@@ -1,7 +1,7 @@
-"""Shape rules for ops that order or scan values along a dim: sort, argsort, topk, cummax, cummin, roll.
+"""Shape rules for ops that order or scan values along a dim: sort, argsort, topk, cummax, cummin, roll, diff.
 
 Registered into `pdyn.ops.shape_rules.RULES` on import. Each keeps the input's sizes, except topk,
-which keeps `k` entries of its dim.
+which keeps `k` entries of its dim, and diff, which drops `n`.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 
 import sympy
 
-from pdyn.ops.shape_rules import OpCall, ShapeError, Sizes, as_tensor, is_size, prod, register
+from pdyn.ops.shape_rules import OpCall, ShapeError, Sizes, SymTensor, as_tensor, is_size, known, prod, register
 
 
 @register("sort")
@@ -74,3 +74,34 @@ def roll(c: OpCall) -> list[Sizes] | None:
     for d in dims:
         c.dim(d, x.ndim)
     return [x.sizes]
+
+
+@register("diff")
+def diff(c: OpCall) -> list[Sizes] | None:
+    """prepend and append join `dim` (their other sizes equal the input's); each order drops one entry."""
+    a = c.bind("input", "n", "dim", "prepend", "append", n=1, dim=-1, prepend=None, append=None)
+    x = as_tensor(a["input"], "input")
+    order = c.value(a["n"], "the order of diff")
+    if x.ndim == 0:
+        raise ShapeError("diff expects a tensor of at least 1 dim")
+    if order == 0 and a["prepend"] is None and a["append"] is None:
+        return [x.sizes]  # returned before the dim is read
+    d = c.dim(a["dim"], x.ndim)
+    if order < 0:
+        raise ShapeError("diff: order must be non-negative")
+    length = x.sizes[d]
+    for extra in (a["prepend"], a["append"]):
+        if extra is None:
+            continue
+        if not isinstance(extra, SymTensor) or extra.ndim != x.ndim:
+            raise ShapeError("diff expects prepend or append to be the same dimension as input")
+        for i in range(x.ndim):
+            if i != d:
+                c.equal(extra.sizes[i], x.sizes[i], "prepend and append match the input but in dim")
+        length = length + extra.sizes[d]
+    if order == 0:
+        return [x.sizes]  # prepend and append are checked, not joined
+    out = length - order
+    if not known(c.env, sympy.Ge(out, 0, evaluate=False)):
+        out = sympy.Max(out, 0)
+    return [x.sizes[:d] + (out,) + x.sizes[d + 1 :]]
