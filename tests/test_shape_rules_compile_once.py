@@ -118,3 +118,16 @@ def test_factories_and_views_compile_once():
         return mask @ x, pos, z.mT.permute(1, 0), full
 
     _over_batches(fn, lambda n: (_rows(n, 6),))
+
+
+def test_grouped_query_attention_compiles_once():
+    """Llama's attention without a mask: fewer key/value heads than query heads (enable_gqa)."""
+    def fn(q, k, v, mask):
+        return (F.scaled_dot_product_attention(q, k, v, enable_gqa=True)  # repeat_interleave: Llama's repeat_kv
+                + F.scaled_dot_product_attention(q, k.repeat_interleave(2, 1), v.repeat_interleave(2, 1),
+                                                 attn_mask=mask))
+
+    def make(n: int):
+        return _rows(n, 4, n + 1, 8), _rows(n, 2, n + 1, 8), _rows(n, 2, n + 1, 8), _rows(n + 1, n + 1) > 0
+
+    _over_batches(fn, make)

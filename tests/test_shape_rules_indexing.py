@@ -153,6 +153,21 @@ def test_tile_matches_meta(shape, counts, symbolic, seed):
 
 
 @FAST
+@given(shapes, st.integers(-1, 3), st.sampled_from([None, 0, -1, 2]), st.booleans(), st.data(), seeds)
+def test_repeat_interleave_matches_meta(shape, repeats, dim, symbolic, data, seed):
+    env = ShapeEnv()
+    x = sym_tensor(env, shape, "x")
+    kwargs = {} if dim is None else {"dim": dim}
+    if data.draw(st.integers(0, 3)) == 0 and dim is not None:  # tensor counts: the length must be given
+        kwargs["output_size"] = sym_int(env, data.draw(sizes), "total") if symbolic else data.draw(sizes)
+        n = shape[dim] if shape and -len(shape) <= dim < len(shape) else 1
+        repeats = _index(env, (n,), "r")
+    elif symbolic:
+        repeats = sym_int(env, repeats, "r")
+    check_rule(env, torch.repeat_interleave, (x, repeats), kwargs, seed=seed)
+
+
+@FAST
 @given(shapes, st.integers(-3, 3), st.sampled_from(["tril_", "triu_", "cumsum_", "cumprod_"]), seeds)
 def test_in_place_scans_keep_sizes(shape, arg, target, seed):
     env = ShapeEnv()

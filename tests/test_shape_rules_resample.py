@@ -109,3 +109,32 @@ def test_interpolate_scale_is_a_formula_of_the_input():
     ((n, c, h, w),) = infer_sizes(env, F.interpolate, (x,), {"scale_factor": (2, 1.5), "mode": "bilinear"}, None)
     assert (n, c, h) == (*x.sizes[:2], 2 * x.sizes[2]) and env.hint(w) == 10 and w.xreplace({x.sizes[3]: 9}) == 13
     assert not env.specialized
+
+
+@st.composite
+def attention_shapes(draw: st.DrawFn) -> dict:
+    """q, k, v (and maybe a mask) of attention: batch dims, heads (a divisor for GQA), lengths, embeddings."""
+    batch = draw(st.lists(st.integers(1, 3), max_size=1))
+    hk = draw(st.integers(1, 3))
+    hq = hk * draw(st.integers(1, 2)) if draw(st.booleans()) else draw(st.integers(1, 4))
+    L, S, E, Ev = (draw(st.integers(1, 5)) for _ in range(4))  # noqa: N806
+    pick = lambda n, other: draw(st.sampled_from([n] * 5 + [other]))  # noqa: E731
+    heads = [hq, hk, pick(hk, 3)] if draw(st.booleans()) else None
+    dims = lambda h, rest: tuple(batch) + ((h,) if heads else ()) + rest  # noqa: E731
+    out = {"q": dims(hq if heads else None, (L, E)), "k": dims(hk, (S, pick(E, 2))), "v": dims(heads[2] if heads else
+                                                                                                 None, (pick(S, 2), Ev))}
+    if draw(st.booleans()):
+        scores = dims(hq, (L, S))
+        out["mask"] = tuple(draw(st.sampled_from([s, s, 1])) for s in scores[draw(st.integers(0, len(scores))):])
+    return out
+
+
+@FAST
+@given(attention_shapes(), st.booleans(), st.booleans(), seeds)
+def test_attention_matches_meta(shapes, gqa, causal, seed):
+    env = ShapeEnv()
+    q, k, v = (sym_tensor(env, shapes[n], n) for n in "qkv")
+    kwargs = {"enable_gqa": gqa, "is_causal": causal}
+    if "mask" in shapes:
+        kwargs["attn_mask"] = sym_tensor(env, shapes["mask"], "m", torch.bool)
+    check_rule(env, F.scaled_dot_product_attention, (q, k, v), kwargs, seed=seed)

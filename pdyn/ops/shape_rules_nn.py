@@ -26,6 +26,7 @@ from pdyn.ops.shape_rules import (
     prod,
     register,
 )
+from pdyn.ops.shape_rules_reductions import expand_to
 from pdyn.shapes.shape_env import CeilDiv, FloorDiv
 
 log = logging.getLogger(__name__)
@@ -358,12 +359,30 @@ def interpolate(c: OpCall) -> list[Sizes] | None:
 
 @register("scaled_dot_product_attention")
 def attention(c: OpCall) -> list[Sizes] | None:
-    q, k, v = (as_tensor(t, "q/k/v").sizes for t in (c.args + tuple(c.kwargs.values()))[:3])
+    """(..., L, E) x (..., S, E) x (..., S, Ev) -> (..., L, Ev); with enable_gqa, query heads are a
+    multiple of key/value heads; a mask broadcasts to the scores (..., L, S)."""
+    a = c.bind("query", "key", "value", "attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa",
+               attn_mask=None, is_causal=False, enable_gqa=False)
+    q, k, v = (as_tensor(a[name], name).sizes for name in ("query", "key", "value"))
     if min(len(q), len(k), len(v)) < 2:
         raise ShapeError("scaled_dot_product_attention: q, k, v need 2 dims")
+    if a["is_causal"] and a["attn_mask"] is not None:
+        raise ShapeError("scaled_dot_product_attention: attn_mask with is_causal=True")
     c.equal(q[-1], k[-1], "query and key embedding sizes")
     c.equal(k[-2], v[-2], "key and value sequence lengths")
-    return [broadcast(c, q[:-2], k[:-2], v[:-2]) + (q[-2], v[-1])]
+    if a["enable_gqa"] and min(len(q), len(k), len(v)) < 3:
+        raise ShapeError("scaled_dot_product_attention: enable_gqa needs a heads dim")
+    if a["enable_gqa"]:
+        heads = c.equal(k[-3], v[-3], "key and value heads")
+        if sympy.Mod(q[-3], heads) != 0:
+            c.require(sympy.Eq(sympy.Mod(q[-3], heads, evaluate=False), 0, evaluate=False),
+                      "query heads a multiple of key/value heads")
+        batch = broadcast(c, q[:-3], k[:-3], v[:-3]) + (q[-3],)
+    else:
+        batch = broadcast(c, q[:-2], k[:-2], v[:-2])
+    if a["attn_mask"] is not None:
+        expand_to(c, as_tensor(a["attn_mask"], "attn_mask").sizes, batch + (q[-2], k[-2]), "attn_mask")
+    return [batch + (q[-2], v[-1])]
 
 
 @register("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss")

@@ -267,6 +267,33 @@ def tile(c: OpCall) -> list[Sizes] | None:
     return [repeat_sizes(c, x.sizes, [1] * (x.ndim - len(times)) + times)]
 
 
+@register("repeat_interleave")
+def repeat_interleave(c: OpCall) -> list[Sizes] | None:
+    """An int count multiplies `dim` (the flattened tensor without one); tensor counts are data,
+    unless `output_size` names the result's length."""
+    a = c.bind("input", "repeats", "dim", "output_size", repeats=None, dim=None, output_size=None)
+    x, repeats = as_tensor(a["input"], "input"), a["repeats"]
+    if repeats is None:
+        return None  # repeat_interleave(counts): indices, as many as the counts add up to
+    if isinstance(repeats, SymTensor):
+        if a["output_size"] is None or repeats.ndim > 1:
+            return None
+        length: Any = a["output_size"]
+    elif is_size(repeats):
+        c.require(sympy.Ge(repeats, 0, evaluate=False), "repeats must be non-negative")
+        length = None
+    else:
+        return None
+    if a["dim"] is None:
+        return [(length if length is not None else prod(x.sizes) * repeats,)]
+    if x.ndim == 0:
+        raise ShapeError("repeat_interleave: a 0-d tensor has no dim to repeat along")
+    d = c.dim(a["dim"], x.ndim)
+    if isinstance(repeats, SymTensor) and repeats.ndim and not c.is_one(repeats.sizes[0]):
+        c.equal(repeats.sizes[0], x.sizes[d], "one count per entry of the dim")
+    return [x.sizes[:d] + (length if length is not None else x.sizes[d] * repeats,) + x.sizes[d + 1 :]]
+
+
 @register("squeeze")
 def squeeze(c: OpCall) -> list[Sizes] | None:
     """Drops dims of size 1; a symbolic dim is >= 2 and stays; an expression is decided (guarded)."""
