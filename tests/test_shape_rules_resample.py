@@ -121,8 +121,8 @@ def attention_shapes(draw: st.DrawFn) -> dict:
     pick = lambda n, other: draw(st.sampled_from([n] * 5 + [other]))  # noqa: E731
     heads = [hq, hk, pick(hk, 3)] if draw(st.booleans()) else None
     dims = lambda h, rest: tuple(batch) + ((h,) if heads else ()) + rest  # noqa: E731
-    out = {"q": dims(hq if heads else None, (L, E)), "k": dims(hk, (S, pick(E, 2))), "v": dims(heads[2] if heads else
-                                                                                                 None, (pick(S, 2), Ev))}
+    hv = heads[2] if heads else None
+    out = {"q": dims(hq, (L, E)), "k": dims(hk, (S, pick(E, 2))), "v": dims(hv, (pick(S, 2), Ev))}
     if draw(st.booleans()):
         scores = dims(hq, (L, S))
         out["mask"] = tuple(draw(st.sampled_from([s, s, 1])) for s in scores[draw(st.integers(0, len(scores))):])
