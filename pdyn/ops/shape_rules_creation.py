@@ -37,7 +37,7 @@ def data_sizes(c: OpCall, data: Any) -> Sizes | None:
 
 @register("tensor", "as_tensor")
 def tensor(c: OpCall) -> list[Sizes] | None:
-    sizes = data_sizes(c, c.bind("data")["data"])
+    sizes = data_sizes(c, c.bind("data", "dtype", "device")["data"])
     return None if sizes is None else [sizes]
 
 
