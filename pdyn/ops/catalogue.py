@@ -100,8 +100,20 @@ declare("getitem", spellings=[operator.getitem, "__getitem__", torch.Tensor.__ge
 declare("setitem", spellings=[operator.setitem, "__setitem__"], namespaces=(), mutates=0)
 declare("getattr", spellings=[builtins.getattr], namespaces=())  # x.T, x.real: getattr(x, "T") nodes
 
+# -- indexing along a dim, ordering ------------------------------------------------------------------------
+INDEX_ALONG_DIM = """gather scatter scatter_add scatter_reduce index_select take_along_dim index_add index_copy
+index_fill""".split()
+declare_all(INDEX_ALONG_DIM)
+declare_all(["scatter_", "scatter_add_", "scatter_reduce_", "index_add_", "index_copy_", "index_fill_"],
+            namespaces=TENSOR)
+declare_all(["sort", "argsort", "topk", "cummax", "cummin", "roll", "tile", "diff"])
+declare_all(["einsum", "meshgrid", "tensor", "as_tensor"], namespaces=TORCH)
+declare("new_tensor", namespaces=TENSOR)
+
 # -- nn ----------------------------------------------------------------------------------------------------
 declare_all(["softmax", "log_softmax", "cumsum", "cumprod", "logcumsumexp", "tril", "triu"])
+declare_all(["cumsum_", "cumprod_", "tril_", "triu_"], namespaces=TENSOR)
+declare("interpolate", spellings=[F.upsample], namespaces=(F,))
 declare_all("""layer_norm rms_norm group_norm conv1d conv2d conv3d max_pool1d max_pool2d avg_pool1d
 adaptive_avg_pool1d adaptive_avg_pool2d""".split(), namespaces=(torch, F))
 declare("avg_pool2d", namespaces=(torch, F, torch._C._nn))

@@ -4,8 +4,10 @@
 ShapeEnv's symbols, or None where no rule exists (the caller then runs the op's meta kernel on the
 hints and specializes its inputs). A rule assumes nothing silently: every size relation it relies
 on is a guard (`evaluate_bool`, `guard_equal`) or a specialization. This file holds the registry,
-the shared helpers, pointwise ops, reductions, matmul and factories; views, indexing and joins
-live in shape_rules_views.py, nn ops in shape_rules_nn.py.
+the shared helpers and pointwise ops; reductions, matmul and factories live in
+shape_rules_reductions.py, views and joins in shape_rules_views.py, nn ops in shape_rules_nn.py, ops
+that index along a dim in shape_rules_indexing.py, sorting and scans in shape_rules_sorting.py,
+tensors from Python data in shape_rules_creation.py.
 """
 
 from __future__ import annotations
@@ -278,6 +280,8 @@ def pointwise(c: OpCall) -> list[Sizes] | None:
 def pointwise_inplace(c: OpCall) -> list[Sizes] | None:
     """`x.add_(y)`, `x += y`: the others broadcast to x, and x keeps its sizes."""
     tensors = _tensor_operands(c)
+    if tensors and c.args and not isinstance(c.args[0], SymTensor):
+        return pointwise(c)  # `n += t` on a Python number n is `n = n + t`
     if not tensors or not isinstance(c.args[0], SymTensor):
         return None
     self = c.args[0]
@@ -309,3 +313,6 @@ def where(c: OpCall) -> list[Sizes] | None:
 from pdyn.ops import shape_rules_reductions as _reductions  # noqa: E402,F401
 from pdyn.ops import shape_rules_views as _views  # noqa: E402,F401
 from pdyn.ops import shape_rules_nn as _nn  # noqa: E402,F401
+from pdyn.ops import shape_rules_indexing as _indexing  # noqa: E402,F401
+from pdyn.ops import shape_rules_sorting as _sorting  # noqa: E402,F401
+from pdyn.ops import shape_rules_creation as _creation  # noqa: E402,F401

@@ -1,4 +1,5 @@
-"""Shape rules for nn ops: softmax and scans, norms, embedding, convolution, pooling, pad, losses.
+"""Shape rules for nn ops: softmax and scans, norms, embedding, convolution, pooling, pad, interpolate,
+attention, losses.
 
 Registered into `pdyn.ops.shape_rules.RULES` on import. Convolution and pooling sizes follow torch's
 formula floor((H + 2p - d*(k-1) - 1) / s) + 1, with a guard that the result is positive.
@@ -7,6 +8,7 @@ formula floor((H + 2p - d*(k-1) - 1) / s) + 1, with a guard that the result is p
 from __future__ import annotations
 
 import logging
+import math
 from typing import Any
 
 import sympy
@@ -24,13 +26,14 @@ from pdyn.ops.shape_rules import (
     prod,
     register,
 )
+from pdyn.ops.shape_rules_reductions import expand_to
 from pdyn.shapes.shape_env import CeilDiv, FloorDiv
 
 log = logging.getLogger(__name__)
 
 
 
-@register("softmax", "log_softmax", "cumsum", "cumprod", "logcumsumexp")
+@register("softmax", "log_softmax", "cumsum", "cumprod", "logcumsumexp", "cumsum_", "cumprod_")
 def along_dim(c: OpCall) -> list[Sizes] | None:
     """Same sizes, with `dim` checked (softmax's dim=None picks one itself)."""
     a = c.bind("input", "dim", "_stacklevel", "dtype", dim=None)
@@ -40,7 +43,7 @@ def along_dim(c: OpCall) -> list[Sizes] | None:
     return [x.sizes]
 
 
-@register("tril", "triu")
+@register("tril", "triu", "tril_", "triu_")
 def tril(c: OpCall) -> list[Sizes] | None:
     x = as_tensor(c.bind("input", "diagonal", diagonal=0)["input"], "input")
     if x.ndim < 2:
@@ -247,22 +250,108 @@ register("adaptive_max_pool2d")(lambda c: _adaptive(c, 2))
 
 @register("pad")
 def pad(c: OpCall) -> list[Sizes] | None:
-    """Constant padding: pairs (left, right) from the last dim; other modes have no rule."""
+    """Pairs (left, right) from the last dim; constant pads cut too, the other modes read the edges."""
     a = c.bind("input", "pad", "mode", "value", mode="constant", value=None)
-    if a["mode"] != "constant":
-        return None
     x = as_tensor(a["input"], "input")
     pads = list(a["pad"])
     if len(pads) % 2 or len(pads) // 2 > x.ndim or not all(is_size(p) for p in pads):
         raise ShapeError("pad: needs pairs of ints, at most two per dim")
+    pairs = [(sympy.sympify(pads[2 * i]), sympy.sympify(pads[2 * i + 1])) for i in range(len(pads) // 2)]
+    if a["mode"] in EDGE_PADS:
+        return [_edge_pad(c, x.sizes, pairs, a["mode"], a["value"])]
+    if a["mode"] != "constant":
+        return None
     sizes = list(x.sizes)
-    for i in range(len(pads) // 2):
+    for i, pair in enumerate(pairs):
         d = x.ndim - 1 - i
-        pair = [sympy.sympify(p) for p in pads[2 * i : 2 * i + 2]]
         cut = sum((p for p in pair if c.check(sympy.Lt(p, 0, evaluate=False), "a pad's sign")), sympy.Integer(0))
         c.require(sympy.Ge(sizes[d] + cut, 0, evaluate=False), "negative pads cut at most the whole dim")
         sizes[d] = sizes[d] + pair[0] + pair[1]
     return [tuple(sizes)]
+
+
+EDGE_PADS = ("reflect", "replicate", "circular")
+
+
+def _edge_pad(c: OpCall, sizes: Sizes, pairs: list[tuple[sympy.Expr, sympy.Expr]], mode: str, value: Any) -> Sizes:
+    """reflect/replicate/circular: 1 to 3 padded dims of an input with one or two leading dims."""
+    n = len(pairs)
+    if value not in (None, 0):
+        raise ShapeError(f"pad: mode {mode!r} takes no value")
+    if n not in (1, 2, 3) or len(sizes) not in (n + 1, n + 2):
+        raise ShapeError(f"pad: mode {mode!r} pads 1 to 3 dims of an input with 1 or 2 more dims")
+    if mode != "circular":  # a batch dim may be empty, no other dim
+        for size in sizes[len(sizes) - n - 1 :]:
+            c.require(sympy.Gt(size, 0, evaluate=False), "non-empty dims apart from the batch")
+    out = list(sizes)
+    for i, (left, right) in enumerate(pairs):
+        d = len(sizes) - 1 - i
+        if mode == "reflect":
+            for p in (left, right):
+                c.require(sympy.Lt(p, sizes[d], evaluate=False), "a reflect pad shorter than the dim")
+        if mode == "circular":
+            for p in (left, right):
+                c.require(sympy.Le(p, sizes[d], evaluate=False), "a circular pad wraps around at most once")
+        out[d] = sizes[d] + left + right
+        c.require(sympy.Ge(out[d], 0, evaluate=False), "a padded dim of size >= 0")
+    padded = out[len(sizes) - n :]
+    if mode != "circular" and not any(c.check(sympy.Ge(s, 1, evaluate=False), "an empty padded dim") for s in padded):
+        raise ShapeError(f"pad: mode {mode!r} leaves every padded dim empty")
+    return tuple(out)
+
+
+# -- interpolate ---------------------------------------------------------------------------------
+
+# mode: the input dims it takes
+INTERPOLATE_MODES = {"nearest": (3, 4, 5), "nearest-exact": (3, 4, 5), "area": (3, 4, 5), "linear": (3,),
+                     "bilinear": (4,), "bicubic": (4,), "trilinear": (5,)}
+
+
+def _scaled(c: OpCall, size: sympy.Expr, scale: Any) -> sympy.Expr | None:
+    """floor(float(size) * scale) as an exact expression, or None where float rounding could differ."""
+    if is_size(scale):
+        return size * sympy.sympify(scale)
+    if not isinstance(scale, float) or not math.isfinite(scale):
+        return None
+    exact = sympy.Rational(scale)
+    if abs(exact.p).bit_length() > 20:  # float(size) * scale is exact for sizes below 2**33
+        return None
+    return FloorDiv(size * exact.p, exact.q)
+
+
+@register("interpolate")
+def interpolate(c: OpCall) -> list[Sizes] | None:
+    a = c.bind("input", "size", "scale_factor", "mode", "align_corners", "recompute_scale_factor", "antialias",
+               size=None, scale_factor=None, mode="nearest", align_corners=None, antialias=False)
+    x, mode = as_tensor(a["input"], "input"), a["mode"]
+    if mode not in INTERPOLATE_MODES or x.ndim not in INTERPOLATE_MODES[mode]:
+        raise ShapeError(f"interpolate: mode {mode!r} does not take a {x.ndim}-D input")
+    if mode in ("nearest", "nearest-exact", "area") and a["align_corners"] is not None:
+        raise ShapeError("interpolate: align_corners only goes with the linear modes")
+    if a["antialias"] and not (mode in ("bilinear", "bicubic") and x.ndim == 4):
+        raise ShapeError("interpolate: antialias only goes with bilinear and bicubic on 4-D inputs")
+    n = x.ndim - 2
+    if (a["size"] is None) == (a["scale_factor"] is None):
+        raise ShapeError("interpolate: give either size or scale_factor")
+    if a["size"] is not None:
+        out = list(a["size"]) if isinstance(a["size"], (list, tuple, torch.Size)) else [a["size"]] * n
+        if len(out) != n or not all(is_size(s) for s in out):
+            raise ShapeError(f"interpolate: size needs {n} ints")
+        spatial = [sympy.sympify(s) for s in out]
+    else:
+        scales = list(a["scale_factor"]) if isinstance(a["scale_factor"], (list, tuple)) else [a["scale_factor"]] * n
+        if len(scales) != n:
+            raise ShapeError(f"interpolate: scale_factor needs {n} values")
+        scaled = [_scaled(c, size, scale) for size, scale in zip(x.sizes[2:], scales)]
+        if any(s is None for s in scaled):
+            return None
+        spatial = [s for s in scaled if s is not None]
+    if mode == "area":  # adaptive pooling: empty dims take paths of their own (a mean of nothing)
+        if any(c.is_zero(size) for size in list(x.sizes[1:]) + spatial):
+            return None
+    for size in list(x.sizes[1:]) + spatial:
+        c.require(sympy.Gt(size, 0, evaluate=False), "input (but the batch) and output sizes greater than 0")
+    return [x.sizes[:2] + tuple(spatial)]
 
 
 # -- attention and losses ------------------------------------------------------------------------
@@ -270,12 +359,30 @@ def pad(c: OpCall) -> list[Sizes] | None:
 
 @register("scaled_dot_product_attention")
 def attention(c: OpCall) -> list[Sizes] | None:
-    q, k, v = (as_tensor(t, "q/k/v").sizes for t in (c.args + tuple(c.kwargs.values()))[:3])
+    """(..., L, E) x (..., S, E) x (..., S, Ev) -> (..., L, Ev); with enable_gqa, query heads are a
+    multiple of key/value heads; a mask broadcasts to the scores (..., L, S)."""
+    a = c.bind("query", "key", "value", "attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa",
+               attn_mask=None, is_causal=False, enable_gqa=False)
+    q, k, v = (as_tensor(a[name], name).sizes for name in ("query", "key", "value"))
     if min(len(q), len(k), len(v)) < 2:
         raise ShapeError("scaled_dot_product_attention: q, k, v need 2 dims")
+    if a["is_causal"] and a["attn_mask"] is not None:
+        raise ShapeError("scaled_dot_product_attention: attn_mask with is_causal=True")
     c.equal(q[-1], k[-1], "query and key embedding sizes")
     c.equal(k[-2], v[-2], "key and value sequence lengths")
-    return [broadcast(c, q[:-2], k[:-2], v[:-2]) + (q[-2], v[-1])]
+    if a["enable_gqa"] and min(len(q), len(k), len(v)) < 3:
+        raise ShapeError("scaled_dot_product_attention: enable_gqa needs a heads dim")
+    if a["enable_gqa"]:
+        heads = c.equal(k[-3], v[-3], "key and value heads")
+        if sympy.Mod(q[-3], heads) != 0:
+            c.require(sympy.Eq(sympy.Mod(q[-3], heads, evaluate=False), 0, evaluate=False),
+                      "query heads a multiple of key/value heads")
+        batch = broadcast(c, q[:-3], k[:-3], v[:-3]) + (q[-3],)
+    else:
+        batch = broadcast(c, q[:-2], k[:-2], v[:-2])
+    if a["attn_mask"] is not None:
+        expand_to(c, as_tensor(a["attn_mask"], "attn_mask").sizes, batch + (q[-2], k[-2]), "attn_mask")
+    return [batch + (q[-2], v[-1])]
 
 
 @register("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss")

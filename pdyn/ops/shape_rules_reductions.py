@@ -260,6 +260,61 @@ def outer(c: OpCall) -> list[Sizes] | None:
     return [(x[0], y[0])]
 
 
+def _subscripts(c: OpCall, term: str) -> list[str]:
+    """'b...ij' -> ['b', '...', 'i', 'j']."""
+    labels = term.replace("...", ".").strip()
+    if not all(ch.isalpha() or ch == "." for ch in labels) or labels.count(".") > 1:
+        raise ShapeError(f"einsum: invalid subscripts {term!r}")
+    return ["..." if ch == "." else ch for ch in labels]
+
+
+@register("einsum")
+def einsum(c: OpCall) -> list[Sizes] | None:
+    """Each label's size (equal within an operand, broadcast across them); `...` dims broadcast."""
+    if not c.args or not isinstance(c.args[0], str) or c.kwargs:
+        return None
+    operands = list(c.args[1:])
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = list(operands[0])
+    lhs, arrow, rhs = c.args[0].replace(" ", "").partition("->")
+    terms = lhs.split(",")
+    if len(terms) != len(operands) or not operands:
+        raise ShapeError("einsum: one subscript term per operand")
+    label_sizes: dict[str, list[Sizes]] = {}
+    ellipses: list[Sizes] = []
+    counts: dict[str, int] = {}
+    for term, t in zip(terms, operands):
+        t = as_tensor(t, "an operand")
+        labels = _subscripts(c, term)
+        n_ellipsis = t.ndim - (len(labels) - 1) if "..." in labels else 0
+        if n_ellipsis < 0 or ("..." not in labels and len(labels) != t.ndim):
+            raise ShapeError(f"einsum: subscripts {term!r} do not fit {t.ndim} dims")
+        i, mine = 0, {}
+        for label in labels:
+            if label == "...":
+                ellipses.append(t.sizes[i : i + n_ellipsis])
+                i += n_ellipsis
+                continue
+            mine[label] = c.equal(mine[label], t.sizes[i], f"einsum: sizes of {label}") if label in mine \
+                else t.sizes[i]
+            counts[label] = counts.get(label, 0) + 1
+            i += 1
+        for label, size in mine.items():
+            label_sizes.setdefault(label, []).append((size,))
+    sizes = {label: broadcast(c, *shapes)[0] for label, shapes in label_sizes.items()}
+    batch = broadcast(c, *ellipses) if ellipses else ()
+    if arrow:
+        out = _subscripts(c, rhs)
+        named = [lab for lab in out if lab != "..."]
+        if len(set(named)) != len(named) or any(lab not in sizes for lab in named):
+            raise ShapeError(f"einsum: invalid output subscripts {rhs!r}")
+        if "..." in out and not ellipses:
+            out.remove("...")
+    else:
+        out = (["..."] if ellipses else []) + sorted(lab for lab, n in counts.items() if n == 1)
+    return [tuple(d for lab in out for d in (batch if lab == "..." else (sizes[lab],)))]
+
+
 # -- factories -----------------------------------------------------------------------------------
 
 

@@ -238,18 +238,60 @@ def broadcast_to(c: OpCall) -> list[Sizes] | None:
     return [expand_sizes(c, as_tensor(a["input"], "input").sizes, list(a["size"]))]
 
 
+def repeat_sizes(c: OpCall, sizes: Sizes, times: list[Any]) -> Sizes:
+    """Each dim times its count; counts beyond the dims are new leading dims."""
+    if len(times) < len(sizes) or not all(is_size(r) for r in times):
+        raise ShapeError(f"{c.name()}: needs at least one count per dim")
+    for r in times:
+        c.require(sympy.Ge(r, 0, evaluate=False), "repeat counts must be non-negative")
+    lead = len(times) - len(sizes)
+    return tuple(sympy.sympify(r) for r in times[:lead]) + tuple(r * s for r, s in zip(times[lead:], sizes))
+
+
 @register("repeat")
 def repeat(c: OpCall) -> list[Sizes] | None:
     x = as_tensor(c.args[0], "self")
     if len(c.args) < 2 and "repeats" not in c.kwargs:
         raise ShapeError("repeat needs counts")
     times = sizes_arg(c.args[1:]) if len(c.args) > 1 else list(c.kwargs["repeats"])
-    if len(times) < x.ndim or not all(is_size(r) for r in times):
-        raise ShapeError("repeat: needs at least one count per dim")
-    for r in times:
-        c.require(sympy.Ge(r, 0, evaluate=False), "repeat counts must be non-negative")
-    lead = len(times) - x.ndim
-    return [tuple(sympy.sympify(r) for r in times[:lead]) + tuple(r * s for r, s in zip(times[lead:], x.sizes))]
+    return [repeat_sizes(c, x.sizes, times)]
+
+
+@register("tile")
+def tile(c: OpCall) -> list[Sizes] | None:
+    """repeat, with counts of 1 in front when fewer counts than dims are given."""
+    x = as_tensor(c.args[0] if c.args else c.kwargs.get("input"), "input")
+    if len(c.args) < 2 and "dims" not in c.kwargs:
+        raise ShapeError("tile needs dims")
+    times = sizes_arg(c.args[1:]) if len(c.args) > 1 else list(c.kwargs["dims"])
+    return [repeat_sizes(c, x.sizes, [1] * (x.ndim - len(times)) + times)]
+
+
+@register("repeat_interleave")
+def repeat_interleave(c: OpCall) -> list[Sizes] | None:
+    """An int count multiplies `dim` (the flattened tensor without one); tensor counts are data,
+    unless `output_size` names the result's length."""
+    a = c.bind("input", "repeats", "dim", "output_size", repeats=None, dim=None, output_size=None)
+    x, repeats = as_tensor(a["input"], "input"), a["repeats"]
+    if repeats is None:
+        return None  # repeat_interleave(counts): indices, as many as the counts add up to
+    if isinstance(repeats, SymTensor):
+        if a["output_size"] is None or repeats.ndim > 1:
+            return None
+        length: Any = a["output_size"]
+    elif is_size(repeats):
+        c.require(sympy.Ge(repeats, 0, evaluate=False), "repeats must be non-negative")
+        length = None
+    else:
+        return None
+    if a["dim"] is None:
+        return [(length if length is not None else prod(x.sizes) * repeats,)]
+    if x.ndim == 0:
+        raise ShapeError("repeat_interleave: a 0-d tensor has no dim to repeat along")
+    d = c.dim(a["dim"], x.ndim)
+    if isinstance(repeats, SymTensor) and repeats.ndim and not c.is_one(repeats.sizes[0]):
+        c.equal(repeats.sizes[0], x.sizes[d], "one count per entry of the dim")
+    return [x.sizes[:d] + (length if length is not None else x.sizes[d] * repeats,) + x.sizes[d + 1 :]]
 
 
 @register("squeeze")

@@ -51,6 +51,13 @@ fallback("repeat", "swapdims", "movedim", "moveaxis", "split", "split_with_sizes
 fallback("group_norm", "batch_norm", "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d",
          "adaptive_avg_pool2d", "adaptive_max_pool2d", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
          why="nn op without a lowering yet")
+fallback("gather", "scatter", "scatter_add", "scatter_reduce", "index_select", "take_along_dim", "index_add",
+         "index_copy", "index_fill", "roll", "tile", why="indexing along a dim without a lowering yet")
+fallback("sort", "argsort", "topk", "cummax", "cummin", "diff", why="sorting or scan without a lowering yet")
+fallback("tensor", "as_tensor", "new_tensor", why="a tensor made from Python data: nothing to compute")
+fallback("meshgrid", why="views of its inputs without a lowering yet")
+fallback("einsum", why="a library kernel (torch's): a contraction torch plans")
+fallback("interpolate", why="resampling without a lowering yet")
 fallback("repeat_interleave", why="output size depends on data when the repeats are a tensor")
 fallback(*(n for n in OPS if n.startswith(("builtins.", "math."))),
          why="Python arithmetic on sizes: an int result is a size expression the wrapper computes")

@@ -1,0 +1,107 @@
+"""Shape rules for ops that order or scan values along a dim: sort, argsort, topk, cummax, cummin, roll, diff.
+
+Registered into `pdyn.ops.shape_rules.RULES` on import. Each keeps the input's sizes, except topk,
+which keeps `k` entries of its dim, and diff, which drops `n`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sympy
+
+from pdyn.ops.shape_rules import OpCall, ShapeError, Sizes, SymTensor, as_tensor, is_size, known, prod, register
+
+
+@register("sort")
+def sort(c: OpCall) -> list[Sizes] | None:
+    """(values, indices); `stable` is positional in the functional form and keyword-only in aten's."""
+    a = c.bind("input", "dim", "descending", "stable", dim=-1)
+    x = as_tensor(a["input"], "input")
+    c.dim(a["dim"], x.ndim)
+    return [x.sizes, x.sizes]
+
+
+@register("argsort")
+def argsort(c: OpCall) -> list[Sizes] | None:
+    a = c.bind("input", "dim", "descending", "stable", dim=-1)
+    x = as_tensor(a["input"], "input")
+    c.dim(a["dim"], x.ndim)
+    return [x.sizes]
+
+
+@register("cummax", "cummin")
+def cummax(c: OpCall) -> list[Sizes] | None:
+    a = c.bind("input", "dim")
+    x = as_tensor(a["input"], "input")
+    if not c.is_zero(prod(x.sizes)):  # an empty input returns before the dim is read
+        c.dim(a["dim"], x.ndim)
+    return [x.sizes, x.sizes]
+
+
+@register("topk")
+def topk(c: OpCall) -> list[Sizes] | None:
+    """(values, indices) with `k` entries in `dim`; 0 <= k <= the dim's size (1 for a 0-d input)."""
+    a = c.bind("input", "k", "dim", "largest", "sorted", dim=-1)
+    x = as_tensor(a["input"], "input")
+    if not is_size(a["k"]):
+        raise ShapeError("topk: k must be an int")
+    k = sympy.sympify(a["k"])
+    d = c.dim(a["dim"], x.ndim)
+    length = x.sizes[d] if x.ndim else sympy.Integer(1)
+    c.require(sympy.Ge(k, 0, evaluate=False), "k in range for the dim")
+    c.require(sympy.Le(k, length, evaluate=False), "k in range for the dim")
+    out = x.sizes[:d] + (k,) + x.sizes[d + 1 :] if x.ndim else ()
+    return [out, out]
+
+
+def _ints(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+@register("roll")
+def roll(c: OpCall) -> list[Sizes] | None:
+    a = c.bind("input", "shifts", "dims", dims=None)
+    x = as_tensor(a["input"], "input")
+    shifts = _ints(a["shifts"])
+    dims = [] if a["dims"] is None else _ints(a["dims"])
+    if not dims and len(shifts) != 1:
+        raise ShapeError("roll: shifts without dims must be one int (it rolls the flattened tensor)")
+    if dims and len(dims) != len(shifts):
+        raise ShapeError("roll: shifts and dims must align")
+    if dims and x.ndim == 0:
+        raise ShapeError("roll: a 0-d tensor has no dims to roll along")
+    for d in dims:
+        c.dim(d, x.ndim)
+    return [x.sizes]
+
+
+@register("diff")
+def diff(c: OpCall) -> list[Sizes] | None:
+    """prepend and append join `dim` (their other sizes equal the input's); each order drops one entry."""
+    a = c.bind("input", "n", "dim", "prepend", "append", n=1, dim=-1, prepend=None, append=None)
+    x = as_tensor(a["input"], "input")
+    order = c.value(a["n"], "the order of diff")
+    if x.ndim == 0:
+        raise ShapeError("diff expects a tensor of at least 1 dim")
+    if order == 0 and a["prepend"] is None and a["append"] is None:
+        return [x.sizes]  # returned before the dim is read
+    d = c.dim(a["dim"], x.ndim)
+    if order < 0:
+        raise ShapeError("diff: order must be non-negative")
+    length = x.sizes[d]
+    for extra in (a["prepend"], a["append"]):
+        if extra is None:
+            continue
+        if not isinstance(extra, SymTensor) or extra.ndim != x.ndim:
+            raise ShapeError("diff expects prepend or append to be the same dimension as input")
+        for i in range(x.ndim):
+            if i != d:
+                c.equal(extra.sizes[i], x.sizes[i], "prepend and append match the input but in dim")
+        length = length + extra.sizes[d]
+    if order == 0:
+        return [x.sizes]  # prepend and append are checked, not joined
+    out = length - order
+    if not known(c.env, sympy.Ge(out, 0, evaluate=False)):
+        out = sympy.Max(out, 0)
+    return [x.sizes[:d] + (out,) + x.sizes[d + 1 :]]
