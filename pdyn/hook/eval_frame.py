@@ -181,7 +181,7 @@ class Frame:
             cache = private.setdefault(fn.__code__, CodeCache(fn.__code__, private=private))
         inherited = InheritedSizes(sizes, self.cache.history) if sizes else None
         return make_wrapper(Frame(fn, self.backend, self.config, self.fullgraph, cache, self.dynamic,
-                                  caller=self.call_original.__module__, inherited=inherited))
+                                  caller=self.call_original.__module__, inherited=inherited), nesting_limit=NESTING_LIMIT)
 
     def _log_recompile(self, L: dict[str, Any], G: dict[str, Any], number: int, plan: TracePlan) -> None:
         if not recompile_log.isEnabledFor(logging.INFO):
@@ -260,9 +260,16 @@ def _make_caller(fn: types.FunctionType, caller: str) -> Callable[[dict[str, Any
     return scope["call_original"]  # type: ignore[no-any-return]
 
 
-def make_wrapper(frame: Frame) -> types.FunctionType:
+# A loop whose body breaks the graph calls its resume function from the resume function's own
+# compiled code, once per iteration: after this many nested calls the rest runs eagerly (eager's
+# loop runs in one frame, and must not hit a RecursionError that eager never would).
+NESTING_LIMIT = 64
+
+
+def make_wrapper(frame: Frame, nesting_limit: int | None = None) -> types.FunctionType:
     """A function with the same signature as `frame.fn`: the first entry whose guard holds runs, else
-    `frame.miss`.
+    `frame.miss`. With `nesting_limit` (resume functions), a call nested that deep in calls of the
+    same wrapper runs `fn` eagerly.
 
     The hot path of a cache hit is this wrapper's body: build L, loop over (check, run) pairs, count
     the hit. Everything fixed per function (globals, closure cells, the entry list) is a constant
@@ -273,7 +280,7 @@ def make_wrapper(frame: Frame) -> types.FunctionType:
     params, local_names, _ = _signature_text(code)
     taken = set(local_names)
     names = {k: _unused(k, taken) for k in ("L", "G", "checks", "counters", "check", "run", "miss", "unset",
-                                            "default")}
+                                            "default", "depth", "eagerly")}
     L, G = names["L"], names["G"]
     scope: dict[str, Any] = {names["G"]: fn.__globals__, names["checks"]: frame.cache.checks,
                              names["counters"]: frame.cache.counters, names["miss"]: frame.miss,
@@ -283,15 +290,28 @@ def make_wrapper(frame: Frame) -> types.FunctionType:
         scope[_unused(f"cell{i}", taken)] = cell
         items.append(f"{name!r}: {_unused(f'cell{i}', taken)}.cell_contents")
     defaulted = _defaulted(fn)
-    source = "\n".join([
-        f"def wrapper({params}):",
-        *(f"    if {n} is {names['unset']}: {n} = {names['default']}({n!r})" for n in defaulted),
-        f"    {L} = {{{', '.join(items)}}}",
+    dispatch = [
         f"    for {names['check']}, {names['run']} in {names['checks']}:",
         f"        if {names['check']}({L}, {G}) is None:",
         f"            {names['counters']}['cache_hits'] += 1",
         f"            return {names['run']}({L}, {G})",
         f"    return {names['miss']}({L})",
+    ]
+    if nesting_limit is not None:
+        depth = names["depth"]
+        scope[depth], scope[names["eagerly"]] = [0], frame.call_original
+        dispatch = [f"    if {depth}[0] >= {nesting_limit}:",
+                    f"        return {names['eagerly']}({L})",
+                    f"    {depth}[0] += 1",
+                    "    try:",
+                    *("    " + line for line in dispatch),
+                    "    finally:",
+                    f"        {depth}[0] -= 1"]
+    source = "\n".join([
+        f"def wrapper({params}):",
+        *(f"    if {n} is {names['unset']}: {n} = {names['default']}({n!r})" for n in defaulted),
+        f"    {L} = {{{', '.join(items)}}}",
+        *dispatch,
     ]) + "\n"
     exec(compile(source, f"<pdyn wrapper {code.co_name}>", "exec"), scope)
     wrapper: types.FunctionType = scope["wrapper"]

@@ -136,7 +136,7 @@ def test_size_arithmetic_feeding_float_math_and_a_fallback_op_compiles():
         x = randn(n, 3)
         for actual, expected in zip(compiled(x), f(x)):
             torch.testing.assert_close(actual, expected)
-    assert len(rec.graphs) == 2 and all(g is not None for g in rec.graphs)  # n=5, then n dynamic
+    assert len(rec.graphs) == 1 and rec.graphs[0] is not None  # roll has a shape rule: n stays dynamic
 
 
 def test_a_static_dim_of_size_zero_runs_with_torch():
