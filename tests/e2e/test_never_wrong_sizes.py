@@ -160,3 +160,13 @@ def test_a_fake_kernel_that_disagrees_with_the_shape_rule_runs_the_op_eagerly(mo
     check_calls(f, (ones(1),), (ones(1),))
     out = pdyn.explain(f)(ones(1))
     assert out.graph_break_count == 1 and "fake kernel" in str(out.break_reasons[0])
+
+
+def test_size_arithmetic_reaching_inf_or_nan_is_python_s():
+    def f(x):
+        a = x.size(0) * math.inf
+        b = a - math.inf
+        return x * (a > 0), x + (b != b), math.isnan(b)
+
+    check_calls(f, (ones(3),), (ones(4),), (ones(5),))
+    assert pdyn.stats()["eager_fallbacks"] == 0

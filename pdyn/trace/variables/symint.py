@@ -185,7 +185,8 @@ def sym_binary(tx: Tracer, fn: Callable[[Any, Any], Any], lhs: VariableTracker,
     if a.is_Number and b.is_Number:  # folded already (`n - n`): plain Python arithmetic, exact
         return ConstantVariable(result)
     pytype = type(result)
-    if pytype not in (int, float, bool) or fn in (min, max) and type(_hint(lhs)) is not type(_hint(rhs)):
+    if pytype not in (int, float, bool) or fn in (min, max) and type(_hint(lhs)) is not type(_hint(rhs)) \
+            or pytype is float and not math.isfinite(result):  # inf and nan have no sympy arithmetic
         return ConstantVariable(fn(_value(lhs, fn, loc), _value(rhs, fn, loc)))  # min(n, 2.5): its type is its value's
     if fn is operator.pow and pytype is int and b.free_symbols:  # `n ** m` is an int while m >= 0
         env.evaluate_bool(sympy.Ge(b, 0, evaluate=False), loc, "an int power")
