@@ -6,6 +6,7 @@ whose sizes change, so the second call (the symbolic one) is checked too."""
 from __future__ import annotations
 
 import math
+import warnings
 
 import pytest
 import torch
@@ -168,5 +169,6 @@ def test_size_arithmetic_reaching_inf_or_nan_is_python_s():
         b = a - math.inf
         return x * (a > 0), x + (b != b), math.isnan(b)
 
-    check_calls(f, (ones(3),), (ones(4),), (ones(5),))
-    assert pdyn.stats()["eager_fallbacks"] == 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # an internal error warns and runs eagerly: not good enough
+        check_calls(f, (ones(3),), (ones(4),), (ones(5),))
