@@ -79,6 +79,7 @@ class ResumeCodegen(FrameCodegen):
     def __init__(self) -> None:
         super().__init__()
         self._symbols: set[str] = set()
+        self.cells: dict[int, str] = {}   # id of a CellVariable -> the name of its cell in the frame code
 
     def reconstruct(self, vt: VariableTracker) -> str:
         if isinstance(vt, SymIntVariable) and not vt.is_python_constant():
