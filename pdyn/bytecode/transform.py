@@ -37,7 +37,8 @@ class ResumePoint:
 
     `stack` is the kind of each stack slot: "value" (an argument), "null" (the NULL under a
     callable, pushed by the prologue) or "iter" (a list argument the prologue turns back into an
-    iterator); `names` are the live locals passed after the stack values, then the free variables.
+    iterator); `names` are the live locals passed after the stack values (after `first`, where set).
+    Its cells (the code's cell and free variables) come as its closure, passed by each call.
     """
 
     code: types.CodeType

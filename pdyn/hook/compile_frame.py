@@ -210,6 +210,7 @@ def _resume_entry(e: Unsupported, tx: InstructionTranslator, inst: Instruction, 
     if taken > len(tx.stack):
         raise Unsupported("resume", f"`{inst.opname}` takes more values than the stack holds")
     codegen = ResumeCodegen()
+    cells = _cells(codegen, tx, cell_names(original))   # first: values on the stack may close over them
     kinds = tuple("null" if vt is NULL else "iter" if isinstance(vt, IteratorVariable) else "value"
                   for vt in tx.stack)
     values = [_stack_value(codegen, vt, kind) for vt, kind in zip(tx.stack, kinds)]
@@ -221,7 +222,6 @@ def _resume_entry(e: Unsupported, tx: InstructionTranslator, inst: Instruction, 
     below_vts = [vt for vt, kind in zip(tx.stack[:split], kinds[:split]) if kind != "null"]
     branches = [(NEXT, after_next), (JUMPED, after_jump)] if is_jump(inst) else [(NEXT, after_next)]
     calls = []
-    cells = _cells(codegen, tx, cell_names(original))
     first = _first_argument(tx, original)
     for branch, produced in branches:
         live = live_locals(original, resume_index(original, index, branch))
@@ -278,9 +278,11 @@ def _cells(codegen: ResumeCodegen, tx: InstructionTranslator, names: tuple[str, 
             expr = f"{codegen.constant(types.CellType, 'CellType')}()"
         else:
             expr = f"{codegen.constant(types.CellType, 'CellType')}({codegen.reconstruct(cell.contents)})"
-        if cell is not None:
+        if cell is None:
+            parts.append(expr)
+        else:
             codegen.cells[id(cell)] = _bind(codegen, expr)
-        parts.append(codegen.cells[id(cell)] if cell is not None else expr)
+            parts.append(codegen.cells[id(cell)])
     return _bind(codegen, f"({', '.join(parts)},)")
 
 

@@ -256,7 +256,9 @@ def _signature_text(code: types.CodeType) -> tuple[str, list[str], str]:
 def _make_caller(fn: types.FunctionType, caller: str) -> Callable[[dict[str, Any]], Any]:
     _, _, call = _signature_text(fn.__code__)
     scope: dict[str, Any] = {"original": fn, "__name__": caller}
-    if closure_at_call(fn):  # a resume function: this call's cells make the function run
+    # NOTE: the cache is per code object: an entry that calls the function eagerly serves every
+    # closure of that code, so it calls this call's closure (L's cells), never the compiling one's
+    if fn.__code__.co_freevars:
         scope["original"] = functools.partial(types.FunctionType, fn.__code__, fn.__globals__, fn.__name__, None)
         exec(f"def call_original(L):\n    return original(L[{CLOSURE_KEY!r}])({call})\n", scope)
         return scope["call_original"]  # type: ignore[no-any-return]
