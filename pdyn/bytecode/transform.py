@@ -18,8 +18,8 @@ from dataclasses import dataclass
 import bytecode
 from bytecode import Instr, Label
 
-from pdyn.bytecode.instructions import (BREAK_EFFECTS, FRAME_PROLOGUE, Instruction, encode_break, encode_jump, encode_load_fast,
-                               free_var_loads, free_var_writes)
+from pdyn.bytecode.instructions import (BREAK_EFFECTS, FRAME_PROLOGUE, Instruction, encode_break, encode_jump,
+                                       encode_load_fast)
 from pdyn.bytecode.instructions import decode as _decode
 
 log = logging.getLogger(__name__)
@@ -37,7 +37,8 @@ class ResumePoint:
 
     `stack` is the kind of each stack slot: "value" (an argument), "null" (the NULL under a
     callable, pushed by the prologue) or "iter" (a list argument the prologue turns back into an
-    iterator); `names` are the live locals passed after the stack values, then the free variables.
+    iterator); `names` are the live locals passed after the stack values (after `first`, where set).
+    Its cells (the code's cell and free variables) come as its closure, passed by each call.
     """
 
     code: types.CodeType
@@ -45,10 +46,17 @@ class ResumePoint:
     branch: int           # NEXT or JUMPED
     stack: tuple[str, ...]
     names: tuple[str, ...]
+    first: str | None = None   # the method's first argument, passed first (zero-argument super() reads it)
 
     def arg_names(self) -> list[str]:
         slots = [f"{STACK_NAME}{i}" for i, kind in enumerate(self.stack) if kind != "null"]
-        return slots + list(self.names) + list(self.code.co_freevars)
+        return ([self.first] if self.first else []) + slots + [n for n in self.names if n != self.first]
+
+
+def cell_names(code: types.CodeType) -> tuple[str, ...]:
+    """Every cell of `code`'s frame (its own cell variables, then its free variables): a resume
+    function has them all as free variables, in this order, so it shares the frame's cells."""
+    return code.co_cellvars + code.co_freevars
 
 
 RESUME_CODES: dict[ResumePoint, types.CodeType] = {}
@@ -68,16 +76,12 @@ def why_not_resumable(code: types.CodeType, inst: Instruction) -> str | None:
     """Why no step and resume function can be built for a break at `inst`, or None if they can."""
     if code.co_flags & NOT_FRAMES:
         return "the break is in a generator or coroutine, whose frame pdyn cannot resume"
-    if code.co_cellvars:
-        return f"{code.co_name}() makes closures over its locals, which a resume function cannot share"
     if inst.exc_kind is not None:
         return "the break is inside a try or with block"
     if inst.opname == "BEFORE_WITH":
         return "the break starts a with block"
     if encode_break(inst, Label()) is None:
         return f"`{inst.opname}` cannot run on its own outside the frame"
-    if any(free_var_writes(item) for item in bytecode.Bytecode.from_code(code)):
-        return f"{code.co_name}() stores to or closes over a free variable"
     return None
 
 
@@ -155,7 +159,9 @@ def _build_resume(point: ResumePoint) -> types.CodeType:
     insts = decode(code)
     after = resume_index(code, point.index, point.branch)
     lineno = (insts[after].lineno if after < len(insts) else None) or inst.lineno or code.co_firstlineno
-    prologue = [Instr("RESUME", 0, lineno=lineno), *_push_stack(point.stack, lineno), encode_jump(start, lineno)]
+    cells = cell_names(code)
+    copy = [Instr("COPY_FREE_VARS", len(cells), lineno=lineno)] if cells else []
+    prologue = [*copy, Instr("RESUME", 0, lineno=lineno), *_push_stack(point.stack, lineno), encode_jump(start, lineno)]
     body = _strip_prologue(items)
     out = bytecode.Bytecode(prologue + body)
     out._copy_attr_from(original)
@@ -163,12 +169,12 @@ def _build_resume(point: ResumePoint) -> types.CodeType:
     out.argnames = args
     out.argcount, out.posonlyargcount, out.kwonlyargcount = len(args), 0, 0
     out.flags = original.flags & ~(inspect.CO_VARARGS | inspect.CO_VARKEYWORDS | inspect.CO_NESTED)
-    out.freevars, out.cellvars = [], []
+    out.freevars, out.cellvars = list(cells), []
     line = inst.lineno or code.co_firstlineno
     out.name = f"pdyn_resume_in_{code.co_name}_at_{line}"
     out.qualname = f"{code.co_qualname}.<pdyn resume at line {line}>"
     result = out.to_code()
-    _record_origin(result, code, sum(1 for i in prologue if i.name != "RESUME"))
+    _record_origin(result, code, sum(1 for i in prologue if i.name not in ("RESUME", "COPY_FREE_VARS")))
     log.debug("resume function %s: stack %s, names %s", out.name, point.stack, args)
     return result
 
@@ -186,17 +192,16 @@ def _push_stack(kinds: tuple[str, ...], lineno: int) -> list[Instr]:
 
 
 def _strip_prologue(items: list[object]) -> list[object]:
-    """The code after the frame prologue, with free variables read as the plain locals the resume
-    function receives them as."""
+    """The code after the frame prologue, with every cell a free variable (the resume function
+    receives the frame's cells as its closure)."""
     body: list[object] = []
     in_prologue = True
     for item in items:
         if in_prologue and isinstance(item, Instr) and item.name in FRAME_PROLOGUE:
             in_prologue = item.name != "RESUME"
             continue
-        name = free_var_loads(item)
-        if name is not None:
-            item = Instr("LOAD_FAST", name, location=item.location)  # type: ignore[attr-defined]
+        if isinstance(item, Instr) and isinstance(item.arg, bytecode.CellVar):
+            item = Instr(item.name, bytecode.FreeVar(item.arg.name), location=item.location)
         body.append(item)
     return body
 
@@ -205,7 +210,7 @@ def _record_origin(result: types.CodeType, code: types.CodeType, offset: int) ->
     """Remember which user code `result` copies, if its instructions line up with it one to one."""
     base, base_offset = ORIGINS.get(code, (code, 0))
     mine = [i.opname for i in decode(result)][offset:]
-    theirs = [("LOAD_FAST" if i.opname == "LOAD_DEREF" else i.opname) for i in decode(code)]
+    theirs = [i.opname for i in decode(code)]
     if mine == theirs:
         ORIGINS[result] = (base, offset + base_offset)
     else:

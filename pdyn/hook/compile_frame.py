@@ -22,8 +22,8 @@ import torch.fx
 from pdyn.shapes import graph_meta
 from pdyn.base import logs
 from pdyn.trace.translator import InstructionTranslator, decoded
-from pdyn.bytecode.transform import (JUMPED, NEXT, ResumePoint, break_effect, is_jump, live_locals, original_of,
-                                     resume_code, resume_index, step_code, why_not_resumable)
+from pdyn.bytecode.transform import (JUMPED, NEXT, ResumePoint, break_effect, cell_names, is_jump, live_locals,
+                                     original_of, resume_code, resume_index, step_code, why_not_resumable)
 from pdyn.base.config import Config
 from pdyn.base.errors import Unsupported
 from pdyn.trace.frame_codegen import EagerRerun, FrameCodegen, ResumeCodegen, build_frame_function
@@ -72,6 +72,25 @@ class CacheEntry:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+# L's entry holding the frame's closure (its cells, in co_freevars order): a resume function shares them
+CLOSURE_KEY = "pdyn closure"
+
+
+class _EmptyCell:
+    """L's value of a free variable whose cell is empty (a local of the parent not yet assigned)."""
+
+    def __repr__(self) -> str:
+        return "<empty cell>"
+
+
+EMPTY_CELL = _EmptyCell()
+
+
+def closure_at_call(fn: types.FunctionType) -> bool:
+    """Whether `fn` is a resume function whose cells each call passes (the frame's, not fixed ones)."""
+    return getattr(fn, "_pdyn_closure_at_call", False)
+
+
 def title_of(code: types.CodeType) -> str:
     return f"{code.co_name}() at {code.co_filename}:{code.co_firstlineno}"
 
@@ -112,10 +131,11 @@ def _trace(tx: InstructionTranslator, f_locals: dict[str, Any]) -> VariableTrack
     """Wrap the frame's locals and run the root translator (None where it stopped at `stop_at`)."""
     code = tx.code
     tx.locals = {name: tx.wrap(value, LocalSource(name)) for name, value in f_locals.items()
-                 if name not in code.co_freevars}
+                 if name not in code.co_freevars and name != CLOSURE_KEY}
     tx.cells = {name: CellVariable(tx.locals.pop(name, None)) for name in code.co_cellvars}
     for name in code.co_freevars:
-        tx.cells[name] = CellVariable(tx.wrap(f_locals[name], LocalSource(name)))
+        value = f_locals[name]
+        tx.cells[name] = CellVariable(None if value is EMPTY_CELL else tx.wrap(value, LocalSource(name)))
         tx.cells[name].source = LocalSource(name)
     return tx.run()
 
@@ -190,6 +210,7 @@ def _resume_entry(e: Unsupported, tx: InstructionTranslator, inst: Instruction, 
     if taken > len(tx.stack):
         raise Unsupported("resume", f"`{inst.opname}` takes more values than the stack holds")
     codegen = ResumeCodegen()
+    cells = _cells(codegen, tx, cell_names(original))   # first: values on the stack may close over them
     kinds = tuple("null" if vt is NULL else "iter" if isinstance(vt, IteratorVariable) else "value"
                   for vt in tx.stack)
     values = [_stack_value(codegen, vt, kind) for vt, kind in zip(tx.stack, kinds)]
@@ -201,14 +222,19 @@ def _resume_entry(e: Unsupported, tx: InstructionTranslator, inst: Instruction, 
     below_vts = [vt for vt, kind in zip(tx.stack[:split], kinds[:split]) if kind != "null"]
     branches = [(NEXT, after_next), (JUMPED, after_jump)] if is_jump(inst) else [(NEXT, after_next)]
     calls = []
+    first = _first_argument(tx, original)
     for branch, produced in branches:
         live = live_locals(original, resume_index(original, index, branch))
-        names = tuple(sorted(n for n in live if n in tx.locals and tx.locals[n] is not NULL))
-        point = ResumePoint(original, index, branch, kinds[:split] + ("value",) * produced, names)
-        resume_fn = optimize(types.FunctionType(resume_code(point), tx.f_globals),
-                             _parent_sizes(tx, point.arg_names(), below_vts + [None] * produced + [
-                                 _local_tracker(tx, name) for name in names + original.co_freevars]))
-        args = below + ["*r[:-1]"] + [_local_value(codegen, tx, name) for name in names + original.co_freevars]
+        names = tuple(sorted(n for n in live if n in tx.locals and tx.locals[n] is not NULL and n != first))
+        point = ResumePoint(original, index, branch, kinds[:split] + ("value",) * produced, names, first)
+        head = [first] if first else []
+        resume_fn = _resume_function(resume_code(point), tx.f_globals)
+        resume_fn = optimize(resume_fn, _parent_sizes(tx, point.arg_names(), [_local_tracker(tx, n) for n in head] + below_vts
+                                                      + [None] * produced + [_local_tracker(tx, n) for n in names]))
+        args = [_local_value(codegen, tx, n) for n in head] + below + ["*r[:-1]"] \
+            + [_local_value(codegen, tx, name) for name in names]
+        if cells is not None:
+            args.insert(0, cells)
         calls.append(f"return {codegen.constant(resume_fn, 'resume')}({', '.join(args)})")
     step_fn = types.FunctionType(step_code(tx.code, inst, kinds[split:]), tx.f_globals)
     tail = [f"r = {codegen.constant(step_fn, 'step')}({', '.join(v for v in values[split:] if v is not None)})"]
@@ -218,6 +244,52 @@ def _resume_entry(e: Unsupported, tx: InstructionTranslator, inst: Instruction, 
     entry = _finish(tx.output, None, backend, title, number, time.perf_counter(), call_original, codegen, tail)
     entry.break_reason = e
     return entry
+
+
+def _resume_function(code: types.CodeType, f_globals: dict[str, Any]) -> types.FunctionType:
+    """The function object pdyn's hook wraps; with cells, each call passes its own (see `closure_at_call`)."""
+    if not code.co_freevars:
+        return types.FunctionType(code, f_globals)
+    fn = types.FunctionType(code, f_globals, code.co_name, None, tuple(types.CellType() for _ in code.co_freevars))
+    fn._pdyn_closure_at_call = True  # type: ignore[attr-defined]
+    return fn
+
+
+def _first_argument(tx: InstructionTranslator, original: types.CodeType) -> str | None:
+    """The method's first argument, where zero-argument super() after the break reads it (the
+    resume function's first argument, as in the frame it continues)."""
+    if "__class__" not in original.co_freevars or not original.co_argcount:
+        return None
+    first = original.co_varnames[0]
+    return first if first in tx.locals and tx.locals[first] is not NULL else None
+
+
+def _cells(codegen: ResumeCodegen, tx: InstructionTranslator, names: tuple[str, ...]) -> str | None:
+    """The tuple of the frame's cells, in the resume function's co_freevars order: a free variable
+    of the traced code is its cell in L; a cell the trace made is made here, holding what it holds."""
+    if not names:
+        return None
+    parts = []
+    for name in names:
+        cell = tx.cells.get(name)
+        if name in tx.code.co_freevars:
+            expr = f"L[{CLOSURE_KEY!r}][{tx.code.co_freevars.index(name)}]"
+        elif cell is None or cell.contents is None:
+            expr = f"{codegen.constant(types.CellType, 'CellType')}()"
+        else:
+            expr = f"{codegen.constant(types.CellType, 'CellType')}({codegen.reconstruct(cell.contents)})"
+        if cell is None:
+            parts.append(expr)
+        else:
+            codegen.cells[id(cell)] = _bind(codegen, expr)
+            parts.append(codegen.cells[id(cell)])
+    return _bind(codegen, f"({', '.join(parts)},)")
+
+
+def _bind(codegen: ResumeCodegen, expr: str) -> str:
+    name = f"v{len(codegen.lines)}"
+    codegen.lines.append(f"{name} = {expr}")
+    return name
 
 
 def _stack_value(codegen: ResumeCodegen, vt: VariableTracker, kind: str) -> str | None:

@@ -20,7 +20,7 @@ from typing import Any, Callable
 import torch
 
 from pdyn.base import logs
-from pdyn.hook.compile_frame import CacheEntry, compile_frame, title_of
+from pdyn.hook.compile_frame import CLOSURE_KEY, EMPTY_CELL, CacheEntry, closure_at_call, compile_frame, title_of
 from pdyn.base.config import Config, Settings, snapshot
 from pdyn.base.errors import InternalError, Unsupported, UserException
 from pdyn.guards.codegen import origin
@@ -256,6 +256,12 @@ def _signature_text(code: types.CodeType) -> tuple[str, list[str], str]:
 def _make_caller(fn: types.FunctionType, caller: str) -> Callable[[dict[str, Any]], Any]:
     _, _, call = _signature_text(fn.__code__)
     scope: dict[str, Any] = {"original": fn, "__name__": caller}
+    # NOTE: the cache is per code object: an entry that calls the function eagerly serves every
+    # closure of that code, so it calls this call's closure (L's cells), never the compiling one's
+    if fn.__code__.co_freevars:
+        scope["original"] = functools.partial(types.FunctionType, fn.__code__, fn.__globals__, fn.__name__, None)
+        exec(f"def call_original(L):\n    return original(L[{CLOSURE_KEY!r}])({call})\n", scope)
+        return scope["call_original"]  # type: ignore[no-any-return]
     exec(f"def call_original(L):\n    return original({call})\n", scope)
     return scope["call_original"]  # type: ignore[no-any-return]
 
@@ -286,9 +292,18 @@ def make_wrapper(frame: Frame, nesting_limit: int | None = None) -> types.Functi
                              names["counters"]: frame.cache.counters, names["miss"]: frame.miss,
                              names["unset"]: UNSET, names["default"]: functools.partial(current_default, fn)}
     items = [f"{n!r}: {n}" for n in local_names]
-    for i, (name, cell) in enumerate(zip(code.co_freevars, fn.__closure__ or ())):
-        scope[_unused(f"cell{i}", taken)] = cell
-        items.append(f"{name!r}: {_unused(f'cell{i}', taken)}.cell_contents")
+    if closure_at_call(fn):  # a resume function: the caller passes the frame's cells first
+        closure = _unused("closure", taken)
+        params = f"{closure}, {params}" if params else closure
+        scope[_unused("contents", taken)] = _contents
+        items += [f"{name!r}: {_unused('contents', taken)}({closure}[{i}])" for i, name in enumerate(code.co_freevars)]
+        items.append(f"{CLOSURE_KEY!r}: {closure}")
+    elif code.co_freevars:
+        for i, (name, cell) in enumerate(zip(code.co_freevars, fn.__closure__ or ())):
+            scope[_unused(f"cell{i}", taken)] = cell
+            items.append(f"{name!r}: {_unused(f'cell{i}', taken)}.cell_contents")
+        scope[_unused("closure", taken)] = fn.__closure__
+        items.append(f"{CLOSURE_KEY!r}: {_unused('closure', taken)}")
     defaulted = _defaulted(fn)
     dispatch = [
         f"    for {names['check']}, {names['run']} in {names['checks']}:",
@@ -324,6 +339,13 @@ def make_wrapper(frame: Frame, nesting_limit: int | None = None) -> types.Functi
     wrapper._pdyn_frame = frame  # type: ignore[attr-defined]
     wrapper._pdyn_source = source  # type: ignore[attr-defined]
     return wrapper
+
+
+def _contents(cell: Any) -> Any:
+    try:
+        return cell.cell_contents
+    except ValueError:
+        return EMPTY_CELL
 
 
 class _Unset:

@@ -19,7 +19,8 @@ from pdyn.sources import Source
 from pdyn.shapes.shape_env import to_python
 from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.containers import IteratorVariable
-from pdyn.trace.variables.functions import UserMethodVariable
+from pdyn.trace.variables.cell import CellVariable
+from pdyn.trace.variables.functions import UserFunctionVariable, UserMethodVariable
 from pdyn.trace.variables.symint import SymIntVariable
 from pdyn.trace.variables.tensor import TensorMethodVariable
 
@@ -79,12 +80,15 @@ class ResumeCodegen(FrameCodegen):
     def __init__(self) -> None:
         super().__init__()
         self._symbols: set[str] = set()
+        self.cells: dict[int, str] = {}   # id of a CellVariable -> the name of its cell in the frame code
 
     def reconstruct(self, vt: VariableTracker) -> str:
         if isinstance(vt, SymIntVariable) and not vt.is_python_constant():
             return self._symint(vt)
         if isinstance(vt, TensorMethodVariable):
             return f"{self.reconstruct(vt.tensor)}.{vt.name}"
+        if isinstance(vt, UserFunctionVariable) and vt.value is None and vt.source is None:
+            return self._made_function(vt)
         if isinstance(vt, UserMethodVariable):
             return f"{self.constant(types.MethodType, 'MethodType')}({self.reconstruct(vt.fn)}, {self.reconstruct(vt.obj)})"
         if isinstance(vt, IteratorVariable):
@@ -96,6 +100,30 @@ class ResumeCodegen(FrameCodegen):
             if vt.source is None and isinstance(value, REBUILT_BY_IDENTITY):
                 return self.constant(value, "f")
             raise
+
+    def cell(self, cell: CellVariable) -> str:
+        """The frame code's cell for `cell`; one the trace made (and no frame holds) is made here."""
+        if id(cell) not in self.cells:
+            kind = self.constant(types.CellType, "CellType")
+            expr = f"{kind}()" if cell.contents is None else f"{kind}({self.reconstruct(cell.contents)})"
+            self.cells[id(cell)] = self.once(cell, expr)
+        return self.cells[id(cell)]
+
+    def _made_function(self, vt: UserFunctionVariable) -> str:
+        """A def or lambda the trace ran: a new function of its code, defaults and the frame's cells."""
+        if vt.attrs:
+            raise Unsupported("reconstruct", f"pdyn cannot rebuild {vt.code.co_name}() with attributes set on it")
+        defaults = vt.defaults(None)  # type: ignore[arg-type]
+        closure = vt._closure or []
+        args = [self.constant(vt.code, "code"), self.constant(vt.f_globals, "globals"), repr(vt.code.co_name),
+                "(" + "".join(f"{self.reconstruct(d)}, " for d in defaults) + ")" if defaults else "None",
+                "(" + "".join(f"{self.cell(c)}, " for c in closure) + ")" if closure else "None"]
+        name = self.once(vt, f"{self.constant(types.FunctionType, 'FunctionType')}({', '.join(args)})")
+        kwdefaults = vt.kwdefaults(None)  # type: ignore[arg-type]
+        if kwdefaults and f"{name}.__kwdefaults__" not in "".join(self.lines):
+            items = ", ".join(f"{k!r}: {self.reconstruct(v)}" for k, v in kwdefaults.items())
+            self.lines.append(f"{name}.__kwdefaults__ = {{{items}}}")
+        return name
 
     def remaining(self, vt: Any) -> str:
         """The items an iterator on the stack has left, as a list (the code it goes to iterates it)."""

@@ -27,7 +27,5 @@ def lookup(x):
     return x + REGISTRY.get("sdpa", 1)
 
 
-@pytest.mark.xfail(strict=True, reason="RuntimeError: super(): __class__ cell not found (in the resume function "
-                                       "of Registry.get after its graph break)")
 def test_zero_argument_super_after_a_graph_break_in_a_method():
     check_calls(lookup, (torch.ones(3),))

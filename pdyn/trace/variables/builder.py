@@ -177,7 +177,8 @@ WRAP_BY_TYPE: dict[type, WrapFn] = {
     **{kind: _wrap_constant for kind in CONSTANT_TYPES},
     int: _wrap_int, torch.Size: _wrap_size, tuple: _wrap_sequence, list: _wrap_sequence,
     dict: _wrap_dict, collections.OrderedDict: _wrap_dict, functools.partial: _wrap_partial,
-    **{kind: _refuse for kind in (set, frozenset, types.CodeType, torch.finfo, torch.iinfo)},
+    types.CodeType: _wrap_by_identity,   # immutable: which code object is all there is to know
+    **{kind: _refuse for kind in (set, frozenset, torch.finfo, torch.iinfo)},
 }
 # then the first base class that matches, in this order
 WRAP_BY_BASE: list[tuple[type | tuple[type, ...], WrapFn]] = [

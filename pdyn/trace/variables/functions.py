@@ -65,14 +65,16 @@ class UserFunctionVariable(VariableTracker):
         if self._closure is None:
             cells = []
             for i, cell in enumerate(self.value.__closure__ or ()):  # type: ignore[union-attr]
+                src = AttrSource(ItemSource(AttrSource(self.source, "__closure__"), i), "cell_contents") \
+                    if self.source else None
                 try:
                     contents = cell.cell_contents
                 except ValueError:
                     cells.append(CellVariable(None))
-                    continue
-                src = AttrSource(ItemSource(AttrSource(self.source, "__closure__"), i), "cell_contents") \
-                    if self.source else None
-                cells.append(CellVariable(self._wrap_part(tx, contents, src)))
+                else:
+                    cells.append(CellVariable(self._wrap_part(tx, contents, src)))
+                # a cell that lives outside the trace: a store to it must not stay in the trace
+                cells[-1].source = src if src is not None else AttrSource(None, "cell_contents")
             self._closure = cells
         return self._closure
 
