@@ -299,3 +299,29 @@ def test_batchnorm_train_updates_running_stats():
     torch.testing.assert_close(m.running_mean, ref.running_mean)
     torch.testing.assert_close(m.running_var, ref.running_var)
     assert m.num_batches_tracked == ref.num_batches_tracked
+
+
+def test_a_module_list_sliced_by_an_int_read_from_an_object():
+    """`self.layers[: self.config.n]` (Llama's decoder loop): the bound is a guarded value read."""
+    class Config:
+        n = 2
+
+    class Stack(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = torch.nn.ModuleList([torch.nn.Linear(4, 4) for _ in range(3)])
+            self.config = Config()
+
+        def forward(self, x):
+            for layer in self.layers[: self.config.n]:
+                x = layer(x)
+            return x
+
+    m = Stack()
+    opt = pdyn.optimize(m)
+    for n in (2, 3, 5):
+        x = torch.randn(n, 4)
+        torch.testing.assert_close(opt(x), m(x))
+    m.config.n = 3
+    torch.testing.assert_close(opt(x), m(x))
+    assert pdyn.stats(opt)["graph_breaks"] == 0

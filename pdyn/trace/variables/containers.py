@@ -55,6 +55,11 @@ class SliceVariable(VariableTracker):
     def python_type(self) -> type:
         return slice
 
+    def as_python_constant(self) -> slice:
+        """The slice itself, where Python needs it (a module list, a Python list): its symbolic
+        bounds are value reads, so they are guarded."""
+        return slice(*(p.as_python_constant() for p in self.parts))
+
 
 class ContainerMethodVariable(VariableTracker):
     """A method of a container the trace knows (`items.append`, `d.get`): calling it runs the
