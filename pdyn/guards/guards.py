@@ -321,6 +321,26 @@ class HasAttrGuard(Guard):
 
 
 @dataclass(frozen=True, eq=False)
+class MembershipGuard(Guard):
+    """`item in value` is what it was when traced (a registry set a library consults: `cls in
+    _registered`); the item is hoisted, compared as `in` compares it."""
+
+    item: Any = None
+    present: bool = False
+
+    def key(self) -> tuple[Any, ...]:
+        return (type(self), self.source, id(self.item))
+
+    def fail_expr(self, v: str, hoist: Hoist) -> str:
+        item = hoist(self.item, getattr(self.item, "__name__", "item"))
+        return f"{item} {'not in' if self.present else 'in'} {v}"
+
+    def sentence(self) -> str:
+        shown = getattr(self.item, "__qualname__", None) or repr(self.item)
+        return f"{shown} {'in' if self.present else 'not in'} {self.source}"
+
+
+@dataclass(frozen=True, eq=False)
 class KeyPresenceGuard(Guard):
     """A string key is (or is not) in a dict: an object's `__dict__` holds (or lacks) an attribute
     the trace looked up there, so a class attribute it found is not shadowed later, nor gone."""

@@ -29,6 +29,7 @@ from pdyn.trace.variables.functions import PartialVariable, UserFunctionVariable
 from pdyn.trace.variables.nn_module import NNModuleVariable
 from pdyn.trace.variables.user_objects import bind_class_attr, construct_object, mro_lookup
 from pdyn.trace.variables.user_tuples import construct_with_new
+from pdyn.trace.variables.user_dicts import construct_user_dict, is_user_dict_class
 from pdyn.trace.variables.tensor import TensorMethodVariable
 from pdyn.trace.variables.torch import TorchFunctionVariable
 from pdyn.trace.variables.containers import (DictVariable, IteratorVariable, ListVariable, SetVariable, is_known, make_iterator,
@@ -391,6 +392,8 @@ def construct(tx: Tracer, cls: type, args: list[VariableTracker], kwargs: dict[s
         return _fold_object(tx, cls, args, kwargs)  # `Color(1)` looks a member up
     if cls.__new__ is object.__new__ and type(cls).__call__ is type.__call__:
         return construct_object(tx, cls, args, kwargs)
+    if is_user_dict_class(cls) and type(cls).__call__ is type.__call__:
+        return construct_user_dict(tx, cls, args, kwargs)  # a ModelOutput: a dataclass and an OrderedDict
     if isinstance(mro_lookup(cls, "__new__"), staticmethod) and type(cls).__call__ is type.__call__:
         return construct_with_new(tx, cls, args, kwargs)  # a namedtuple, a tuple subclass
     raise Unsupported("construct", f"pdyn cannot trace constructing a {cls.__qualname__}", loc=tx.loc())
