@@ -24,6 +24,7 @@ from pdyn.trace.variables.containers import DictVariable, ListVariable, SetVaria
 from pdyn.trace.variables.functions import PartialVariable, UserFunctionVariable, UserMethodVariable
 from pdyn.trace.variables.nn_module import NNModuleVariable
 from pdyn.trace.variables.input_sets import SetInputVariable
+from pdyn.trace.variables.user_dicts import is_user_dict_class, wrap_user_dict
 from pdyn.trace.variables.user_objects import UserObjectVariable
 from pdyn.trace.variables.user_tuples import TupleSubclassVariable
 import pdyn.trace.variables.object_rules  # noqa: F401  (registers the rules of object's own methods)
@@ -173,6 +174,8 @@ def _wrap_set(tx: Tracer, value: set[Any], source: Source) -> VariableTracker:
 
 
 def _wrap_object(tx: Tracer, value: Any, source: Source) -> VariableTracker:
+    if is_user_dict_class(type(value)):
+        return wrap_user_dict(tx, value, source)  # a ModelOutput: its items and its attributes
     _guard(tx, TypeGuard, source, type(value))
     return UserObjectVariable(value, source)
 

@@ -26,27 +26,28 @@ Kwargs = dict[str, VariableTracker]
 ODict = collections.OrderedDict
 
 
-def _entries(tx: Tracer, vt: VariableTracker, what: str) -> DictVariable:
-    """The dict contents of `vt`: a dict tracker itself, or a user dict's items."""
-    if isinstance(vt, UserDictVariable) and vt.is_fresh:
+def _entries(tx: Tracer, vt: VariableTracker, what: str, mutate: bool = False) -> DictVariable:
+    """The dict contents of `vt`: a dict tracker itself, or a user dict's items (those of an input
+    only to read: its mutations are not replayed)."""
+    if isinstance(vt, UserDictVariable) and (vt.is_fresh or not mutate):
         return vt.entries
     if isinstance(vt, DictVariable) and not isinstance(vt, UserDictVariable):
         return vt
     raise Unsupported("dict_method", f"pdyn cannot trace {what} on {vt}", loc=tx.loc())
 
 
-def _forward(name: str) -> Any:
+def _forward(name: str, mutate: bool) -> Any:
     def run(tx: Tracer, args: Args, kwargs: Kwargs) -> VariableTracker:
         if not args:
             raise UserException(TypeError(f"descriptor '{name}' of 'dict' object needs an argument"), tx.loc())
-        return _entries(tx, args[0], f"dict.{name}()").call_method(tx, name, list(args[1:]), kwargs)
+        return _entries(tx, args[0], f"dict.{name}()", mutate).call_method(tx, name, list(args[1:]), kwargs)
     return run
 
 
-for _name in ("keys", "values", "items", "get", "clear", "__contains__"):
-    rule(getattr(dict, _name), getattr(ODict, _name))(_forward(_name))
-rule(dict.pop, ODict.pop)(_forward("pop"))
-rule(dict.setdefault, ODict.setdefault)(_forward("setdefault"))
+for _name in ("keys", "values", "items", "get", "__contains__"):
+    rule(getattr(dict, _name), getattr(ODict, _name))(_forward(_name, False))
+for _name in ("pop", "setdefault", "clear"):
+    rule(getattr(dict, _name), getattr(ODict, _name))(_forward(_name, True))
 
 
 @rule(dict.__getitem__)
@@ -56,7 +57,7 @@ def _getitem(tx: Tracer, args: Args, kwargs: Kwargs) -> VariableTracker:
     entries = _entries(tx, obj, "dict.__getitem__()")
     if entries.contains(tx, key):
         return entries.getitem(tx, key)
-    missing = python_hook(obj.python_type(), "__missing__") if isinstance(obj, UserDictVariable) else None
+    missing = python_hook(tx, obj.python_type(), "__missing__") if isinstance(obj, UserDictVariable) else None
     if missing is not None:
         return UserFunctionVariable(missing).call(tx, [obj, key], {})
     return entries.getitem(tx, key)  # raises the KeyError
@@ -65,14 +66,14 @@ def _getitem(tx: Tracer, args: Args, kwargs: Kwargs) -> VariableTracker:
 @rule(dict.__setitem__, ODict.__setitem__)
 def _setitem(tx: Tracer, args: Args, kwargs: Kwargs) -> VariableTracker:
     obj, key, value = args
-    _entries(tx, obj, "dict.__setitem__()").setitem(tx, key, value)
+    _entries(tx, obj, "dict.__setitem__()", True).setitem(tx, key, value)
     return ConstantVariable(None)
 
 
 @rule(dict.__delitem__, ODict.__delitem__)
 def _delitem(tx: Tracer, args: Args, kwargs: Kwargs) -> VariableTracker:
     obj, key = args
-    _entries(tx, obj, "dict.__delitem__()").delitem(tx, key)
+    _entries(tx, obj, "dict.__delitem__()", True).delitem(tx, key)
     return ConstantVariable(None)
 
 
@@ -110,7 +111,7 @@ def _pairs(tx: Tracer, args: Args, kwargs: Kwargs) -> list[tuple[VariableTracker
 @rule(dict.__init__, dict.update)
 def _dict_update(tx: Tracer, args: Args, kwargs: Kwargs) -> VariableTracker:
     """dict's own init and update store directly, past any Python `__setitem__`."""
-    entries = _entries(tx, args[0], "dict.update()")
+    entries = _entries(tx, args[0], "dict.update()", True)
     for key, value in _pairs(tx, args[1:], kwargs):
         entries.setitem(tx, key, value)
     return ConstantVariable(None)
@@ -121,7 +122,7 @@ def _odict_update(tx: Tracer, args: Args, kwargs: Kwargs) -> VariableTracker:
     """OrderedDict's init and update (MutableMapping's) store with `self[k] = v`: a Python
     `__setitem__` of the subclass runs."""
     obj = args[0]
-    _entries(tx, obj, "OrderedDict.update()")
+    _entries(tx, obj, "OrderedDict.update()", True)
     for key, value in _pairs(tx, args[1:], kwargs):
         obj.setitem(tx, key, value)
     return ConstantVariable(None)

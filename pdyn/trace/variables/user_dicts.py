@@ -8,12 +8,16 @@ its MRO, or called as `dict.__setitem__(self, k, v)`, `super().__setitem__`) are
 from __future__ import annotations
 
 import collections
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pdyn.base.errors import Unsupported
+from pdyn.guards.guards import TypeGuard, UserDictKeysGuard
+from pdyn.sources import Const, Source, literal
 from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.containers import DictVariable
-from pdyn.trace.variables.user_objects import UserObjectVariable, bind_class_attr, mro_lookup
+from pdyn.trace.variables.user_objects import UserObjectVariable, bind_class_attr, class_attr, mro_lookup
 
 if TYPE_CHECKING:
     from pdyn.trace.frame_codegen import FrameCodegen
@@ -51,8 +55,32 @@ def rebuild_dict(cls: type, items: dict[Any, Any], attrs: dict[str, Any]) -> Any
     return obj
 
 
+@dataclass(frozen=True)
+class DictItemSource(Source):
+    """An item of a user dict read with its builtin base's own `__getitem__`, past any Python one
+    (`OrderedDict.__getitem__(L['out'], 'logits')`)."""
+
+    base: Source
+    key: object
+    kind: type = dict
+
+    def _code(self, const: Const, bound: Mapping[Source, str]) -> str:
+        getitem = const(self.kind.__getitem__, f"{self.kind.__name__}_getitem")
+        base, key = self.base.code(const, bound), literal(self.key, const)
+        # shown to people (`expr()`, no named constants): the item as `[]` reads it
+        return f"{getitem}({base}, {key})" if getitem.isidentifier() else f"{base}[{key}]"
+
+    def read(self, L: Mapping[str, Any], G: Mapping[str, Any]) -> Any:
+        return self.kind.__getitem__(self.base.read(L, G), self.key)
+
+    def root(self) -> Source:
+        return self.base.root()
+
+
 class UserDictVariable(UserObjectVariable):
-    """A user dict subclass instance made in the trace: `entries` are its items (in order)."""
+    """A user dict subclass instance: `entries` are its items (in order). Made in the trace, they
+    are its own; read from the frame, each is read through a DictItemSource, and the keys are
+    guarded (such an input's items are read-only in the trace: a store is a graph break)."""
 
     def __init__(self, value: Any, source: Any, cls: type | None = None):
         super().__init__(value, source, cls)
@@ -75,8 +103,22 @@ def construct_user_dict(tx: Tracer, cls: type, args: list[VariableTracker],
     """`cls(*args, **kwargs)` for a user dict class: dict's `__new__` (empty), then its `__init__`
     (a Python one inlined, dict's or OrderedDict's own a rule)."""
     obj = UserDictVariable.fresh(cls)
-    init = mro_lookup(cls, "__init__")
+    init = class_attr(tx, cls, "__init__")
     if init is None:
         raise Unsupported("construct", f"pdyn cannot trace constructing a {cls.__qualname__}", loc=tx.loc())
     bind_class_attr(tx, obj, cls, "__init__", init).call(tx, args, kwargs)
     return obj
+
+
+def wrap_user_dict(tx: Tracer, value: Any, source: Source) -> VariableTracker:
+    """A user dict read from the frame: its type and keys guarded, its items read by source."""
+    base = dict_base(type(value))
+    keys = tuple(base.keys(value))  # type: ignore[union-attr]
+    if not all(type(k) in (str, int) for k in keys):
+        tx.ctx.add_guard(TypeGuard(source, type(value), loc=tx.loc()))
+        return UserObjectVariable(value, source)
+    tx.ctx.add_guard(UserDictKeysGuard(source, type=type(value), keys=keys, base=base, loc=tx.loc()))
+    vt = UserDictVariable(value, source)
+    vt.entries.items = {k: tx.wrap(base.__getitem__(value, k), DictItemSource(source, k, base))  # type: ignore[union-attr]
+                        for k in keys}
+    return vt
