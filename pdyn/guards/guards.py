@@ -351,7 +351,7 @@ class ClassAttrGuard(Guard):
             if klass is self.owner:
                 if class_may_change(klass):
                     parts.append(f"{hoist(klass, klass.__name__)}.__dict__.get({self.name!r}, "
-                                 f"{hoist(_ABSENT, 'absent')}) is not {hoist(self.attr, 'attr')}")
+                                 f"{hoist(_ABSENT, 'absent')}) is not {hoist(self.attr, self.name)}")
                 break
             if class_may_change(klass):
                 parts.append(f"{self.name!r} in {hoist(klass, klass.__name__)}.__dict__")

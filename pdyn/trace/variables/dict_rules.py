@@ -16,7 +16,7 @@ from pdyn.trace.variables.builtins import rule
 from pdyn.trace.variables.constant import ConstantVariable
 from pdyn.trace.variables.containers import DictVariable, IteratorVariable, TupleVariable
 from pdyn.trace.variables.user_dicts import UserDictVariable
-from pdyn.trace.variables.user_objects import UserFunctionVariable, python_hook
+from pdyn.trace.variables.user_objects import UserFunctionVariable, class_attr, python_hook
 
 if TYPE_CHECKING:
     from pdyn.trace.translator import InstructionTranslator as Tracer
@@ -135,6 +135,8 @@ def _fields(tx: Tracer, args: Args, kwargs: Kwargs) -> VariableTracker:
     (arg,) = args
     cls = arg.as_python_constant() if arg.is_python_constant() and isinstance(arg.as_python_constant(), type) \
         else arg.python_type()
+    if isinstance(cls, type):
+        class_attr(tx, cls, "__dataclass_fields__")
     try:
         found = dataclasses.fields(cls)
     except TypeError as e:
