@@ -320,6 +320,87 @@ class HasAttrGuard(Guard):
         return f"{self.source} {'has' if self.present else 'has no'} attribute {self.name!r}"
 
 
+IMMUTABLE_TYPE = 1 << 8  # Py_TPFLAGS_IMMUTABLETYPE: builtin classes, whose attributes cannot be set
+_ABSENT = object()
+
+
+def class_may_change(cls: type) -> bool:
+    return not cls.__flags__ & IMMUTABLE_TYPE
+
+
+@dataclass(frozen=True, eq=False)
+class ClassAttrGuard(Guard):
+    """What instances of `cls` find as `name` in their class is what the trace found: `attr` in the
+    `__dict__` of `owner` and in no class before it in the MRO (with `owner` None: in none of them).
+    Replacing `Cls.method` after compiling recompiles. Builtin classes cannot change: not checked."""
+
+    cls: type = object
+    name: str = ""
+    owner: type | None = None
+    attr: Any = None
+
+    def key(self) -> tuple[Any, ...]:
+        return (type(self), id(self.cls), self.name)
+
+    def fail_expr(self, v: str, hoist: Hoist) -> str:
+        return " or ".join(self.conditions(hoist)) or "False"
+
+    def conditions(self, hoist: Hoist) -> list[str]:
+        parts = []
+        for klass in self.cls.__mro__:
+            if klass is self.owner:
+                if class_may_change(klass):
+                    parts.append(f"{hoist(klass, klass.__name__)}.__dict__.get({self.name!r}, "
+                                 f"{hoist(_ABSENT, 'absent')}) is not {hoist(self.attr, self.name)}")
+                break
+            if class_may_change(klass):
+                parts.append(f"{self.name!r} in {hoist(klass, klass.__name__)}.__dict__")
+        return parts
+
+    def sentence(self) -> str:
+        where = f"{self.owner.__qualname__}'s" if self.owner is not None else "no class's"
+        return f"{self.cls.__qualname__}.{self.name} is {where} (as traced)"
+
+
+@dataclass(frozen=True, eq=False)
+class UserDictKeysGuard(Guard):
+    """An instance of a user dict class (a ModelOutput) whose items are the same keys in the same
+    order, read with its builtin base's own `keys` (`OrderedDict.keys(v)`), past any Python method."""
+
+    type: type = dict
+    keys: tuple[Any, ...] = ()
+    base: type = dict
+
+    def fail_expr(self, v: str, hoist: Hoist) -> str:
+        keys = f"{hoist(self.base.keys, 'base_keys')}({v})"
+        types = tuple(type(k) for k in self.keys)
+        return (f"type({v}) is not {hoist(self.type, self.type.__name__)} or tuple({keys}) != {hoist(self.keys, 'keys')}"
+                f" or tuple(map(type, {keys})) != {hoist(types, 'key_types')}")
+
+    def sentence(self) -> str:
+        return f"{self.source} is a {self.type.__name__} with items {list(self.keys)!r}"
+
+
+@dataclass(frozen=True, eq=False)
+class MembershipGuard(Guard):
+    """`item in value` is what it was when traced (a registry set a library consults: `cls in
+    _registered`); the item is hoisted, compared as `in` compares it."""
+
+    item: Any = None
+    present: bool = False
+
+    def key(self) -> tuple[Any, ...]:
+        return (type(self), self.source, id(self.item))
+
+    def fail_expr(self, v: str, hoist: Hoist) -> str:
+        item = hoist(self.item, getattr(self.item, "__name__", "item"))
+        return f"{item} {'not in' if self.present else 'in'} {v}"
+
+    def sentence(self) -> str:
+        shown = getattr(self.item, "__qualname__", None) or repr(self.item)
+        return f"{shown} {'in' if self.present else 'not in'} {self.source}"
+
+
 @dataclass(frozen=True, eq=False)
 class KeyPresenceGuard(Guard):
     """A string key is (or is not) in a dict: an object's `__dict__` holds (or lacks) an attribute

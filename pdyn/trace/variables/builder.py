@@ -23,9 +23,12 @@ from pdyn.trace.variables.constant import CONSTANT_TYPES, ConstantVariable, Obje
 from pdyn.trace.variables.containers import DictVariable, ListVariable, SetVariable, SizeVariable, TupleVariable
 from pdyn.trace.variables.functions import PartialVariable, UserFunctionVariable, UserMethodVariable
 from pdyn.trace.variables.nn_module import NNModuleVariable
+from pdyn.trace.variables.input_sets import SetInputVariable
+from pdyn.trace.variables.user_dicts import is_user_dict_class, wrap_user_dict
 from pdyn.trace.variables.user_objects import UserObjectVariable
 from pdyn.trace.variables.user_tuples import TupleSubclassVariable
 import pdyn.trace.variables.object_rules  # noqa: F401  (registers the rules of object's own methods)
+import pdyn.trace.variables.dict_rules  # noqa: F401  (registers the rules of dict's own methods)
 from pdyn.trace.variables.tensor import TensorUnboundMethodVariable, is_tensor_method
 from pdyn.trace.variables.torch import PythonModuleVariable, TorchFunctionVariable, is_torch_function
 
@@ -165,7 +168,14 @@ def _wrap_tuple_subclass(tx: Tracer, value: tuple[Any, ...], source: Source) -> 
     return TupleSubclassVariable(items, source, type(value))
 
 
+def _wrap_set(tx: Tracer, value: set[Any], source: Source) -> VariableTracker:
+    _guard(tx, TypeGuard, source, type(value))
+    return SetInputVariable(value, source)
+
+
 def _wrap_object(tx: Tracer, value: Any, source: Source) -> VariableTracker:
+    if is_user_dict_class(type(value)):
+        return wrap_user_dict(tx, value, source)  # a ModelOutput: its items and its attributes
     _guard(tx, TypeGuard, source, type(value))
     return UserObjectVariable(value, source)
 
@@ -178,7 +188,8 @@ WRAP_BY_TYPE: dict[type, WrapFn] = {
     int: _wrap_int, torch.Size: _wrap_size, tuple: _wrap_sequence, list: _wrap_sequence,
     dict: _wrap_dict, collections.OrderedDict: _wrap_dict, functools.partial: _wrap_partial,
     types.CodeType: _wrap_by_identity,   # immutable: which code object is all there is to know
-    **{kind: _refuse for kind in (set, frozenset, torch.finfo, torch.iinfo)},
+    set: _wrap_set, frozenset: _wrap_set,
+    **{kind: _refuse for kind in (torch.finfo, torch.iinfo)},
 }
 # then the first base class that matches, in this order
 WRAP_BY_BASE: list[tuple[type | tuple[type, ...], WrapFn]] = [

@@ -27,8 +27,9 @@ from pdyn.trace.variables.symint import UNARY_SYMPY_OPS, SymIntVariable, sym_bin
 from pdyn.trace.variables.constant import CONSTANT_TYPES, ConstantVariable, ObjectConstantVariable, is_constant_value
 from pdyn.trace.variables.functions import PartialVariable, UserFunctionVariable, UserMethodVariable
 from pdyn.trace.variables.nn_module import NNModuleVariable
-from pdyn.trace.variables.user_objects import bind_class_attr, construct_object, mro_lookup
+from pdyn.trace.variables.user_objects import bind_class_attr, class_attr, construct_object, mro_lookup
 from pdyn.trace.variables.user_tuples import construct_with_new
+from pdyn.trace.variables.user_dicts import construct_user_dict, is_user_dict_class
 from pdyn.trace.variables.tensor import TensorMethodVariable
 from pdyn.trace.variables.torch import TorchFunctionVariable
 from pdyn.trace.variables.containers import (DictVariable, IteratorVariable, ListVariable, SetVariable, is_known, make_iterator,
@@ -391,6 +392,8 @@ def construct(tx: Tracer, cls: type, args: list[VariableTracker], kwargs: dict[s
         return _fold_object(tx, cls, args, kwargs)  # `Color(1)` looks a member up
     if cls.__new__ is object.__new__ and type(cls).__call__ is type.__call__:
         return construct_object(tx, cls, args, kwargs)
+    if is_user_dict_class(cls) and type(cls).__call__ is type.__call__:
+        return construct_user_dict(tx, cls, args, kwargs)  # a ModelOutput: a dataclass and an OrderedDict
     if isinstance(mro_lookup(cls, "__new__"), staticmethod) and type(cls).__call__ is type.__call__:
         return construct_with_new(tx, cls, args, kwargs)  # a namedtuple, a tuple subclass
     raise Unsupported("construct", f"pdyn cannot trace constructing a {cls.__qualname__}", loc=tx.loc())
@@ -426,6 +429,8 @@ class ClassVariable(ObjectConstantVariable):
         return construct(tx, self.value, args, kwargs)
 
     def getattr(self, tx: Tracer, name: str) -> VariableTracker:
+        if isinstance(self.value, type) and type(self.value) is type:
+            class_attr(tx, self.value, name)  # `Cls.name` replaced later: the entry does not apply
         try:
             attr = inspect.getattr_static(self.value, name)
         except AttributeError as e:
@@ -461,6 +466,9 @@ class SuperVariable(VariableTracker):
         for klass in mro[mro.index(self.cls) + 1:]:
             if name not in klass.__dict__:
                 continue
+            start = mro[mro.index(self.cls) + 1]  # the base class's method, as traced (in each MRO)
+            for searched in {start, klass}:
+                class_attr(tx, searched, name)
             attr = klass.__dict__[name]
             if not hasattr(type(attr), "__get__"):
                 return tx.wrap_constant(attr)  # a plain class attribute: the base class's own

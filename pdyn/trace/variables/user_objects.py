@@ -15,7 +15,7 @@ import types
 from typing import TYPE_CHECKING, Any, Callable
 
 from pdyn.base.errors import Unsupported, UserException
-from pdyn.guards.guards import AliasGuard, IdGuard, KeyPresenceGuard
+from pdyn.guards.guards import AliasGuard, ClassAttrGuard, IdGuard, KeyPresenceGuard, class_may_change
 from pdyn.sources import AttrSource, ItemSource, Source
 from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.constant import ConstantVariable
@@ -62,13 +62,24 @@ def mro_lookup(cls: type, name: str) -> Any:
     return None
 
 
+def class_attr(tx: Tracer, cls: type, name: str) -> Any:
+    """`mro_lookup(cls, name)`, guarded: replacing (or adding, or deleting) what instances of `cls`
+    find as `name` in their classes makes the entry not apply. One check per user class searched."""
+    owner = next((klass for klass in cls.__mro__ if name in klass.__dict__), None)
+    attr = owner.__dict__[name] if owner is not None else None
+    searched = cls.__mro__[:cls.__mro__.index(owner) + 1] if owner is not None else cls.__mro__
+    if any(class_may_change(klass) for klass in searched):
+        tx.ctx.add_guard(ClassAttrGuard(None, cls=cls, name=name, owner=owner, attr=attr, loc=tx.loc()))
+    return attr
+
+
 def is_data_descriptor(attr: Any) -> bool:
     return attr is not None and (hasattr(type(attr), "__set__") or hasattr(type(attr), "__delete__"))
 
 
-def python_hook(cls: type, name: str) -> types.FunctionType | None:
+def python_hook(tx: Tracer, cls: type, name: str) -> types.FunctionType | None:
     """`cls.<name>` where it is a function written in Python (a hook pdyn inlines), else None."""
-    attr = mro_lookup(cls, name)
+    attr = class_attr(tx, cls, name)
     return attr if isinstance(attr, types.FunctionType) else None
 
 
@@ -115,8 +126,8 @@ class UserObjectVariable(VariableTracker):
     def getattr(self, tx: Tracer, name: str) -> VariableTracker:
         """`self.name`: a Python `__getattribute__` inlined, else the generic lookup; an
         AttributeError from either goes to a Python `__getattr__`, as CPython's slot does."""
-        hook = python_hook(self.cls, "__getattribute__")
-        fallback = python_hook(self.cls, "__getattr__")
+        hook = python_hook(tx, self.cls, "__getattribute__")
+        fallback = python_hook(tx, self.cls, "__getattr__")
         try:
             if hook is not None:
                 return UserFunctionVariable(hook).call(tx, [self, ConstantVariable(name)], {})
@@ -129,7 +140,7 @@ class UserObjectVariable(VariableTracker):
     def generic_getattr(self, tx: Tracer, name: str) -> VariableTracker:
         """`object.__getattribute__(self, name)`: data descriptors, instance dict, class attributes."""
         stored = self._stored(tx, name)
-        attr = mro_lookup(self.cls, name)
+        attr = class_attr(tx, self.cls, name)
         if is_data_descriptor(attr):
             if isinstance(attr, property):
                 if attr.fget is None:
@@ -202,7 +213,7 @@ class UserObjectVariable(VariableTracker):
         return UserException(AttributeError(message), tx.loc())
 
     def store_attr(self, tx: Tracer, name: str, value: VariableTracker) -> None:
-        hook = python_hook(self.cls, "__setattr__")
+        hook = python_hook(tx, self.cls, "__setattr__")
         if hook is not None:
             UserFunctionVariable(hook).call(tx, [self, ConstantVariable(name), value], {})
             return
@@ -212,7 +223,7 @@ class UserObjectVariable(VariableTracker):
 
     def generic_setattr(self, tx: Tracer, name: str, value: VariableTracker) -> None:
         """`object.__setattr__(self, name, value)`: a data descriptor's setter, else a plain store."""
-        attr = mro_lookup(self.cls, name)
+        attr = class_attr(tx, self.cls, name)
         if is_data_descriptor(attr):
             if isinstance(attr, property):
                 if attr.fset is None:
@@ -234,13 +245,13 @@ class UserObjectVariable(VariableTracker):
     def dunder(self, tx: Tracer, name: str, args: list[VariableTracker]) -> VariableTracker | None:
         """`type(self).<name>(self, *args)` where the class defines it in Python (or a descriptor
         pdyn binds), else None: CPython looks special methods up on the type, never the instance."""
-        attr = mro_lookup(self.cls, name)
+        attr = class_attr(tx, self.cls, name)
         if attr is None or _is_object_slot(attr, name):
             return None
         return bind_class_attr(tx, self, self.cls, name, attr).call(tx, args, {})
 
     def call(self, tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
-        attr = mro_lookup(self.cls, "__call__")
+        attr = class_attr(tx, self.cls, "__call__")
         if attr is None:
             raise UserException(TypeError(f"'{self.cls.__name__}' object is not callable"), tx.loc())
         return bind_class_attr(tx, self, self.cls, "__call__", attr).call(tx, args, kwargs)
@@ -275,7 +286,7 @@ class UserObjectVariable(VariableTracker):
     def iterate(self, tx: Tracer) -> list[VariableTracker]:
         it = self.dunder(tx, "__iter__", [])
         if it is None:
-            if mro_lookup(self.cls, "__getitem__") is not None:
+            if class_attr(tx, self.cls, "__getitem__") is not None:
                 raise Unsupported("iterate", f"pdyn cannot iterate {self.cls.__name__} through __getitem__",
                                   loc=tx.loc())
             raise UserException(TypeError(f"'{self.cls.__name__}' object is not iterable"), tx.loc())
@@ -437,7 +448,7 @@ def construct_object(tx: Tracer, cls: type, args: list[VariableTracker],
     """`cls(*args, **kwargs)` for a user class with object's `__new__`: a fresh object, its
     `__init__` inlined."""
     obj = UserObjectVariable.fresh(cls)
-    init = mro_lookup(cls, "__init__")
+    init = class_attr(tx, cls, "__init__")
     if _is_object_slot(init, "__init__"):
         if args or kwargs:
             raise UserException(TypeError(f"{cls.__name__}() takes no arguments"), tx.loc())

@@ -14,7 +14,7 @@ from pdyn.sources import Source
 from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.containers import ContainerMethodVariable, DictVariable, TupleVariable
 from pdyn.trace.variables.functions import UserFunctionVariable
-from pdyn.trace.variables.user_objects import bind_class_attr, mro_lookup
+from pdyn.trace.variables.user_objects import bind_class_attr, class_attr, mro_lookup
 
 if TYPE_CHECKING:
     from pdyn.trace.frame_codegen import FrameCodegen
@@ -52,7 +52,7 @@ class TupleSubclassVariable(TupleVariable):
         return _plain(super().binary_op(tx, fn, other))
 
     def getattr(self, tx: Tracer, name: str) -> VariableTracker:
-        attr = mro_lookup(self.cls, name)
+        attr = class_attr(tx, self.cls, name)
         if name in STOCK_CODE and getattr(attr, "__code__", None) is STOCK_CODE[name]:
             return ContainerMethodVariable(self, name)
         if isinstance(attr, TUPLE_GETTER):
@@ -65,7 +65,7 @@ class TupleSubclassVariable(TupleVariable):
 
     def call_method(self, tx: Tracer, name: str, args: list[VariableTracker],
                     kwargs: dict[str, VariableTracker]) -> VariableTracker:
-        attr = mro_lookup(self.cls, name)
+        attr = class_attr(tx, self.cls, name)
         if name in STOCK_CODE and getattr(attr, "__code__", None) is STOCK_CODE[name]:
             fields = list(self.cls._fields)  # type: ignore[attr-defined]
             if name == "_asdict" and not args and not kwargs:
@@ -76,7 +76,7 @@ class TupleSubclassVariable(TupleVariable):
                     raise UserException(ValueError(f"Got unexpected field names: {unknown!r}"), tx.loc())
                 items = [kwargs.get(f, item) for f, item in zip(fields, self.items)]
                 return TupleSubclassVariable(items, cls=self.cls)
-        if mro_lookup(self.cls, name) is tuple.__dict__.get(name):
+        if class_attr(tx, self.cls, name) is tuple.__dict__.get(name):
             return super().call_method(tx, name, args, kwargs)
         return self.getattr(tx, name).call(tx, args, kwargs)
 
@@ -125,7 +125,7 @@ def construct_with_new(tx: Tracer, cls: type, args: list[VariableTracker],
     if not isinstance(fn, types.FunctionType):
         raise Unsupported("construct", f"pdyn cannot trace constructing a {cls.__qualname__}", loc=tx.loc())
     obj = UserFunctionVariable(fn).call(tx, [tx.wrap_constant(cls), *args], kwargs)
-    init = mro_lookup(cls, "__init__")
+    init = class_attr(tx, cls, "__init__")
     try:
         made = issubclass(obj.python_type(), cls)
     except Unsupported:
