@@ -107,3 +107,21 @@ def test_functions_in_dicts_and_lists_callable_and_id():
 
     opt = check_calls(f, (torch.randn(3), "relu"), (torch.randn(5), "relu"), (torch.randn(5), "plain"), compiles=2)
     assert pdyn.stats(opt)["graph_breaks"] == 0
+
+
+def test_inspect_signature_of_a_bound_method_is_a_constant():
+    """transformers' apply_chunking_to_forward reads `inspect.signature(forward_fn).parameters`."""
+    import inspect
+
+    class Block:
+        def forward(self, hidden, mask=None):
+            return hidden
+
+    block = Block()
+
+    def f(x):
+        params = inspect.signature(block.forward).parameters
+        return x * len(params), "mask" in params, list(params)
+
+    opt = check_calls(f, (torch.randn(3),), (torch.randn(5),), compiles=1)
+    assert pdyn.stats(opt)["graph_breaks"] == 0

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import collections
 import functools
+import inspect
 import itertools
 import math
 import operator
@@ -14,7 +15,8 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from pdyn.base.errors import Unsupported, UserException
 from pdyn.trace.variables.base import VariableTracker
-from pdyn.trace.variables.constant import ConstantVariable
+from pdyn.trace.variables.constant import ConstantVariable, ObjectConstantVariable
+from pdyn.trace.variables.functions import UserFunctionVariable, UserMethodVariable
 from pdyn.trace.variables.containers import DictVariable, IteratorVariable, TupleVariable, make_iterator, python_value
 from pdyn.trace.variables.semantics import is_same
 from pdyn.trace.variables.tensor import TensorVariable
@@ -55,6 +57,22 @@ class ObjectIdVariable(VariableTracker):
 @rule(id)
 def _id(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
     return ObjectIdVariable(args[0])
+
+
+@rule(inspect.signature)
+def _signature(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    """The signature of a user function or bound method, computed at trace time: a function read
+    from the frame is guarded by identity, so its signature is fixed with it."""
+    fn = args[0] if len(args) == 1 and not kwargs else None
+    bound = isinstance(fn, UserMethodVariable)
+    function = fn.fn if bound else fn
+    if not isinstance(function, UserFunctionVariable) or function.value is None:
+        raise Unsupported("signature", f"pdyn computes inspect.signature() of user functions only, not {fn}",
+                          loc=tx.loc())
+    sig = inspect.signature(function.value)
+    if bound:  # the object fills the first parameter, as for a bound method
+        sig = sig.replace(parameters=tuple(sig.parameters.values())[1:])
+    return ObjectConstantVariable(sig)
 
 
 @rule(itertools.chain)
