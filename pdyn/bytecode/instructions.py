@@ -98,7 +98,8 @@ DROPPED = {"PRECALL", "RESUME", "NOP", "CACHE", "EXTENDED_ARG", "COPY_FREE_VARS"
 # The frame prologue makes every cell before RESUME (the tracer makes them when it starts a frame);
 # 3.12 also emits MAKE_CELL inside a function, for a cell variable of an inlined comprehension.
 PROLOGUE_ONLY = {"MAKE_CELL"}
-INTRINSICS = {"INTRINSIC_UNARY_POSITIVE": "UNARY_POSITIVE", "INTRINSIC_LIST_TO_TUPLE": "LIST_TO_TUPLE"}
+INTRINSICS = {"INTRINSIC_UNARY_POSITIVE": "UNARY_POSITIVE", "INTRINSIC_LIST_TO_TUPLE": "LIST_TO_TUPLE",
+              "INTRINSIC_STOPITERATION_ERROR": "STOPITERATION_ERROR"}  # 3.12 generators' outer handler
 
 # The instruction set handlers see (the union of both versions, after the renames above).
 OPNAMES = frozenset(

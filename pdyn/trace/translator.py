@@ -109,11 +109,16 @@ class InstructionTranslator:
         if fn is None:
             raise Unsupported("opcode", f"pdyn cannot trace `{inst.opname}` yet", loc=self.loc())
         try:
-            fn(self, inst)
-        except UserException as e:
-            if not e.catchable or inst.handler is None:
-                raise  # uncaught here: the caller's handlers, else the frame reruns eagerly
-            self.unwind(inst, e)
+            try:
+                fn(self, inst)
+            except UserException as e:
+                if inst.handler is None:
+                    raise  # uncaught here: the caller's handlers, else the frame reruns eagerly
+                if not e.catchable:
+                    raise Unsupported("caught_exception", f"pdyn cannot trace handling {type(e.exc).__name__}: "
+                                      f"{e.exc} (its guards do not decide that it is raised)",
+                                      loc=self.loc(inst)) from None
+                self.unwind(inst, e)
         except Unsupported as e:
             if e.loc is None:  # raised by a tracker, which does not know the instruction
                 e.loc = self.loc(inst)

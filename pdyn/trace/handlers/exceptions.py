@@ -68,17 +68,29 @@ def check_exc_match(tx: Tracer, inst: Instruction) -> None:
     tx.push(ConstantVariable(isinstance(value, kinds)))
 
 
+@handler("STOPITERATION_ERROR")
+def stopiteration_error(tx: Tracer, inst: Instruction) -> None:
+    """3.12: a StopIteration escaping a generator becomes RuntimeError, as PEP 479 says."""
+    value = tx.stack[-1].as_python_constant()
+    if isinstance(value, StopIteration):
+        error = RuntimeError("generator raised StopIteration")
+        error.__cause__ = value
+        tx.stack[-1] = tx.wrap_constant(error)
+
+
 @handler("RERAISE")
 def reraise(tx: Tracer, inst: Instruction) -> None:
-    exc = tx.pop()
-    if inst.argval:
-        tx.pop()  # the raising instruction's position, for the traceback
+    exc = tx.pop()  # a nonzero arg only says where the raising instruction's position lies (peeked)
     raise_exception(tx, exc)
 
 
 def raise_exception(tx: Tracer, exc: VariableTracker, cause: VariableTracker | None = None) -> None:
     """`raise exc [from cause]` of a trace-time exception (or class): catchable in the trace."""
     value = exc.as_python_constant() if exc.is_python_constant() else getattr(exc, "value", None)
+    if exc.source is not None and isinstance(value, BaseException):
+        # raising sets __context__/__cause__ on the object: an argument's would change for real
+        raise Unsupported("raise", f"pdyn cannot trace raising an exception object it did not make ({exc})",
+                          loc=tx.loc())
     if isinstance(value, type) and issubclass(value, BaseException):
         value = value()
     if not isinstance(value, BaseException):

@@ -14,9 +14,12 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 import torch
 
+from pdyn.base.errors import Unsupported, UserException
 from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.builtins import ClassVariable
 from pdyn.trace.variables.constant import ConstantVariable
+from pdyn.trace.variables.containers import DictVariable
+from pdyn.trace.variables.generator import GeneratorVariable
 
 if TYPE_CHECKING:
     from pdyn.trace.translator import InstructionTranslator as Tracer
@@ -55,16 +58,20 @@ class ContextManagerVariable(VariableTracker):
     def enter(self, tx: Tracer) -> VariableTracker:
         return NONE
 
-    def exit(self, tx: Tracer) -> VariableTracker:
-        """Leave the block (normally or by an exception); the value says whether to suppress it."""
+    def exit(self, tx: Tracer, exc: VariableTracker) -> VariableTracker:
+        """Leave the block (`exc` None, or the exception raised in it); the value says whether
+        to suppress the exception."""
         return NONE
 
     def getattr(self, tx: Tracer, name: str) -> VariableTracker:
-        if name == "__enter__":
-            return BoundHook(self, "enter")
-        if name == "__exit__":
-            return BoundHook(self, "exit")
+        if name in ("__enter__", "__exit__", "clone"):
+            return BoundHook(self, name.strip("_"))
+        if name == "__class__":
+            return ContextClassVariable(self.cls)
         return super().getattr(tx, name)
+
+    def clone(self, tx: Tracer) -> VariableTracker:
+        raise Unsupported("context_manager", f"pdyn cannot copy {self}", loc=tx.loc())
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.cls.__name__})"
@@ -78,7 +85,15 @@ class BoundHook(VariableTracker):
         self.which = which
 
     def call(self, tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
-        return self.manager.enter(tx) if self.which == "enter" else self.manager.exit(tx)
+        if self.which == "exit":
+            return self.manager.exit(tx, args[1] if len(args) > 1 else NONE)
+        return getattr(self.manager, self.which)(tx)  # type: ignore[no-any-return]
+
+    def is_python_constant(self) -> bool:
+        return self.manager.is_python_constant()
+
+    def as_python_constant(self) -> Any:
+        return getattr(self.manager.as_python_constant(), self.which if self.which == "clone" else f"__{self.which}__")
 
     def __repr__(self) -> str:
         return f"BoundHook({self.manager}.{self.which})"
@@ -117,10 +132,68 @@ class GradModeVariable(ContextManagerVariable):
             set_grad_mode(tx, self.mode)
         return NONE
 
-    def exit(self, tx: Tracer) -> VariableTracker:
+    def exit(self, tx: Tracer, exc: VariableTracker) -> VariableTracker:
         if self.prior is not None:
             set_grad_mode(tx, self.prior)
         return NONE
+
+    def is_python_constant(self) -> bool:
+        """no_grad and enable_grad objects hold no state: one stands for any other (a decorator's
+        closure holds one); set_grad_enabled changes the mode when made, so it is no constant."""
+        return self.cls is not torch.set_grad_enabled
+
+    def as_python_constant(self) -> Any:
+        if not self.is_python_constant():
+            return super().as_python_constant()
+        return self.cls()
+
+    def clone(self, tx: Tracer) -> VariableTracker:
+        """What torch's `@torch.no_grad()` decorator enters on each call of the function."""
+        if self.cls is torch.set_grad_enabled:
+            return GradModeVariable.set_now(tx, self.cls, self.mode)
+        return GradModeVariable(self.cls, self.mode)
+
+
+class GeneratorContextVariable(ContextManagerVariable):
+    """A `@contextlib.contextmanager` function's manager: the generator runs in the trace up to its
+    `yield` on entry, and from there to its end on exit (an exception raised in the block is
+    thrown in at the `yield`), with contextlib's errors for a generator that yields twice or never."""
+
+    def __init__(self, cls: type, gen: GeneratorVariable):
+        super().__init__(cls)
+        self.gen = gen
+
+    def enter(self, tx: Tracer) -> VariableTracker:
+        value = self.gen.next()
+        if value is None:
+            raise UserException(RuntimeError("generator didn't yield"), tx.loc(), catchable=True)
+        return value
+
+    def exit(self, tx: Tracer, exc: VariableTracker) -> VariableTracker:
+        raised = None if exc.is_python_constant() and exc.as_python_constant() is None else exc
+        if raised is None:
+            if self.gen.next() is not None:
+                raise UserException(RuntimeError("generator didn't stop"), tx.loc(), catchable=True)
+            return ConstantVariable(False)
+        value = raised.as_python_constant()
+        try:
+            if not self.gen.throw(UserException(value, tx.loc(), catchable=True)):
+                return ConstantVariable(False)  # no handler at the yield: the exception goes on
+            if self.gen.next() is not None:
+                raise UserException(RuntimeError("generator didn't stop after throw()"), tx.loc(), catchable=True)
+        except UserException as e:
+            if e.exc is value:
+                return ConstantVariable(False)  # re-raised as is: __exit__ lets it go on
+            raise
+        return ConstantVariable(True)
+
+
+def _build_generator_context(tx: Tracer, cls: type, args: list[VariableTracker],
+                             kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    if len(args) != 3 or kwargs or not isinstance(args[2], DictVariable):
+        return None
+    gen = args[0].call(tx, tx.iterate(args[1]), {str(k): v for k, v in args[2].items.items()})
+    return GeneratorContextVariable(cls, gen) if isinstance(gen, GeneratorVariable) else None
 
 
 def _build_grad_mode(tx: Tracer, cls: type, args: list[VariableTracker],
@@ -146,6 +219,7 @@ def _build_null(tx: Tracer, cls: type, args: list[VariableTracker],
 BUILDERS: dict[type, Any] = {
     torch.no_grad: _build_grad_mode, torch.enable_grad: _build_grad_mode,
     torch.set_grad_enabled: _build_grad_mode, contextlib.nullcontext: _build_null,
+    contextlib._GeneratorContextManager: _build_generator_context,
 }
 
 
@@ -160,3 +234,18 @@ class ContextClassVariable(ClassVariable):
 
 def is_context_class(value: Any) -> bool:
     return isinstance(value, type) and value in BUILDERS
+
+
+def is_context_object(value: Any) -> bool:
+    """A grad-mode manager made before the trace (the one a `@torch.no_grad()` decorator holds),
+    or a bound method of one (its `clone`)."""
+    value = getattr(value, "__self__", value)
+    return type(value) in (torch.no_grad, torch.enable_grad, torch.set_grad_enabled)
+
+
+def context_object(value: Any) -> VariableTracker:
+    """The tracker of such a manager: no_grad and enable_grad hold no state; set_grad_enabled its mode."""
+    if hasattr(value, "__func__"):
+        return BoundHook(context_object(value.__self__), value.__func__.__name__.strip("_"))  # type: ignore[arg-type]
+    kind = type(value)
+    return GradModeVariable(kind, bool(value.mode) if kind is torch.set_grad_enabled else kind is torch.enable_grad)
