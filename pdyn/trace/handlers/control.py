@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pdyn.base.errors import Unsupported, UserException
+from pdyn.base.errors import Unsupported
 from pdyn.trace.handlers.registry import handler
 from pdyn.bytecode.instructions import Instruction
 from pdyn.trace.variables.base import VariableTracker
