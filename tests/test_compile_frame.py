@@ -30,6 +30,7 @@ def scale_and_shift(x, w):
 
 def with_try(x):
     try:
+        pdyn.graph_break()  # a break inside a try block: no resume function, the frame runs eagerly
         return x + 1
     except ValueError:
         return x
@@ -72,7 +73,7 @@ def test_function_without_tensor_ops_compiles_no_graph():
 def test_unsupported_gives_an_eager_entry_with_the_reason():
     entry, L = compile_for(with_try, torch.ones(2))
     assert entry.graph_module is None
-    assert entry.eager_reason is not None and entry.eager_reason.key == "try_block"
+    assert entry.eager_reason is not None and entry.eager_reason.key == "graph_break"
     assert entry.eager_reason.loc.lineno == with_try.__code__.co_firstlineno + 2
     torch.testing.assert_close(entry.run(L, with_try.__globals__), torch.full((2,), 2.0))
     assert entry.frame_source == "# runs the original function eagerly\n"

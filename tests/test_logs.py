@@ -32,7 +32,7 @@ def add_one(x):
 
 def with_try(x):
     try:
-        return x + 1
+        return pdyn.graph_break() or x + 1  # a break inside a try block: no resume function
     except ValueError:
         return x
 

@@ -87,9 +87,12 @@ class InternalError(Exception):
 
 
 class UserException(Exception):
-    """Internal: user code raised while being traced. The frame reruns eagerly, raising it for real."""
+    """Internal: user code raised while being traced. Uncaught, the frame reruns eagerly, raising it
+    for real. `catchable` marks an exception whose raising the guards already decide (a `raise`
+    statement reached by guarded control flow): only those may enter the traced code's handlers."""
 
-    def __init__(self, exc: BaseException, loc: SourceLoc | None = None):
+    def __init__(self, exc: BaseException, loc: SourceLoc | None = None, *, catchable: bool = False):
         self.exc = exc
         self.loc = loc
+        self.catchable = catchable
         super().__init__(f"{type(exc).__name__}: {exc}")

@@ -13,6 +13,7 @@ record (`FunctionParts`, `FormatArgs`, `UnpackCounts`, `CallExArgs`) as their ar
 
 from __future__ import annotations
 
+import dis
 import operator
 import types
 from dataclasses import dataclass, field
@@ -97,11 +98,12 @@ DROPPED = {"PRECALL", "RESUME", "NOP", "CACHE", "EXTENDED_ARG", "COPY_FREE_VARS"
 # The frame prologue makes every cell before RESUME (the tracer makes them when it starts a frame);
 # 3.12 also emits MAKE_CELL inside a function, for a cell variable of an inlined comprehension.
 PROLOGUE_ONLY = {"MAKE_CELL"}
-INTRINSICS = {"INTRINSIC_UNARY_POSITIVE": "UNARY_POSITIVE", "INTRINSIC_LIST_TO_TUPLE": "LIST_TO_TUPLE"}
+INTRINSICS = {"INTRINSIC_UNARY_POSITIVE": "UNARY_POSITIVE", "INTRINSIC_LIST_TO_TUPLE": "LIST_TO_TUPLE",
+              "INTRINSIC_STOPITERATION_ERROR": "STOPITERATION_ERROR"}  # 3.12 generators' outer handler
 
 # The instruction set handlers see (the union of both versions, after the renames above).
 OPNAMES = frozenset(
-    (set(__import__("dis").opmap) | set(RENAMED.values()) | set(INTRINSICS.values())
+    (set(dis.opmap) | set(RENAMED.values()) | set(INTRINSICS.values())
      | {"LOAD_METHOD", "JUMP", "LIST_TO_TUPLE", "UNARY_POSITIVE", "JUMP_IF_FALSE_OR_POP",
         "JUMP_IF_TRUE_OR_POP", "RETURN_CONST", "END_FOR", "LOAD_FAST_AND_CLEAR", "LOAD_SUPER_ATTR"})
     - set(RENAMED) - DROPPED
@@ -114,7 +116,9 @@ class Instruction:
 
     `argval` is what the argument means (a name, a constant, an operator function, a count);
     `target` is the index of a jump's destination; `exc_kind` is "try" inside a try/with block
-    whose handler would run user code, "cleanup" inside compiler-made cleanup, else None.
+    whose handler would run user code, "cleanup" inside compiler-made cleanup, else None. Where an
+    exception table entry covers it, `handler` is the index its exceptions jump to, `handler_depth`
+    the stack depth kept there, and `handler_lasti` whether the instruction's index is pushed too.
     """
 
     index: int
@@ -132,6 +136,8 @@ class Instruction:
     raw_pos: int = -1               # position of `raw` in `bytecode.Bytecode.from_code(code)`
     expanded: bool = False          # one of two instructions decoded from one 3.12 instruction
     handler: int | None = None      # index of the exception handler covering it, if any
+    handler_depth: int = 0
+    handler_lasti: bool = False
 
     def __repr__(self) -> str:
         arg = "" if self.argval is None else f" {self.argval!r}"
@@ -169,16 +175,26 @@ def decode(code: types.CodeType) -> list[Instruction]:
     out: list[Instruction] = []
     label_at: dict[Label, int] = {}
     jumps: list[tuple[Instruction, Label]] = []
-    handler_of: dict[int, Label] = {}
+    handler_of: dict[int, TryBegin] = {}
     pending_kw: tuple[str, ...] = ()
-    current_try: Label | None = None
+    current_try: TryBegin | None = None
     in_prologue = True
+    offsets, depths = _exception_table(code)
+    label_offset: dict[Label, int] = {}
+    unplaced: list[Label] = []
+    instrs = 0
     for pos, item in enumerate(bytecode.Bytecode.from_code(code)):
         if isinstance(item, Label):
             label_at[item] = len(out)
+            unplaced.append(item)
             continue
+        if isinstance(item, Instr) and offsets:
+            for label in unplaced:
+                label_offset[label] = offsets[instrs]
+            unplaced.clear()
+            instrs += 1
         if isinstance(item, (TryBegin, TryEnd)):
-            current_try = item.target if isinstance(item, TryBegin) else None
+            current_try = item if isinstance(item, TryBegin) else None
             continue
         if not isinstance(item, Instr) or item.name in DROPPED or (in_prologue and item.name in PROLOGUE_ONLY):
             in_prologue = in_prologue and getattr(item, "name", None) != "RESUME"
@@ -207,11 +223,24 @@ def decode(code: types.CodeType) -> list[Instruction]:
         inst.target = label_at[label]
         if inst.opname == "FOR_ITER" and inst.target < len(out) and out[inst.target].opname == "END_FOR":
             inst.target += 1  # 3.12: an exhausted FOR_ITER pops the iterator and skips END_FOR
-    for index, label in handler_of.items():
-        first = out[label_at[label]] if label_at[label] < len(out) else None
+    for index, entry in handler_of.items():
+        at = label_at[entry.target]
+        first = out[at] if at < len(out) else None
         out[index].exc_kind = "try" if first is not None and first.opname == "PUSH_EXC_INFO" else "cleanup"
-        out[index].handler = label_at[label]
+        out[index].handler = at
+        out[index].handler_depth = depths[label_offset[entry.target]]
+        out[index].handler_lasti = bool(entry.push_lasti)
     return out
+
+
+def _exception_table(code: types.CodeType) -> tuple[list[int], dict[int, int]]:
+    """The byte offset of each instruction (as `bytecode` lists them) and the stack depth each
+    exception handler (by offset) keeps; `bytecode` leaves handler depths unset when decoding.
+    NOTE: `dis._parse_exception_table` is private in 3.11 and 3.12; the table's format is not."""
+    if not code.co_exceptiontable:
+        return [], {}
+    offsets = [i.offset for i in dis.get_instructions(code) if i.opname != "EXTENDED_ARG"]
+    return offsets, {entry.target: entry.depth for entry in dis._parse_exception_table(code)}  # type: ignore[attr-defined]
 
 
 def _expand(opname: str, arg: Any) -> list[tuple[str, Any]]:

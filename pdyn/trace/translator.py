@@ -25,6 +25,7 @@ from pdyn.sources import AttrSource, GlobalSource, ModuleSource, Source
 from pdyn.trace.variables import builder, semantics
 from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.cell import CellVariable
+from pdyn.trace.variables.context_managers import preserved_global_state
 from pdyn.trace.variables.functions import bind_arguments
 from pdyn.trace.variables.generator import GeneratorVariable
 
@@ -71,6 +72,8 @@ class InstructionTranslator:
         self.inst: Instruction | None = None
         self.return_value: VariableTracker | None = None
         self.yielded: VariableTracker | None = None   # a generator's value at its last YIELD_VALUE
+        # the exception an `except`/`finally`/`__exit__` is handling (PUSH_EXC_INFO .. POP_EXCEPT)
+        self.handled_exc: VariableTracker | None = None if parent is None else parent.handled_exc
         self.steps = 0
         self.stop_at: int | None = None   # root only: stop before this step (a graph break's retrace)
         self.executed_opnames: set[str] = set() if parent is None else parent.executed_opnames
@@ -79,6 +82,12 @@ class InstructionTranslator:
 
     def run(self) -> VariableTracker | None:
         """Step until the frame returns; None where the root stopped at `stop_at` instead."""
+        if self.parent is None:
+            with preserved_global_state():  # grad mode entered by the trace, left when it ends
+                return self._run()
+        return self._run()
+
+    def _run(self) -> VariableTracker | None:
         while self.return_value is None:
             if self.stop_at is not None and self.steps + 1 == self.stop_at:
                 return None
@@ -96,14 +105,20 @@ class InstructionTranslator:
         if log.isEnabledFor(logging.DEBUG):
             log.debug("%s%-20s %-16r stack=%s", "  " * self.depth, inst.opname,
                       "" if inst.argval is None else inst.argval, self.stack)
-        if inst.exc_kind == "try":
-            raise Unsupported("try_block", "pdyn cannot trace code inside a try or with block yet",
-                              hint="move the try/with out of the compiled function", loc=self.loc())
         fn = HANDLERS.get(inst.opname)
         if fn is None:
             raise Unsupported("opcode", f"pdyn cannot trace `{inst.opname}` yet", loc=self.loc())
         try:
-            fn(self, inst)
+            try:
+                fn(self, inst)
+            except UserException as e:
+                if inst.handler is None:
+                    raise  # uncaught here: the caller's handlers, else the frame reruns eagerly
+                if not e.catchable:
+                    raise Unsupported("caught_exception", f"pdyn cannot trace handling {type(e.exc).__name__}: "
+                                      f"{e.exc} (its guards do not decide that it is raised)",
+                                      loc=self.loc(inst)) from None
+                self.unwind(inst, e)
         except Unsupported as e:
             if e.loc is None:  # raised by a tracker, which does not know the instruction
                 e.loc = self.loc(inst)
@@ -111,6 +126,16 @@ class InstructionTranslator:
                 e.break_at = BreakPoint(self.steps, inst)
             raise
         self.executed_opnames.add(inst.opname)
+
+    def unwind(self, inst: Instruction, e: UserException) -> None:
+        """Jump to the handler covering `inst` as CPython does: the stack cut to the handler's
+        depth, then the raising instruction's position (where the table says so) and the exception."""
+        assert inst.handler is not None and len(self.stack) >= inst.handler_depth, f"unwind at {inst}"
+        del self.stack[inst.handler_depth:]
+        if inst.handler_lasti:
+            self.push(self.wrap_constant(inst.index))
+        self.push(self.wrap_constant(e.exc))
+        self.ip = inst.handler
 
     # -- stack -----------------------------------------------------------------------------------
 

@@ -156,10 +156,11 @@ def test_print_falls_back():
     check(f, torch.randn(2), graphs=1)
 
 
-def test_try_block_falls_back():
+def test_break_in_a_try_block_falls_back():
     def f(x):
         try:
             y = x + 1
+            print("value", end="")
         except RuntimeError:
             y = x
         return y
@@ -167,13 +168,14 @@ def test_try_block_falls_back():
     check(f, torch.randn(2), graphs=0, fallbacks=1)
 
 
-def test_with_block_falls_back():
+def test_break_in_a_with_block_falls_back():
     def f(x):
         with torch.no_grad():
             y = x * 2
+            print("value", end="")
         return y
 
-    check(f, torch.randn(2), graphs=0)
+    check(f, torch.randn(2), graphs=0, fallbacks=1)
 
 
 def test_data_dependent_branch_falls_back():

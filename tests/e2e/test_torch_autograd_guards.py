@@ -162,10 +162,10 @@ def test_reading_grad_falls_back():
     check(lambda x: x.grad * 2, x, graphs=1)
 
 
-def test_no_grad_block_falls_back():
+def test_no_grad_block_is_traced():
     def f(x):
         with torch.no_grad():
             y = x * 2
         return y + x
 
-    check(f, torch.randn(2, requires_grad=True), graphs=0)
+    check(f, torch.randn(2, requires_grad=True), graphs=1)

@@ -261,13 +261,11 @@ def test_raise_of_a_non_exception_is_unsupported():
     assert error.value.key == "raise"
 
 
-def test_with_block_is_unsupported_with_a_hint():
+def test_with_block_of_a_user_context_manager_inlines_enter_and_exit():
     def f(x, ctx):
-        with ctx:
-            return x + 1
+        with ctx as c:
+            return x + 1, c
 
     assert "BEFORE_WITH" in opnames(f)
-    with pytest.raises(Unsupported) as error:
-        trace(f, torch.ones(1), Ctx())
-    assert error.value.key == "with_block" and "with" in error.value.hint
-    assert error.value.loc.lineno == f.__code__.co_firstlineno + 1
+    tx = trace(f, torch.ones(1), Ctx())
+    assert {"BEFORE_WITH", "RETURN_VALUE"} <= tx.executed_opnames

@@ -1,10 +1,10 @@
-"""Jumps, loops, returns, raises and asserts."""
+"""Jumps, loops, returns, raises and asserts (with blocks and handlers: exceptions.py)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pdyn.base.errors import Unsupported, UserException
+from pdyn.base.errors import Unsupported
 from pdyn.trace.handlers.registry import handler
 from pdyn.bytecode.instructions import Instruction
 from pdyn.trace.variables.base import VariableTracker
@@ -12,6 +12,7 @@ from pdyn.trace.variables.constant import ConstantVariable
 from pdyn.trace.variables.builtins import ClassVariable
 from pdyn.trace.variables.containers import IteratorVariable, make_iterator
 from pdyn.trace.variables.semantics import is_same
+from pdyn.trace.handlers.exceptions import raise_exception
 
 if TYPE_CHECKING:
     from pdyn.trace.translator import InstructionTranslator as Tracer
@@ -106,18 +107,9 @@ def load_assertion_error(tx: Tracer, inst: Instruction) -> None:
 
 @handler("RAISE_VARARGS")
 def raise_varargs(tx: Tracer, inst: Instruction) -> None:
-    if inst.argval != 1:
-        raise Unsupported("raise", "pdyn traces only `raise exc`", loc=tx.loc())
-    exc = tx.pop()
-    value = exc.as_python_constant() if exc.is_python_constant() else getattr(exc, "value", None)
-    if isinstance(value, type) and issubclass(value, BaseException):
-        value = value()
-    if not isinstance(value, BaseException):
-        raise Unsupported("raise", f"pdyn cannot trace raising {exc}", loc=tx.loc())
-    raise UserException(value, tx.loc())
-
-
-@handler("BEFORE_WITH")
-def before_with(tx: Tracer, inst: Instruction) -> None:
-    raise Unsupported("with_block", "pdyn cannot trace a with block yet",
-                      hint="move the with statement out of the compiled function", loc=tx.loc())
+    if inst.argval == 0:  # a bare `raise`: the exception being handled
+        if tx.handled_exc is None:  # the compiled function's caller may be handling one
+            raise Unsupported("raise", "pdyn traces a bare `raise` only inside an except block", loc=tx.loc())
+        raise_exception(tx, tx.handled_exc)
+    cause = tx.pop() if inst.argval == 2 else None
+    raise_exception(tx, tx.pop(), cause)

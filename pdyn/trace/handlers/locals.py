@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from typing import TYPE_CHECKING
 
 from pdyn.base.errors import Unsupported, UserException
@@ -129,22 +128,3 @@ def store_attr(tx: Tracer, inst: Instruction) -> None:
     obj = tx.pop()
     value = tx.pop()
     obj.store_attr(tx, inst.argval, value)
-
-
-@handler("IMPORT_NAME")
-def import_name(tx: Tracer, inst: Instruction) -> None:
-    """`import a.b` / `from a.b import c` of a module already imported: what `__import__` returns,
-    read from sys.modules (importing a new one would run its code: a graph break)."""
-    fromlist = tx.pop()
-    level = tx.pop().as_python_constant()
-    name = inst.argval
-    if level != 0 or name not in sys.modules:
-        raise Unsupported("import", f"pdyn traces `import` only of a module already imported, not {name!r}",
-                          loc=tx.loc())
-    wanted = fromlist.as_python_constant() if fromlist.is_python_constant() else None
-    tx.push(tx.wrap_constant(sys.modules[name if wanted else name.partition(".")[0]]))
-
-
-@handler("IMPORT_FROM")
-def import_from(tx: Tracer, inst: Instruction) -> None:
-    tx.push(tx.stack[-1].getattr(tx, inst.argval))

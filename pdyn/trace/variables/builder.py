@@ -20,6 +20,7 @@ from pdyn.sources import AttrSource, ItemSource, LocalSource, Source
 from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.builtins import RULES, BuiltinVariable, ClassVariable
 from pdyn.trace.variables.constant import CONSTANT_TYPES, ConstantVariable, ObjectConstantVariable, is_constant_value
+from pdyn.trace.variables.context_managers import ContextClassVariable, context_object, is_context_class, is_context_object
 from pdyn.trace.variables.containers import DictVariable, ListVariable, SetVariable, SizeVariable, TupleVariable
 from pdyn.trace.variables.functions import PartialVariable, UserFunctionVariable, UserMethodVariable
 from pdyn.trace.variables.nn_module import NNModuleVariable
@@ -237,6 +238,10 @@ def wrap_constant_result(value: Any) -> VariableTracker:
         return UserFunctionVariable(value)
     if isinstance(value, CALLABLE_TYPES):
         return BuiltinVariable(value)
+    if is_context_class(value):
+        return ContextClassVariable(value)
+    if is_context_object(value):
+        return context_object(value)
     if isinstance(value, type):
         return ClassVariable(value)
     if isinstance(value, (torch.Tensor, torch.nn.Module)):

@@ -40,5 +40,16 @@ class GeneratorVariable(IteratorVariable):
         tx.push(ConstantVariable(None))  # what the suspended `yield` evaluates to: nothing was sent
         return value
 
+    def throw(self, error: BaseException) -> bool:
+        """`gen.throw(exc)` at the suspended `yield`: False where no handler covers it (the
+        generator is then finished), else the generator resumes in the handler (`next()` runs it)."""
+        tx = self.translator
+        at = tx.instructions[tx.ip - 1]
+        if self.done or at.handler is None:
+            self.done = True
+            return False
+        tx.unwind(at, error)  # type: ignore[arg-type]
+        return True
+
     def __repr__(self) -> str:
         return f"GeneratorVariable({self.translator.code.co_name})"

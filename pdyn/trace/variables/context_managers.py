@@ -1,0 +1,251 @@
+"""Context managers pdyn models itself: torch's grad-mode managers and contextlib.nullcontext.
+
+Entering one changes torch's global state for real at trace time (so fake tensors get eager's
+`requires_grad`, and `torch.is_grad_enabled()` answers as eager's would) and records the same
+change into the graph as a `torch._C._set_grad_enabled` call, so the compiled graph runs its ops
+under the mode eager ran them in. `preserved_global_state` puts the trace-time state back however
+a trace ends. User classes with Python `__enter__`/`__exit__` are not here: BEFORE_WITH inlines them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import TYPE_CHECKING, Any, Iterator
+
+import torch
+
+from pdyn.base.errors import Unsupported, UserException
+from pdyn.trace.variables.base import VariableTracker
+from pdyn.trace.variables.builtins import ClassVariable
+from pdyn.trace.variables.constant import ConstantVariable
+from pdyn.trace.variables.containers import DictVariable
+from pdyn.trace.variables.generator import GeneratorVariable
+
+if TYPE_CHECKING:
+    from pdyn.trace.translator import InstructionTranslator as Tracer
+
+NONE = ConstantVariable(None)
+
+
+@contextlib.contextmanager
+def preserved_global_state() -> Iterator[None]:
+    """Whatever the trace entered and did not leave (a break, an error), torch's state is put back."""
+    grad = torch.is_grad_enabled()
+    try:
+        yield
+    finally:
+        torch._C._set_grad_enabled(grad)
+
+
+def set_grad_mode(tx: Tracer, mode: bool) -> None:
+    """Grad mode becomes `mode`, at trace time and in the graph at this point."""
+    if torch.is_grad_enabled() == mode:
+        return
+    node = tx.output.graph.call_function(torch._C._set_grad_enabled, (mode,))
+    tx.output.annotate(node, tx.loc())
+    torch._C._set_grad_enabled(mode)
+
+
+class ContextManagerVariable(VariableTracker):
+    """A context manager whose `__enter__` and `__exit__` pdyn runs itself."""
+
+    def __init__(self, cls: type):
+        self.cls = cls
+
+    def python_type(self) -> type:
+        return self.cls
+
+    def enter(self, tx: Tracer) -> VariableTracker:
+        return NONE
+
+    def exit(self, tx: Tracer, exc: VariableTracker) -> VariableTracker:
+        """Leave the block (`exc` None, or the exception raised in it); the value says whether
+        to suppress the exception."""
+        return NONE
+
+    def getattr(self, tx: Tracer, name: str) -> VariableTracker:
+        if name in ("__enter__", "__exit__", "clone"):
+            return BoundHook(self, name.strip("_"))
+        if name == "__class__":
+            return ContextClassVariable(self.cls)
+        return super().getattr(tx, name)
+
+    def clone(self, tx: Tracer) -> VariableTracker:
+        raise Unsupported("context_manager", f"pdyn cannot copy {self}", loc=tx.loc())
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.cls.__name__})"
+
+
+class BoundHook(VariableTracker):
+    """`manager.__enter__` or `manager.__exit__` (what BEFORE_WITH leaves on the stack)."""
+
+    def __init__(self, manager: ContextManagerVariable, which: str):
+        self.manager = manager
+        self.which = which
+
+    def call(self, tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        if self.which == "exit":
+            return self.manager.exit(tx, args[1] if len(args) > 1 else NONE)
+        return getattr(self.manager, self.which)(tx)  # type: ignore[no-any-return]
+
+    def is_python_constant(self) -> bool:
+        return self.manager.is_python_constant()
+
+    def as_python_constant(self) -> Any:
+        return getattr(self.manager.as_python_constant(), self.which if self.which == "clone" else f"__{self.which}__")
+
+    def __repr__(self) -> str:
+        return f"BoundHook({self.manager}.{self.which})"
+
+
+class NullContextVariable(ContextManagerVariable):
+    """`contextlib.nullcontext(value)`: entering gives `value`, nothing else happens."""
+
+    def __init__(self, cls: type, value: VariableTracker):
+        super().__init__(cls)
+        self.value = value
+
+    def enter(self, tx: Tracer) -> VariableTracker:
+        return self.value
+
+
+class GradModeVariable(ContextManagerVariable):
+    """`torch.no_grad()`, `torch.enable_grad()`, `torch.set_grad_enabled(mode)`. The last sets the
+    mode when constructed, as torch's does (so it works as a plain call too); the others on entry.
+    Each exit restores the mode seen before the change."""
+
+    def __init__(self, cls: type, mode: bool, prior: bool | None = None):
+        super().__init__(cls)
+        self.mode = mode
+        self.prior = prior
+
+    @classmethod
+    def set_now(cls, tx: Tracer, kind: type, mode: bool) -> GradModeVariable:
+        vt = cls(kind, mode, torch.is_grad_enabled())
+        set_grad_mode(tx, mode)
+        return vt
+
+    def enter(self, tx: Tracer) -> VariableTracker:
+        if self.prior is None or self.cls is not torch.set_grad_enabled:
+            self.prior = torch.is_grad_enabled()
+            set_grad_mode(tx, self.mode)
+        return NONE
+
+    def exit(self, tx: Tracer, exc: VariableTracker) -> VariableTracker:
+        if self.prior is not None:
+            set_grad_mode(tx, self.prior)
+        return NONE
+
+    def is_python_constant(self) -> bool:
+        """no_grad and enable_grad objects hold no state: one stands for any other (a decorator's
+        closure holds one); set_grad_enabled changes the mode when made, so it is no constant."""
+        return self.cls is not torch.set_grad_enabled
+
+    def as_python_constant(self) -> Any:
+        if not self.is_python_constant():
+            return super().as_python_constant()
+        return self.cls()
+
+    def clone(self, tx: Tracer) -> VariableTracker:
+        """What torch's `@torch.no_grad()` decorator enters on each call of the function."""
+        if self.cls is torch.set_grad_enabled:
+            return GradModeVariable.set_now(tx, self.cls, self.mode)
+        return GradModeVariable(self.cls, self.mode)
+
+
+class GeneratorContextVariable(ContextManagerVariable):
+    """A `@contextlib.contextmanager` function's manager: the generator runs in the trace up to its
+    `yield` on entry, and from there to its end on exit (an exception raised in the block is
+    thrown in at the `yield`), with contextlib's errors for a generator that yields twice or never."""
+
+    def __init__(self, cls: type, gen: GeneratorVariable):
+        super().__init__(cls)
+        self.gen = gen
+
+    def enter(self, tx: Tracer) -> VariableTracker:
+        value = self.gen.next()
+        if value is None:
+            raise UserException(RuntimeError("generator didn't yield"), tx.loc(), catchable=True)
+        return value
+
+    def exit(self, tx: Tracer, exc: VariableTracker) -> VariableTracker:
+        raised = None if exc.is_python_constant() and exc.as_python_constant() is None else exc
+        if raised is None:
+            if self.gen.next() is not None:
+                raise UserException(RuntimeError("generator didn't stop"), tx.loc(), catchable=True)
+            return ConstantVariable(False)
+        value = raised.as_python_constant()
+        try:
+            if not self.gen.throw(UserException(value, tx.loc(), catchable=True)):
+                return ConstantVariable(False)  # no handler at the yield: the exception goes on
+            if self.gen.next() is not None:
+                raise UserException(RuntimeError("generator didn't stop after throw()"), tx.loc(), catchable=True)
+        except UserException as e:
+            if e.exc is value:
+                return ConstantVariable(False)  # re-raised as is: __exit__ lets it go on
+            raise
+        return ConstantVariable(True)
+
+
+def _build_generator_context(tx: Tracer, cls: type, args: list[VariableTracker],
+                             kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    if len(args) != 3 or kwargs or not isinstance(args[2], DictVariable):
+        return None
+    gen = args[0].call(tx, tx.iterate(args[1]), {str(k): v for k, v in args[2].items.items()})
+    return GeneratorContextVariable(cls, gen) if isinstance(gen, GeneratorVariable) else None
+
+
+def _build_grad_mode(tx: Tracer, cls: type, args: list[VariableTracker],
+                     kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    if cls is torch.set_grad_enabled:
+        mode = (args[0] if args else kwargs.get("mode"))
+        if mode is None or kwargs.keys() - {"mode"} or len(args) > 1 or not mode.is_python_constant():
+            return None
+        return GradModeVariable.set_now(tx, cls, bool(mode.as_python_constant()))
+    if args or kwargs:
+        return None  # `torch.no_grad(fn)`: the decorator form
+    return GradModeVariable(cls, cls is torch.enable_grad)
+
+
+def _build_null(tx: Tracer, cls: type, args: list[VariableTracker],
+                kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    value = args[0] if args else kwargs.get("enter_result", NONE)
+    if len(args) > 1 or kwargs.keys() - {"enter_result"}:
+        return None
+    return NullContextVariable(cls, value)
+
+
+BUILDERS: dict[type, Any] = {
+    torch.no_grad: _build_grad_mode, torch.enable_grad: _build_grad_mode,
+    torch.set_grad_enabled: _build_grad_mode, contextlib.nullcontext: _build_null,
+    contextlib._GeneratorContextManager: _build_generator_context,
+}
+
+
+class ContextClassVariable(ClassVariable):
+    """A context manager class pdyn models: calling it builds the tracker above; anything else
+    (isinstance, class attributes) is the class's."""
+
+    def call(self, tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        vt = BUILDERS[self.value](tx, self.value, args, kwargs)
+        return vt if vt is not None else super().call(tx, args, kwargs)
+
+
+def is_context_class(value: Any) -> bool:
+    return isinstance(value, type) and value in BUILDERS
+
+
+def is_context_object(value: Any) -> bool:
+    """A grad-mode manager made before the trace (the one a `@torch.no_grad()` decorator holds),
+    or a bound method of one (its `clone`)."""
+    value = getattr(value, "__self__", value)
+    return type(value) in (torch.no_grad, torch.enable_grad, torch.set_grad_enabled)
+
+
+def context_object(value: Any) -> VariableTracker:
+    """The tracker of such a manager: no_grad and enable_grad hold no state; set_grad_enabled its mode."""
+    if hasattr(value, "__func__"):
+        return BoundHook(context_object(value.__self__), value.__func__.__name__.strip("_"))  # type: ignore[arg-type]
+    kind = type(value)
+    return GradModeVariable(kind, bool(value.mode) if kind is torch.set_grad_enabled else kind is torch.enable_grad)
