@@ -74,6 +74,8 @@ class NNModuleVariable(VariableTracker):
                 return tx.wrap(members[name], ModuleMemberSource(self.source, name, table))
         if name in m.__dict__:
             return tx.wrap(m.__dict__[name], AttrSource(self.source, name))
+        if name == "__class__":  # the module is guarded by identity; its class is a constant with it
+            return tx.wrap_constant(type(m))
         found = self._member_method(name) or lookup_class_attr(tx, self, type(m), name)
         if found is None:
             _no_custom_getattr(tx, type(m), torch.nn.Module.__getattr__)
