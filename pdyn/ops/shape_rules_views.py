@@ -21,6 +21,7 @@ from pdyn.ops.shape_rules import (
     SymTensor,
     as_int,
     as_tensor,
+    broadcast,
     is_size,
     known,
     prod,
@@ -378,11 +379,59 @@ def index_sizes(c: OpCall, x: SymTensor, index: Any) -> Sizes | None:
     return tuple(out)
 
 
+def _is_index_item(it: Any) -> bool:
+    return it is None or it is Ellipsis or isinstance(it, slice) or isinstance(it, SymTensor) or is_size(it)
+
+
+def advanced_index_sizes(c: OpCall, x: SymTensor, index: Any) -> Sizes | None:
+    """Sizes of `x[index]` where some items are integer tensors, as torch computes them: ints
+    select first (their dims go), then the tensors broadcast together, and the broadcast shape
+    takes the place of the first tensor when the tensors are adjacent, else it goes first. None for
+    a bool mask (its size depends on the data), a 0-d tensor (torch reads its value) and lists."""
+    items = list(index) if isinstance(index, tuple) else [index]
+    if not all(_is_index_item(it) for it in items) or items.count(Ellipsis) > 1:
+        return None
+    if any(isinstance(it, SymTensor) and (it.dtype in (torch.bool, torch.uint8) or it.dtype.is_floating_point
+                                          or it.ndim == 0) for it in items):
+        return None  # a mask, or a 0-d tensor, which torch reads as an int (its value)
+    consumed = sum(1 for it in items if it is not None and it is not Ellipsis)
+    if consumed > x.ndim:
+        raise ShapeError(f"too many indices ({consumed}) for a tensor of {x.ndim} dims")
+    fill = [slice(None)] * (x.ndim - consumed)
+    if Ellipsis in items:
+        at = items.index(Ellipsis)
+        items = items[:at] + fill + items[at + 1 :]
+    else:
+        items = items + fill
+    parts: list[sympy.Expr | None] = []  # a result dim, or None where a tensor index stands
+    d = 0
+    for it in items:
+        if it is None:
+            parts.append(ONE)
+            continue
+        size = x.sizes[d]
+        d += 1
+        if isinstance(it, slice):
+            parts.append(slice_size(c, size, it))
+        elif isinstance(it, SymTensor):
+            parts.append(None)
+        else:  # an int selects: checked like a plain index, its dim goes
+            index_sizes(c, SymTensor((size,), x.dtype), it)
+    shape = list(broadcast(c, *(it.sizes for it in items if isinstance(it, SymTensor))))
+    at = [i for i, p in enumerate(parts) if p is None]
+    basic = [p for p in parts if p is not None]
+    if at == list(range(at[0], at[-1] + 1)):
+        return tuple(basic[:at[0]] + shape + basic[at[0]:])
+    return tuple(shape + basic)
+
+
 @register("getitem")
 def getitem(c: OpCall) -> list[Sizes] | None:
     if len(c.args) != 2 or not isinstance(c.args[0], SymTensor):
         return None
     out = index_sizes(c, c.args[0], c.args[1])
+    if out is None:
+        out = advanced_index_sizes(c, c.args[0], c.args[1])
     return None if out is None else [out]
 
 
