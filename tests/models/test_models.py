@@ -25,12 +25,10 @@ def xfail(reason: str):
     return pytest.mark.xfail(strict=True, reason=reason)
 
 
-@xfail(CONFIG_READ.format("GPT2Config"))
 def test_gpt2():
     check_inference(CASES["gpt2"])
 
 
-@xfail(CODE_READ)
 def test_bert():
     check_inference(CASES["bert"])
 
@@ -45,7 +43,6 @@ def test_t5():
     check_inference(CASES["t5"])
 
 
-@xfail(CODE_READ)
 def test_distilbert():
     check_inference(CASES["distilbert"])
 
@@ -60,7 +57,6 @@ def test_transformer_encoder_layer_batch_first():
     check_inference(CASES["transformer_encoder_layer"])
 
 
-@xfail(CONFIG_READ.format("GPT2Config"))
 def test_gpt2_training_step():
     check_training_step(CASES["gpt2_train"])
 
