@@ -69,7 +69,9 @@ def get_iter(tx: Tracer, inst: Instruction) -> None:
 @handler("FOR_ITER")
 def for_iter(tx: Tracer, inst: Instruction) -> None:
     it = tx.stack[-1]
-    assert isinstance(it, IteratorVariable), f"FOR_ITER over {it}"
+    if not isinstance(it, IteratorVariable):  # an iterator from outside the trace (a resume function's
+        raise Unsupported("iterator_input", f"pdyn cannot advance {it} at trace time",  # stack)
+                          hint="iterate inside the compiled function", loc=tx.loc())
     item = it.next()
     if item is None:
         tx.pop()
