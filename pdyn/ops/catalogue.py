@@ -120,6 +120,8 @@ declare("avg_pool2d", namespaces=(torch, F, torch._C._nn))
 declare_all("""batch_norm embedding adaptive_max_pool2d pad scaled_dot_product_attention mse_loss l1_loss
 smooth_l1_loss huber_loss""".split(), namespaces=(F,))
 declare("torch.embedding", spellings=[torch.embedding], namespaces=(), aten="embedding")  # (weight, indices)
+# the fused kernels of nn.MultiheadAttention and nn.TransformerEncoderLayer in eval (their fast path)
+declare_all(["_native_multi_head_attention", "_transformer_encoder_layer_fwd"], namespaces=(torch,))
 
 # -- results whose size or value depends on tensor data ---------------------------------------------------
 SIZE_FROM_DATA = "output size: depends on the tensor's values"

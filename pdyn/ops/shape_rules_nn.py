@@ -385,6 +385,31 @@ def attention(c: OpCall) -> list[Sizes] | None:
     return [batch + (q[-2], v[-1])]
 
 
+@register("_native_multi_head_attention")
+def native_multi_head_attention(c: OpCall) -> list[Sizes] | None:
+    """MultiheadAttention's fused kernel: (B, L, E) queries, (B, S, E) keys -> the output (B, L, E')
+    of the output projection (E', E), and the attention weights, (B, L, S) averaged over heads or
+    (B, heads, L, S); without weights the second result is None."""
+    a = c.bind("query", "key", "value", "embed_dim", "num_head", "qkv_weight", "qkv_bias", "proj_weight",
+               "proj_bias", "mask", "need_weights", "average_attn_weights", "mask_type", mask=None,
+               need_weights=True, average_attn_weights=True, mask_type=None)
+    q, k = as_tensor(a["query"], "query").sizes, as_tensor(a["key"], "key").sizes
+    proj = as_tensor(a["proj_weight"], "proj_weight").sizes
+    if len(q) != 3 or len(k) != 3 or len(proj) != 2:
+        raise ShapeError("_native_multi_head_attention: 3-D query and key, 2-D proj_weight")
+    out = (q[0], q[1], proj[0])
+    if not a["need_weights"]:
+        return [out]
+    heads = () if a["average_attn_weights"] else (sympy.sympify(a["num_head"]),)
+    return [out, (q[0], *heads, q[1], k[1])]
+
+
+@register("_transformer_encoder_layer_fwd")
+def transformer_encoder_layer_fwd(c: OpCall) -> list[Sizes] | None:
+    """TransformerEncoderLayer's fused kernel keeps the (B, L, E) shape of its input."""
+    return [as_tensor(c.args[0] if c.args else c.kwargs.get("src"), "src").sizes]
+
+
 @register("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss")
 def pointwise_loss(c: OpCall) -> list[Sizes] | None:
     a = c.bind("input", "target", "size_average", "reduce", "reduction", reduction="mean")

@@ -5,7 +5,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from tests.helpers import check
+import pdyn
+from tests.helpers import CountingBackend, check, check_calls
 
 
 def test_relu_add():
@@ -172,3 +173,57 @@ def test_matmul_shape_mismatch_raises_like_eager():
 
 def test_cat_dtype_mismatch_raises_like_eager():
     check(lambda a: torch.cat([a, torch.zeros(2, 4)]), torch.randn(2, 3), graphs=0)
+
+
+# -- torch functions written in Python, with no op row: inlined, so their sizes stay symbolic ----------
+
+
+def _targets(backend: CountingBackend) -> set:
+    return {node.target for gm in backend.graphs for node in gm.graph.nodes if node.op == "call_function"}
+
+
+def test_python_functional_helper_without_rule_is_inlined_and_compiles_once():
+    def f(x, pad):
+        mask = F._canonical_mask(mask=pad, mask_name="key_padding_mask", other_type=None, other_name="",
+                                 target_type=x.dtype)
+        return x.sum(-1) + mask
+
+    backend = CountingBackend()
+    calls = [(torch.randn(b, s, 4), torch.rand(b, s) > 0.5) for b, s in [(2, 3), (3, 5), (4, 8), (7, 2)]]
+    optimized = check_calls(f, *calls, compiles=1, backend=backend)
+    assert len(backend.graphs) == 1 and pdyn.stats(optimized)["graph_breaks"] == 0
+    assert F._canonical_mask not in _targets(backend)  # its ops are recorded, not the helper
+    assert torch.zeros_like in _targets(backend)
+
+
+def test_multi_head_attention_forward_slow_path_compiles_once():
+    torch.manual_seed(0)
+    mha = torch.nn.MultiheadAttention(8, 2, batch_first=True).train()  # training: the Python path, not the fused op
+
+    def f(x, pad):
+        return mha(x, x, x, key_padding_mask=pad, need_weights=False)[0]
+
+    backend = CountingBackend()
+    calls = [(torch.randn(b, s, 8), torch.arange(s).expand(b, s) >= s - 1) for b, s in [(2, 3), (3, 5), (5, 4)]]
+    optimized = check_calls(f, *calls, compiles=1, backend=backend)
+    assert len(backend.graphs) == 1 and pdyn.stats(optimized)["graph_breaks"] == 0
+    assert F.multi_head_attention_forward not in _targets(backend)
+
+
+def test_has_torch_function_answers_without_pinning_sizes():
+    def f(x, w):
+        if F.has_torch_function_variadic(x, w) or torch.overrides.has_torch_function((x, w, None)):
+            return x
+        return F.linear(x, w)
+
+    backend = CountingBackend()
+    w = torch.randn(3, 4)
+    optimized = check_calls(f, *[(torch.randn(b, 4), w) for b in (2, 3, 6)], compiles=1, backend=backend)
+    assert pdyn.stats(optimized)["graph_breaks"] == 0
+
+
+def test_functional_with_shape_rule_stays_one_node():
+    backend = CountingBackend()
+    check_calls(lambda x: F.softmax(x, dim=-1), *[(torch.randn(b, 5),) for b in (2, 3)], compiles=1,
+                backend=backend)
+    assert F.softmax in _targets(backend)

@@ -17,8 +17,6 @@ CONFIG_READ = "{} customizes attribute access [getattribute] at transformers/uti
               "(`self.config.return_dict` in the can_return_tuple decorator)"
 CODE_READ = "pdyn cannot read attribute '__code__' of UserFunctionVariable [getattr] at " \
             "transformers/utils/generic.py:1029 (`func.__code__.co_varnames` in merge_with_config_defaults)"
-FASTPATH = "cannot trace torch.backends.mha.get_fastpath_enabled(): it changes state outside the tensors it " \
-           "is given [torch_function] at torch/nn/modules/{}"
 
 
 def xfail(reason: str):
@@ -47,12 +45,10 @@ def test_distilbert():
     check_inference(CASES["distilbert"])
 
 
-@xfail(FASTPATH.format("activation.py:1353"))
 def test_multihead_attention_with_key_padding_mask():
     check_inference(CASES["multihead_attention"])
 
 
-@xfail(FASTPATH.format("transformer.py:836"))
 def test_transformer_encoder_layer_batch_first():
     check_inference(CASES["transformer_encoder_layer"])
 

@@ -43,7 +43,8 @@ fallback("cpu", "cuda", why="a device move")
 fallback("nansum", "nanmean", "any", "all", "count_nonzero", "logsumexp", "norm", "cumsum", "cumprod",
          "logcumsumexp", why="reduction without a lowering yet")
 fallback("dot", "vdot", "mv", "baddbmm", "addmv", "outer", "ger", "__rmatmul__", "conv1d", "conv2d", "conv3d",
-         "scaled_dot_product_attention", why="a library kernel (torch's)")
+         "scaled_dot_product_attention", "_native_multi_head_attention", "_transformer_encoder_layer_fwd",
+         why="a library kernel (torch's)")
 fallback("empty", "empty_like", "new_empty", why="uninitialized memory: nothing to compute")
 fallback("eye", "linspace", "logspace", "arange", "tril", "triu", why="index-valued factory without a lowering yet")
 fallback("repeat", "swapdims", "movedim", "moveaxis", "split", "split_with_sizes", "chunk", "unbind", "stack",

@@ -1,6 +1,12 @@
 """Trackers for torch's API and Python modules: torch functions become graph nodes, modules
 (`torch`, `math`, `torch.nn.functional`) are namespaces, and opaque constants (finfo) answer
 attribute reads. `pin_sizes_read` guards the non-tensor answers ops give about tensors.
+
+A torch function written in Python that the op table does not declare (`F._canonical_mask`,
+`F.multi_head_attention_forward`) is inlined like user code, as torch.compile does: recorded
+whole it would run on fake tensors of this trace's sizes and pin them; inlined, the ops inside
+it, which have shape rules, keep sizes symbolic. A declared row (`F.relu`, `F.layer_norm`) stays
+one node: it has a shape rule and a lowering.
 """
 
 from __future__ import annotations
@@ -12,11 +18,12 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from pdyn.base.errors import SourceLoc, Unsupported, UserException
-from pdyn.ops import canonical
+from pdyn.ops import Op, canonical
 from pdyn.sources import AttrSource
 from pdyn.shapes.shape_env import ShapeEnv
 from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.constant import ConstantVariable, ObjectConstantVariable
+from pdyn.trace.variables.functions import UserFunctionVariable
 from pdyn.trace.variables.symint import SymIntVariable
 from pdyn.trace.variables.tensor import TensorVariable
 from pdyn.trace.variables.torch_queries import RULES as QUERY_RULES
@@ -63,6 +70,12 @@ def is_torch_function(value: Any) -> bool:
     return "." not in getattr(value, "__qualname__", "") and not module.startswith("torch.nn.modules")
 
 
+def is_inlined(value: Any, op: Op) -> bool:
+    """Whether a torch function is traced through rather than recorded: Python code that no row of
+    the op table declares (so no shape rule) and that is not refused."""
+    return isinstance(value, types.FunctionType) and not op.declared and op.refused is None
+
+
 class TorchFunctionVariable(ObjectConstantVariable):
     """A function from torch (`torch.relu`, `F.linear`, `torch.cat`): calling it records a node."""
 
@@ -77,6 +90,8 @@ class TorchFunctionVariable(ObjectConstantVariable):
             refused = op.refused
             raise Unsupported(refused.kind, refused.message.format(what=f"{module}.{name}()"), hint=refused.hint,
                               loc=tx.loc())
+        if is_inlined(self.value, op):
+            return tx.inline_call(UserFunctionVariable(self.value), args, kwargs)
         if "out" in kwargs:
             raise Unsupported("out_argument", f"pdyn cannot trace {name}(out=...)", loc=tx.loc())
         method = TENSOR_QUERIES.get(self.value)

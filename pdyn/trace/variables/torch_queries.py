@@ -1,7 +1,8 @@
 """torch functions that are not ops: read-only queries of torch's global state, answered at trace
 time as constants and guarded by calling them again (CallResultGuard), and the checks
 `torch._assert`/`torch._check`, decided at trace time (a symbolic condition is guarded) whose
-message is built only if the check fails.
+message is built only if the check fails, and `has_torch_function*`, answered from the arguments'
+types (never their sizes) and the guarded torch function mode.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from pdyn.base.errors import Unsupported, UserException
 from pdyn.guards.guards import CallResultGuard
 from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.constant import ConstantVariable
-from pdyn.trace.variables.containers import is_known, python_value
+from pdyn.trace.variables.containers import ListVariable, TupleVariable, is_known, python_value
+from pdyn.trace.variables.tensor import TensorVariable
 
 if TYPE_CHECKING:
     from pdyn.trace.translator import InstructionTranslator as Tracer
@@ -115,8 +117,44 @@ def _check(tx: Tracer, fn: Callable[..., Any], args: list[VariableTracker],
     raise Unsupported("torch_check", f"{fn.__name__}(False) did not raise", loc=tx.loc())
 
 
+# a stand-in of each tensor type pdyn traces, whose override of torch functions is what it asks
+_STAND_INS = {torch.Tensor: torch.empty(0), torch.nn.Parameter: torch.nn.Parameter(torch.empty(0))}
+HAS_TORCH_FUNCTION = frozenset(_present("_C._has_torch_function", "_C._has_torch_function_unary",
+                                        "_C._has_torch_function_variadic"))
+
+
+def _stand_in(tx: Tracer, vt: VariableTracker) -> Any:
+    """A value with `vt`'s type, all has_torch_function reads of it (tuples and lists are walked)."""
+    if isinstance(vt, TensorVariable) and vt.python_type() in _STAND_INS:
+        return _STAND_INS[vt.python_type()]
+    if isinstance(vt, (TupleVariable, ListVariable)) and type(vt) in (TupleVariable, ListVariable):
+        items = [_stand_in(tx, item) for item in vt.items]
+        return tuple(items) if isinstance(vt, TupleVariable) else items
+    if vt.is_python_constant():
+        return vt.as_python_constant()
+    raise Unsupported("torch_query", f"pdyn answers has_torch_function() on tensors and constants, not on {vt}",
+                      loc=tx.loc())
+
+
+def _has_torch_function(tx: Tracer, fn: Callable[..., Any], args: list[VariableTracker],
+                        kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    """`has_torch_function(args)`: depends on the arguments' types, which their guards pin, and on
+    whether a torch function mode is on, guarded here; never on sizes (a call recorded on fake
+    tensors would pin them)."""
+    if kwargs:
+        raise Unsupported("torch_query", f"pdyn answers {fn.__name__}() on positional arguments only", loc=tx.loc())
+    mode = torch._C._is_torch_function_mode_enabled
+    tx.ctx.add_guard(CallResultGuard(None, fn=mode, args=(), expected=mode(), loc=tx.loc()))
+    try:
+        result = fn(*[_stand_in(tx, a) for a in args])
+    except Exception as e:
+        raise UserException(e, tx.loc()) from None
+    return ConstantVariable(result)
+
+
 QueryRule = Callable[["Tracer", Callable[..., Any], list[VariableTracker], dict[str, VariableTracker]], VariableTracker]
 RULES: dict[Any, QueryRule] = {fn: query for fn in READ_ONLY_QUERIES}
 RULES[torch._assert] = _assert
 RULES.update({fn: _check for fn in _present("_check", "_check_index", "_check_value", "_check_type",
                                               "_check_not_implemented")})
+RULES.update({fn: _has_torch_function for fn in HAS_TORCH_FUNCTION})
