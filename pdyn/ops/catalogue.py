@@ -119,6 +119,8 @@ adaptive_avg_pool1d adaptive_avg_pool2d""".split(), namespaces=(torch, F))
 declare("avg_pool2d", namespaces=(torch, F, torch._C._nn))
 declare_all("""batch_norm embedding adaptive_max_pool2d pad scaled_dot_product_attention mse_loss l1_loss
 smooth_l1_loss huber_loss""".split(), namespaces=(F,))
+declare("nll_loss", namespaces=(F,))
+declare("cross_entropy", namespaces=(F,), aten="cross_entropy_loss")
 declare("torch.embedding", spellings=[torch.embedding], namespaces=(), aten="embedding")  # (weight, indices)
 # the fused kernels of nn.MultiheadAttention and nn.TransformerEncoderLayer in eval (their fast path)
 declare_all(["_native_multi_head_attention", "_transformer_encoder_layer_fwd"], namespaces=(torch,))

@@ -415,3 +415,35 @@ def pointwise_loss(c: OpCall) -> list[Sizes] | None:
     a = c.bind("input", "target", "size_average", "reduce", "reduction", reduction="mean")
     out = broadcast(c, as_tensor(a["input"], "input").sizes, as_tensor(a["target"], "target").sizes)
     return [out] if a["reduction"] == "none" else [()]
+
+
+@register("cross_entropy", "nll_loss")
+def class_loss(c: OpCall) -> list[Sizes] | None:
+    """input (C), (N, C) or (N, C, d1, ...): class indices (int64) are the input less its class dim,
+    class probabilities (a float target, cross_entropy only) are the input's sizes; weight is (C).
+    The result is the target's sizes with reduction="none", else a scalar."""
+    names = ("input", "target", "weight", "size_average", "ignore_index", "reduce", "reduction")
+    if c.name() == "cross_entropy":
+        names += ("label_smoothing",)
+    a = c.bind(*names, weight=None, size_average=None, reduce=None, reduction="mean")
+    x, t = as_tensor(a["input"], "input"), as_tensor(a["target"], "target")
+    if a["size_average"] is not None or a["reduce"] is not None or not x.dtype.is_floating_point or x.ndim == 0 \
+            or a["reduction"] not in ("none", "mean", "sum"):
+        return None  # legacy reductions, and torch's own errors: its meta kernel decides
+    class_dim = 0 if x.ndim == 1 else 1
+    rest = x.sizes[:class_dim] + x.sizes[class_dim + 1:]
+    if c.name() == "cross_entropy" and t.dtype.is_floating_point:
+        if t.ndim != x.ndim:
+            raise ShapeError(f"{c.name()}: class probabilities need the input's {x.ndim} dims, got {t.ndim}")
+        for i, (xs, ts) in enumerate(zip(x.sizes, t.sizes)):
+            c.equal(xs, ts, f"input and target size {i}")
+    elif t.dtype != torch.int64 or t.ndim != len(rest):
+        return None
+    else:
+        rest = tuple(c.equal(xs, ts, f"input and target size {i}") for i, (xs, ts) in enumerate(zip(rest, t.sizes)))
+    if a["weight"] is not None:
+        w = as_tensor(a["weight"], "weight")
+        if w.ndim != 1:
+            return None
+        c.equal(w.sizes[0], x.sizes[class_dim], "weight size and classes")
+    return [rest] if a["reduction"] == "none" else [()]

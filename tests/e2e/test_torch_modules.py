@@ -6,7 +6,7 @@ import torch
 from torch import nn
 
 import pdyn
-from tests.helpers import check
+from tests.helpers import check, check_calls
 
 
 class Scaled(nn.Module):
@@ -325,3 +325,129 @@ def test_a_module_list_sliced_by_an_int_read_from_an_object():
     m.config.n = 3
     torch.testing.assert_close(opt(x), m(x))
     assert pdyn.stats(opt)["graph_breaks"] == 0
+
+
+# -- modules constructed inside the compiled function -----------------------------------------------
+
+def _made_in_forward(x, labels):
+    h = nn.GELU()(nn.Flatten(0, 1)(x))
+    h = nn.Dropout(0.25)(nn.Identity()(h))
+    probs = nn.Softmax(dim=-1)(h)
+    loss = nn.CrossEntropyLoss(ignore_index=-100)(h.view(-1, h.shape[-1]), labels.view(-1))
+    return probs, loss + nn.MSELoss(reduction="sum")(probs, torch.zeros_like(probs))
+
+
+def test_losses_activations_and_dropout_made_in_forward_are_traced():
+    labels = [torch.tensor([[1, -100, 2]]), torch.tensor([[0, 1, 2], [3, -100, 4]]),
+              torch.tensor([[4, 3, 2, 1], [0, 1, -100, 3], [2, 2, 2, 2]])]
+    calls = [(torch.randn(*lab.shape, 5), lab) for lab in labels]
+    torch.manual_seed(0)
+    opt = pdyn.optimize(_made_in_forward, backend="eager")
+    for x, lab in calls:  # dropout is on (a fresh module trains): the same seed draws the same mask
+        torch.manual_seed(7)
+        expected = _made_in_forward(x, lab)
+        torch.manual_seed(7)
+        actual = opt(x, lab)
+        for a, e in zip(actual, expected):
+            torch.testing.assert_close(a, e)
+    stats = pdyn.stats(opt)
+    assert (stats["compiles"], stats["graph_breaks"], stats["eager_fallbacks"]) == (2, 0, 0), stats
+
+
+def test_module_made_in_forward_over_shapes_compares_with_eager():
+    def f(x):
+        return nn.LeakyReLU(0.2)(x) + nn.LogSoftmax(dim=1)(x) + nn.Hardtanh(-0.5, 0.5)(x)
+
+    opt = check_calls(f, (torch.randn(2, 3),), (torch.randn(4, 3),), (torch.randn(5, 7),), compiles=1)
+    assert pdyn.stats(opt)["graph_breaks"] == 0
+
+
+def test_module_argument_read_from_an_input_is_guarded():
+    def f(x, dim):
+        return nn.Softmax(dim=dim)(x)
+
+    x = torch.randn(3, 4)
+    opt = check_calls(f, (x, 0), (x, 0), (x, 1), (x, -1), compiles=3)
+    assert pdyn.stats(opt)["graph_breaks"] == 0
+
+
+def test_bad_module_arguments_raise_like_eager():
+    def f(x):
+        return nn.Dropout(p=2.0)(x)
+
+    check(f, torch.randn(3), graphs=0)
+
+
+def test_linear_made_in_forward_is_a_break_with_eager_weights():
+    """Eager draws new random weights on every call: the trace cannot hold them as a constant."""
+    def f(x):
+        return nn.Linear(3, 2)(x * 2) + 1
+
+    check(f, torch.randn(4, 3), graphs=2)  # check seeds both runs alike: the weights must match
+    explained = pdyn.explain(f)(torch.randn(4, 3))
+    assert [b.key for b in explained.break_reasons] == ["module_construction"]
+    assert "creates parameters (weight, bias)" in explained.break_reasons[0].reason
+
+
+def test_loss_with_a_tensor_weight_made_in_forward_reads_the_argument():
+    """The weight becomes the module's buffer: its reads are the argument, and an escaping module
+    is built again from it after the graph."""
+    def f(x, labels, w):
+        loss = nn.CrossEntropyLoss(weight=w * 2, reduction="none")
+        return loss(x, labels), loss.weight
+
+    opt = check(f, torch.randn(4, 3), torch.tensor([0, 2, 1, 1]), torch.rand(3), graphs=1)
+    assert pdyn.stats(opt)["graph_breaks"] == 0
+
+
+def test_module_with_a_tensor_argument_escapes_rebuilt_from_it():
+    def f(w):
+        return nn.NLLLoss(weight=w + 1)
+
+    opt = pdyn.optimize(f, backend="eager")
+    w = torch.rand(3)
+    made = opt(w)
+    assert type(made) is nn.NLLLoss and torch.equal(made.weight, w + 1) and made is not opt(w)
+    assert pdyn.stats(opt)["graph_breaks"] == 0
+
+
+def test_module_made_with_buffers_or_from_modules_is_a_break():
+    """BatchNorm's running stats are new tensors per call; a Sequential of modules has no constant
+    arguments: both run eagerly (a module made eagerly is a new object per call: its resume
+    function is compiled again on each call)."""
+    def f(x):
+        return nn.BatchNorm1d(3, affine=False)(x) * 2
+
+    check(f, torch.randn(4, 3), graphs=2)
+    assert [b.key for b in pdyn.explain(f)(torch.randn(4, 3)).break_reasons] == ["module_construction"]
+
+    def g(x):
+        return nn.Sequential(nn.ReLU())(x) + 1
+
+    check(g, torch.randn(4, 3), graphs=2)
+
+
+def test_module_made_in_forward_escapes_rebuilt_with_its_state():
+    def f(x):
+        act = nn.ELU(alpha=0.5).eval()
+        return act(x), act
+
+    opt = pdyn.optimize(f, backend="eager")
+    x = torch.randn(3)
+    out, act = opt(x)
+    out2, act2 = opt(x)
+    assert type(act) is nn.ELU and act.alpha == 0.5 and act.training is False and act is not act2
+    torch.testing.assert_close(out, f(x)[0])
+    assert pdyn.stats(opt)["graph_breaks"] == 0
+
+
+def test_module_made_in_forward_stored_on_self():
+    class Holder(nn.Module):
+        def forward(self, x):
+            self.act = nn.Tanh()
+            return self.act(x)
+
+    m, ref = Holder(), Holder()
+    x = torch.randn(2, 3)
+    torch.testing.assert_close(pdyn.optimize(m, backend="eager")(x), ref(x))
+    assert isinstance(m.act, nn.Tanh) and "act" in m._modules

@@ -57,6 +57,5 @@ def test_gpt2_training_step():
     check_training_step(CASES["gpt2_train"])
 
 
-@xfail(CONFIG_READ.format("BertConfig"))
 def test_bert_training_step():
     check_training_step(CASES["bert_mlm_train"])

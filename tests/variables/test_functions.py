@@ -185,9 +185,9 @@ def test_partial_input_reads_its_parts_through_sources():
     assert tx.result.node.name == "add"
 
 
-def test_constructing_a_module_in_the_trace_is_unsupported_with_a_hint():
+def test_constructing_a_module_with_parameters_in_the_trace_is_unsupported_with_a_hint():
     def f(x):
-        return torch.nn.ReLU()(x)
+        return torch.nn.Linear(1, 1)(x)
 
     with pytest.raises(Unsupported) as error:
         trace(f, torch.ones(1))

@@ -27,6 +27,7 @@ from pdyn.trace.variables.symint import UNARY_SYMPY_OPS, SymIntVariable, sym_bin
 from pdyn.trace.variables.constant import CONSTANT_TYPES, ConstantVariable, ObjectConstantVariable, is_constant_value
 from pdyn.trace.variables.functions import PartialVariable, UserFunctionVariable, UserMethodVariable
 from pdyn.trace.variables.nn_module import NNModuleVariable
+from pdyn.trace.variables.nn_module_made import construct_module
 from pdyn.trace.variables.user_objects import bind_class_attr, class_attr, construct_object, mro_lookup
 from pdyn.trace.variables.user_tuples import construct_with_new
 from pdyn.trace.variables.user_dicts import construct_user_dict, is_user_dict_class
@@ -386,8 +387,7 @@ def construct(tx: Tracer, cls: type, args: list[VariableTracker], kwargs: dict[s
             cls in (torch.device, torch.finfo, torch.iinfo) or issubclass(cls, BaseException)):
         return _fold_object(tx, cls, args, kwargs)
     if issubclass(cls, torch.nn.Module):
-        raise Unsupported("module_construction", f"pdyn cannot trace constructing {cls.__qualname__} inside a "
-                          "compiled function", hint="build modules in __init__, not in forward", loc=tx.loc())
+        return construct_module(tx, cls, args, kwargs)  # a loss or an activation; weights are a break
     if issubclass(cls, enum.Enum) and all(is_known(a) for a in [*args, *kwargs.values()]):
         return _fold_object(tx, cls, args, kwargs)  # `Color(1)` looks a member up
     if cls.__new__ is object.__new__ and type(cls).__call__ is type.__call__:

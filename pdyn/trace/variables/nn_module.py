@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import inspect
 import types
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 
@@ -17,7 +17,7 @@ from pdyn.base.errors import Unsupported, UserException
 from pdyn.guards.guards import DictKeysGuard, LenGuard, NoGlobalHooksGuard, NoHooksGuard
 from pdyn.sources import AttrSource, ItemSource, ModuleMemberSource, Source
 from pdyn.trace.variables.base import VariableTracker
-from pdyn.trace.variables.constant import ConstantVariable
+from pdyn.trace.variables.constant import ConstantVariable, is_constant_value
 from pdyn.trace.variables.containers import IteratorVariable, ListVariable, TupleVariable
 from pdyn.trace.variables.functions import UserMethodVariable
 from pdyn.trace.variables.tensor import TensorVariable
@@ -49,6 +49,8 @@ def lookup_class_attr(tx: Tracer, owner: VariableTracker, cls: type, name: str) 
         return UserMethodVariable(tx.wrap_constant(attr), owner)
     if owner.source is not None and not hasattr(attr, "__get__"):
         return tx.wrap(getattr(owner.value, name), AttrSource(owner.source, name))  # type: ignore[attr-defined]
+    if owner.source is None and is_constant_value(attr):  # of a module the trace made, from torch.nn
+        return tx.wrap_constant(attr)
     raise Unsupported("class_attr", f"pdyn cannot read {cls.__qualname__}.{name} ({type(attr).__name__})",
                       loc=tx.loc())
 
@@ -71,9 +73,9 @@ class NNModuleVariable(VariableTracker):
         for table in ("_parameters", "_buffers", "_modules"):
             members = m.__dict__.get(table, {})
             if name in members:
-                return tx.wrap(members[name], ModuleMemberSource(self.source, name, table))
+                return self._read(tx, members[name], lambda s: ModuleMemberSource(s, name, table))
         if name in m.__dict__:
-            return tx.wrap(m.__dict__[name], AttrSource(self.source, name))
+            return self._read(tx, m.__dict__[name], lambda s: AttrSource(s, name))
         if name == "__class__":  # the module is guarded by identity; its class is a constant with it
             return tx.wrap_constant(type(m))
         found = self._member_method(name) or lookup_class_attr(tx, self, type(m), name)
@@ -81,6 +83,10 @@ class NNModuleVariable(VariableTracker):
             _no_custom_getattr(tx, type(m), torch.nn.Module.__getattr__)
             raise UserException(AttributeError(f"'{type(m).__name__}' object has no attribute '{name}'"), tx.loc())
         return found
+
+    def _read(self, tx: Tracer, value: Any, source: Callable[[Source], Source]) -> VariableTracker:
+        """A member read through its source; of a module the trace made, a constant."""
+        return tx.wrap_constant(value) if self.source is None else tx.wrap(value, source(self.source))
 
     def store_attr(self, tx: Tracer, name: str, value: VariableTracker) -> None:
         if name in ("_parameters", "_buffers", "_modules", "forward", "training") or \
@@ -102,7 +108,8 @@ class NNModuleVariable(VariableTracker):
                               loc=tx.loc())
         if type(m).__call__ is not torch.nn.Module.__call__:
             raise Unsupported("module_call", f"{type(m).__name__} overrides __call__", loc=tx.loc())
-        tx.ctx.add_guard(NoHooksGuard(self.source, loc=tx.loc()))
+        if self.source is not None:  # a module the trace made has no hooks, and nothing else holds it
+            tx.ctx.add_guard(NoHooksGuard(self.source, loc=tx.loc()))
         tx.ctx.add_guard(NoGlobalHooksGuard(None, loc=tx.loc()))  # a hook registered later runs
         return self.call_method(tx, "forward", args, kwargs)
 
@@ -164,13 +171,16 @@ class NNModuleVariable(VariableTracker):
     def _table(tx: Tracer, vt: NNModuleVariable, table: str, prefix: str) -> list[tuple[str, Any]]:
         """The entries of `vt.<table>` (a dict of members) as (qualified name, tracker), keys guarded."""
         members = getattr(vt.value, table)
-        tx.ctx.add_guard(DictKeysGuard(AttrSource(vt.source, table), type(members), tuple(members),
-                                          loc=tx.loc()))
-        return [(f"{prefix}.{k}" if prefix else k, None if v is None else tx.wrap(v, AttrSource(vt.source, k)))
+        if vt.source is not None:
+            tx.ctx.add_guard(DictKeysGuard(AttrSource(vt.source, table), type(members), tuple(members),
+                                           loc=tx.loc()))
+        return [(f"{prefix}.{k}" if prefix else k,
+                 None if v is None else vt._read(tx, v, lambda s: AttrSource(s, k)))
                 for k, v in members.items() if v is not None or table == "_modules"]
 
     def _guard_length(self, tx: Tracer) -> int:
-        tx.ctx.add_guard(LenGuard(self.source, type(self.value), len(self.value), loc=tx.loc()))  # type: ignore[arg-type]
+        if self.source is not None:
+            tx.ctx.add_guard(LenGuard(self.source, type(self.value), len(self.value), loc=tx.loc()))  # type: ignore[arg-type]
         return len(self.value)  # type: ignore[arg-type]
 
     def length(self, tx: Tracer) -> VariableTracker:
