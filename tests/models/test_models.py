@@ -33,7 +33,6 @@ def test_bert():
     check_inference(CASES["bert"])
 
 
-@xfail(CONFIG_READ.format("LlamaConfig"))
 def test_llama():
     check_inference(CASES["llama"])
 
