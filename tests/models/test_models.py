@@ -37,7 +37,6 @@ def test_llama():
     check_inference(CASES["llama"])
 
 
-@xfail(CONFIG_READ.format("T5Config"))
 def test_t5():
     check_inference(CASES["t5"])
 
