@@ -34,6 +34,7 @@ def delete_attr(tx: Tracer, obj: VariableTracker, name: str) -> None:
             return
         raise Unsupported("descriptor", f"pdyn cannot delete {obj.cls.__qualname__}.{name} "
                           f"({type(attr).__name__})", loc=tx.loc())
-    if name not in obj.fields:
-        raise UserException(AttributeError(f"'{obj.cls.__name__}' object has no attribute '{name}'"), tx.loc())
+    if name not in obj.fields:  # the fields of an object made in the trace are all known: catchable
+        raise UserException(AttributeError(f"'{obj.cls.__name__}' object has no attribute '{name}'"), tx.loc(),
+                            catchable=True)
     del obj.fields[name]
