@@ -201,3 +201,11 @@ def test_a_number_plus_equals_a_tensor():
         return acc
 
     check(f, torch.randn(5))
+
+
+def test_deepcopy_of_constants_is_the_constant():
+    def f(x, box):
+        dup = copy.deepcopy(box)
+        return x.to(dup.t), dup.tags == box.tags, dup.tags is box.tags
+
+    check(f, torch.randn(2), Box(torch.float64, (1, "a", slice(1, 2))))

@@ -16,7 +16,7 @@ from pdyn.base.errors import Unsupported, UserException
 from pdyn.guards.guards import DictKeysGuard
 from pdyn.sources import AttrSource
 from pdyn.trace.variables.base import VariableTracker
-from pdyn.trace.variables.constant import ObjectConstantVariable
+from pdyn.trace.variables.constant import ConstantVariable, ObjectConstantVariable
 from pdyn.trace.variables.containers import DictVariable, ListVariable, SetVariable, TupleVariable
 from pdyn.trace.variables.user_objects import InstanceDictVariable, UserObjectVariable, class_attr
 
@@ -51,6 +51,13 @@ def _is_immutable(value: VariableTracker) -> bool:
     return False
 
 
+def _copy_constant(value: ConstantVariable, copier: Any) -> VariableTracker:
+    """A constant copied at trace time: itself where `copy` returns it (`is` sees the same object),
+    else an equal new constant (a slice, a tuple holding one)."""
+    out = copier(value.value)
+    return value if out is value.value else ConstantVariable(out)
+
+
 def shallow_copy(tx: Tracer, value: VariableTracker) -> VariableTracker:
     """`copy.copy(value)`."""
     kind = type(value)
@@ -60,6 +67,8 @@ def shallow_copy(tx: Tracer, value: VariableTracker) -> VariableTracker:
         return DictVariable(value.items, dict_type=value.dict_type)
     if kind is SetVariable:
         return SetVariable(list(value.items.values()))
+    if isinstance(value, ConstantVariable):
+        return _copy_constant(value, copy.copy)
     if kind is TupleVariable or _is_immutable(value):
         return value
     if kind is UserObjectVariable:
@@ -74,6 +83,8 @@ def deep_copy(tx: Tracer, value: VariableTracker, memo: dict[int, VariableTracke
     if done is not None:
         return done
     kind = type(value)
+    if isinstance(value, ConstantVariable):
+        return _copy_constant(value, copy.deepcopy)
     if _is_immutable(value):
         return value
     if kind is ListVariable:

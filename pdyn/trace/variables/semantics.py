@@ -25,7 +25,7 @@ MUTABLE = (ListVariable, DictVariable, SetVariable)
 
 def binary(tx: Tracer, fn: Callable[[Any, Any], Any], lhs: VariableTracker, rhs: VariableTracker) -> VariableTracker:
     if isinstance(lhs, TensorVariable) or isinstance(rhs, TensorVariable):
-        if not isinstance(lhs, TensorVariable) and not isinstance(lhs, MUTABLE):
+        if isinstance(lhs, (ConstantVariable, SymIntVariable)):
             fn = plain_operator(fn)  # `n += t` on a number: Python falls back to `n + t`
         return tx.output.call("call_function", fn, [lhs, rhs], {}, loc=tx.loc())
     if isinstance(lhs, SymIntVariable) or isinstance(rhs, SymIntVariable):
