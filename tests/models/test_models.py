@@ -31,12 +31,10 @@ def test_bert():
     check_inference(CASES["bert"])
 
 
-@xfail(CONFIG_READ.format("LlamaConfig"))
 def test_llama():
     check_inference(CASES["llama"])
 
 
-@xfail(CONFIG_READ.format("T5Config"))
 def test_t5():
     check_inference(CASES["t5"])
 

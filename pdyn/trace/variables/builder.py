@@ -9,6 +9,7 @@ from __future__ import annotations
 import collections
 import enum
 import functools
+import os
 import types
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -21,6 +22,7 @@ from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.builtins import RULES, BuiltinVariable, ClassVariable
 from pdyn.trace.variables.constant import CONSTANT_TYPES, ConstantVariable, ObjectConstantVariable, is_constant_value
 from pdyn.trace.variables.context_managers import ContextClassVariable, context_object, is_context_class, is_context_object
+from pdyn.trace.variables.environ import EnvironVariable
 from pdyn.trace.variables.containers import DictVariable, ListVariable, SetVariable, SizeVariable, TupleVariable
 from pdyn.trace.variables.functions import PartialVariable, UserFunctionVariable, UserMethodVariable
 from pdyn.trace.variables.nn_module import NNModuleVariable
@@ -155,6 +157,11 @@ def _wrap_partial(tx: Tracer, value: functools.partial[Any], source: Source) -> 
     return PartialVariable.from_input(tx, value, source)
 
 
+def _wrap_environ(tx: Tracer, value: os._Environ[Any], source: Source) -> VariableTracker:
+    _guard(tx, IdGuard, source, value)  # each read then guards the variable it read
+    return EnvironVariable(value, source)
+
+
 def _refuse(tx: Tracer, value: Any, source: Source) -> VariableTracker:
     raise Unsupported("input_type", f"pdyn cannot guard a {type(value).__name__} input ({source}) yet",
                       loc=tx.loc())
@@ -189,7 +196,7 @@ WRAP_BY_TYPE: dict[type, WrapFn] = {
     int: _wrap_int, torch.Size: _wrap_size, tuple: _wrap_sequence, list: _wrap_sequence,
     dict: _wrap_dict, collections.OrderedDict: _wrap_dict, functools.partial: _wrap_partial,
     types.CodeType: _wrap_by_identity,   # immutable: which code object is all there is to know
-    set: _wrap_set, frozenset: _wrap_set,
+    set: _wrap_set, frozenset: _wrap_set, os._Environ: _wrap_environ,
     **{kind: _refuse for kind in (torch.finfo, torch.iinfo)},
 }
 # then the first base class that matches, in this order
@@ -228,6 +235,8 @@ def wrap_constant_result(value: Any) -> VariableTracker:
         return vt if kind is set else ConstantVariable(value)
     if isinstance(value, types.ModuleType):
         return PythonModuleVariable(value)
+    if kind is os._Environ:
+        return EnvironVariable(value)
     if _has_rule(value):  # object.__setattr__ is also Tensor's; collections.namedtuple is Python
         return BuiltinVariable(value)
     if is_tensor_method(value):

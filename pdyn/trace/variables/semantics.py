@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import torch
 
 from pdyn.base.errors import Unsupported
-from pdyn.ops import is_in_place_operator
+from pdyn.ops import is_in_place_operator, plain_operator
 from pdyn.trace.variables.base import VariableTracker, fold
 from pdyn.trace.variables.constant import ConstantVariable
 from pdyn.trace.variables.containers import DictVariable, ListVariable, SequenceVariable, SetVariable, SizeVariable
@@ -25,6 +25,8 @@ MUTABLE = (ListVariable, DictVariable, SetVariable)
 
 def binary(tx: Tracer, fn: Callable[[Any, Any], Any], lhs: VariableTracker, rhs: VariableTracker) -> VariableTracker:
     if isinstance(lhs, TensorVariable) or isinstance(rhs, TensorVariable):
+        if isinstance(lhs, (ConstantVariable, SymIntVariable)):
+            fn = plain_operator(fn)  # `n += t` on a number: Python falls back to `n + t`
         return tx.output.call("call_function", fn, [lhs, rhs], {}, loc=tx.loc())
     if isinstance(lhs, SymIntVariable) or isinstance(rhs, SymIntVariable):
         return sym_binary(tx, fn, lhs, rhs)

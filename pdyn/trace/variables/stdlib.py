@@ -1,11 +1,13 @@
 """Rules for the standard library's iteration and reduction helpers (itertools, functools.reduce,
-math.prod, dict.fromkeys, collections.OrderedDict) and `id`, over trackers. `builtins.py` adds
+math.prod, dict.fromkeys, collections.OrderedDict), `copy.copy`/`copy.deepcopy` (copying.py) and
+`id`, over trackers. `builtins.py` adds
 them to its rule table. Like `zip`, the iterators here read finite inputs when made.
 """
 
 from __future__ import annotations
 
 import collections
+import copy
 import functools
 import inspect
 import itertools
@@ -15,6 +17,8 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from pdyn.base.errors import Unsupported, UserException
 from pdyn.trace.variables.base import VariableTracker
+from pdyn.trace.variables.attr_delete import delete_attr
+from pdyn.trace.variables.copying import deep_copy, shallow_copy
 from pdyn.trace.variables.constant import ConstantVariable, ObjectConstantVariable
 from pdyn.trace.variables.functions import UserFunctionVariable, UserMethodVariable
 from pdyn.trace.variables.containers import DictVariable, IteratorVariable, TupleVariable, make_iterator, python_value
@@ -197,3 +201,30 @@ def _ordered_dict(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, Var
                 items[python_value(k, "a dict key", tx.loc())] = v
     items.update(kwargs)
     return DictVariable(items, dict_type=collections.OrderedDict)
+
+
+@rule(copy.copy)
+def _copy(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    if len(args) != 1 or kwargs:
+        raise Unsupported("copy", "pdyn traces copy.copy(x) with one argument", loc=tx.loc())
+    return shallow_copy(tx, args[0])
+
+
+@rule(copy.deepcopy)
+def _deepcopy(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    memo = args[1] if len(args) > 1 else kwargs.get("memo", NONE)
+    if not 1 <= len(args) <= 2 or set(kwargs) - {"memo"} or not (memo.is_python_constant() and
+                                                                 memo.as_python_constant() is None):
+        raise Unsupported("deepcopy", "pdyn traces copy.deepcopy(x) without a memo", loc=tx.loc())
+    return deep_copy(tx, args[0], {})
+
+
+@rule(delattr)
+def _delattr(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    if len(args) != 2 or kwargs:
+        raise UserException(TypeError(f"delattr expected 2 arguments, got {len(args)}"), tx.loc())
+    name = python_value(args[1], "delattr()", tx.loc())
+    if type(name) is not str:
+        raise UserException(TypeError(f"attribute name must be string, not '{type(name).__name__}'"), tx.loc())
+    delete_attr(tx, args[0], name)
+    return NONE

@@ -148,6 +148,8 @@ class UserObjectVariable(VariableTracker):
                 return tx.wrap_constant(attr.fget).call(tx, [self], {})
             if name == "__dict__" and isinstance(attr, types.GetSetDescriptorType):
                 return InstanceDictVariable(self)
+            if name == "__class__" and attr is object.__dict__["__class__"]:
+                return tx.wrap_constant(self.cls)  # the type is guarded (or made in the trace)
             if isinstance(attr, types.MemberDescriptorType):  # a __slots__ field
                 if stored is not None:
                     return stored
