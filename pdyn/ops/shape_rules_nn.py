@@ -431,6 +431,8 @@ def class_loss(c: OpCall) -> list[Sizes] | None:
             or a["reduction"] not in ("none", "mean", "sum"):
         return None  # legacy reductions, and torch's own errors: its meta kernel decides
     class_dim = 0 if x.ndim == 1 else 1
+    if c.is_zero(x.sizes[class_dim]):
+        return None  # no class: torch's kernels raise, or not, by path; its meta kernel decides
     rest = x.sizes[:class_dim] + x.sizes[class_dim + 1:]
     if c.name() == "cross_entropy" and t.dtype.is_floating_point:
         if t.ndim != x.ndim:

@@ -33,7 +33,7 @@ class FrameCodegen:
     def __init__(self) -> None:
         self.outputs: list[torch.fx.Node] = []
         self._output_index: dict[torch.fx.Node, int] = {}
-        self.scope: dict[str, Any] = {"_modules": sys.modules}
+        self.scope: dict[str, Any] = {"_modules": sys.modules, "math": math}  # math: size expressions
         self._const_names: dict[int, str] = {}
         self.lines: list[str] = []
         self._temps: dict[int, str] = {}

@@ -163,9 +163,15 @@ def test_operation_with_a_non_number_is_a_value_read():
     assert len(tx.ctx.shape_env.specialized) == 1
 
 
-def test_reconstruct_returns_the_value_and_specializes():
+def test_reconstruct_computes_an_int_from_the_sizes_it_is_made_of():
     tx = trace(ident, 9)
-    assert tx.result.reconstruct(FrameCodegen()) == "9"
+    assert tx.result.reconstruct(FrameCodegen()) == "((L['n']))"
+    assert not tx.ctx.shape_env.specialized  # no value read: the next call's n is read again
+
+
+def test_reconstruct_of_a_float_size_is_a_value_read():
+    tx = trace(lambda n: n / 2, 9)
+    assert tx.result.reconstruct(FrameCodegen()) == "4.5"
     assert [spec.why for spec in tx.ctx.shape_env.specialized.values()] == ["returned to Python"]
 
 

@@ -18,7 +18,7 @@ import torch.fx
 from pdyn.ops import plain_operator
 from pdyn.shapes import graph_meta, sym_float
 from pdyn.base.errors import SourceLoc, UserException
-from pdyn.shapes.shape_env import FloorDiv, ShapeEnv
+from pdyn.shapes.shape_env import FloorDiv, ShapeEnv, to_python
 from pdyn.sources import Source
 from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.constant import ConstantVariable
@@ -131,7 +131,22 @@ class SymIntVariable(VariableTracker):
         return self.env.evaluate_bool(expr, tx.loc(), "a Python condition")
 
     def reconstruct(self, codegen: FrameCodegen) -> str:
-        return codegen.constant(self.value_read("returned to Python"))
+        """An int that reaches Python (returned, stored on an object, passed on at a break) is
+        computed on each call from the sizes it is made of; anything else is a value read."""
+        code = self._python_code(codegen) if self.pytype is int else None
+        return code if code is not None else codegen.constant(self.value_read("returned to Python"))
+
+    def _python_code(self, codegen: FrameCodegen) -> str | None:
+        expr = self.env.simplify(self.expr)
+        if expr.is_Number:
+            return None
+        reads = {}
+        for sym in expr.free_symbols:
+            origins = self.env.origins.get(sym)
+            if not origins:
+                return None
+            reads[sym] = sympy.Symbol(f"({codegen.source_expr(origins[0])})")  # printed as its read
+        return f"({to_python(expr.xreplace(reads))})"
 
     def __repr__(self) -> str:
         return f"SymIntVariable({self.expr}: {self.pytype.__name__})"
