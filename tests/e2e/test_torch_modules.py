@@ -451,3 +451,31 @@ def test_module_made_in_forward_stored_on_self():
     x = torch.randn(2, 3)
     torch.testing.assert_close(pdyn.optimize(m, backend="eager")(x), ref(x))
     assert isinstance(m.act, nn.Tanh) and "act" in m._modules
+
+
+def test_a_module_overriding_call_in_python_is_inlined_and_reaches_forward():
+    """transformers 4.x's GradientCheckpointingLayer overrides `__call__` and calls
+    `super().__call__(...)`: the override is inlined, nn.Module's own call runs forward (hooks
+    guarded: one registered later recompiles and runs)."""
+    class Layer(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(4, 4)
+
+        def __call__(self, *args, **kwargs):
+            if self.training and kwargs.get("checkpoint"):
+                return None
+            return super().__call__(*args, **kwargs)
+
+        def forward(self, x):
+            return self.lin(x).relu()
+
+    layers = torch.nn.Sequential(Layer(), Layer()).eval()
+    opt = pdyn.optimize(layers)
+    for n in (2, 3, 5):
+        x = torch.randn(n, 4)
+        torch.testing.assert_close(opt(x), layers(x))
+    assert pdyn.stats(opt)["graph_breaks"] == 0 and pdyn.stats(opt)["compiles"] == 1
+    handle = layers[0].register_forward_hook(lambda module, inputs, out: out * 2)
+    torch.testing.assert_close(opt(x), layers(x))
+    handle.remove()

@@ -119,13 +119,12 @@ def test_module_with_a_hook_is_unsupported_with_a_hint():
     assert error.value.loc.lineno == f.__code__.co_firstlineno + 1
 
 
-def test_module_that_overrides_call_is_unsupported():
+def test_module_that_overrides_call_in_python_is_inlined():
     def f(m, x):
         return m(x)
 
-    with pytest.raises(Unsupported) as error:
-        trace(f, CustomCall(), torch.ones(1))
-    assert error.value.key == "module_call"
+    tx = trace(f, CustomCall(), torch.ones(1))
+    assert tx.result is tx.locals["x"]  # CustomCall.__call__ returns its argument: no op recorded
 
 
 def test_missing_module_attribute_raises_attribute_error():

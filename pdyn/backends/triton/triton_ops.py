@@ -118,7 +118,7 @@ FLOAT_OPS = frozenset({
     "tanh", "gelu", "gelu_tanh", "silu", "pow", "log1p", "expm1", "reciprocal", "truediv",
     "floordiv_float", "mod_float", "truncdiv_float"})
 INTEGER_OPS = frozenset({"and", "or", "xor", "invert", "floordiv_int", "mod_int", "truncdiv_int"})
-NUMBER_OPS = frozenset({"relu", "neg"})  # not on bool (torch refuses `-` on a bool tensor)
+NUMBER_OPS = frozenset({"relu", "neg", "sign"})  # not on bool (the templates subtract)
 BOOL_RESULT_OPS = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "not", "isnan"})
 
 

@@ -449,6 +449,16 @@ class ClassVariable(ObjectConstantVariable):
         return f"ClassVariable({self.value.__qualname__})"
 
 
+class ModuleCallVariable(VariableTracker):
+    """`super().__call__` of a module whose class overrides `__call__`: nn.Module's own call."""
+
+    def __init__(self, module: NNModuleVariable):
+        self.module = module
+
+    def call(self, tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        return self.module.call_as_module(tx, args, kwargs)
+
+
 class SuperVariable(VariableTracker):
     """`super(cls, obj)`: attribute reads look in type(obj)'s MRO after `cls` and bind to `obj`."""
 
@@ -470,6 +480,8 @@ class SuperVariable(VariableTracker):
             for searched in {start, klass}:
                 class_attr(tx, searched, name)
             attr = klass.__dict__[name]
+            if attr is torch.nn.Module.__call__ and isinstance(self.obj, NNModuleVariable):
+                return ModuleCallVariable(self.obj)  # an overriding __call__ calling nn.Module's
             if not hasattr(type(attr), "__get__"):
                 return tx.wrap_constant(attr)  # a plain class attribute: the base class's own
             return bind_class_attr(tx, self.obj, self.obj.python_type(), name, attr)

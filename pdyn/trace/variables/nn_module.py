@@ -21,7 +21,7 @@ from pdyn.trace.variables.constant import ConstantVariable, is_constant_value
 from pdyn.trace.variables.containers import IteratorVariable, ListVariable, TupleVariable
 from pdyn.trace.variables.functions import UserMethodVariable
 from pdyn.trace.variables.tensor import TensorVariable
-from pdyn.trace.variables.user_objects import UserObjectVariable, mro_lookup, pin_identity  # noqa: F401
+from pdyn.trace.variables.user_objects import UserObjectVariable, class_attr, mro_lookup, pin_identity  # noqa: F401
 
 if TYPE_CHECKING:
     from pdyn.trace.translator import InstructionTranslator as Tracer
@@ -99,6 +99,19 @@ class NNModuleVariable(VariableTracker):
 
     def call(self, tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         m = self.value
+        override = mro_lookup(type(m), "__call__")
+        if override is not torch.nn.Module.__call__:
+            if isinstance(override, types.FunctionType):  # a Python `__call__` (transformers'
+                class_attr(tx, type(m), "__call__")       # GradientCheckpointingLayer): inlined;
+                return UserMethodVariable(tx.wrap_constant(override), self).call(tx, args, kwargs)
+            raise Unsupported("module_call", f"{type(m).__name__} overrides __call__", loc=tx.loc())
+        return self.call_as_module(tx, args, kwargs)
+
+    def call_as_module(self, tx: Tracer, args: list[VariableTracker],
+                       kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        """nn.Module's own `__call__`: no hooks (guarded), then forward. An overriding `__call__`
+        reaches it through `super().__call__(...)`."""
+        m = self.value
         hooks = torch.nn.modules.module
         if m._forward_hooks or m._forward_pre_hooks or m._backward_hooks or m._backward_pre_hooks or \
                 hooks._global_forward_hooks or hooks._global_forward_pre_hooks or hooks._global_backward_hooks \
@@ -106,8 +119,6 @@ class NNModuleVariable(VariableTracker):
             raise Unsupported("module_hooks", f"pdyn cannot trace {type(m).__name__} with module hooks yet",
                               hint="remove the hook, or optimize the module's submodules separately",
                               loc=tx.loc())
-        if type(m).__call__ is not torch.nn.Module.__call__:
-            raise Unsupported("module_call", f"{type(m).__name__} overrides __call__", loc=tx.loc())
         if self.source is not None:  # a module the trace made has no hooks, and nothing else holds it
             tx.ctx.add_guard(NoHooksGuard(self.source, loc=tx.loc()))
         tx.ctx.add_guard(NoGlobalHooksGuard(None, loc=tx.loc()))  # a hook registered later runs

@@ -76,7 +76,7 @@ class KernelLauncher:
             self.functions = {"pointwise": module.kernel}
         self.finish = None
         if split is not None:
-            self.finish = getattr(load_kernel(finish_source(), interpret), f"finish_{split.kind}")
+            self.finish = getattr(load_kernel(finish_source(interpret), interpret), f"finish_{split.kind}")
         # (function, constexprs, warps, device, int specialization) -> bound launcher
         self.compiled: dict[tuple, BoundLauncher] = {}
         self.plans: dict[Any, LaunchPlan] = {}  # actual size(s) -> launch plan

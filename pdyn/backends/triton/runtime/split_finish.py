@@ -14,9 +14,12 @@ SPLIT_FINISH = {
 }
 
 
-def finish_source() -> str:
+def finish_source(interpret: bool = False) -> str:
     """Second stage of a split reduction: combine `chunks` rows of partial results per column,
     RBLOCK chunks at a time (one wide load, not a chain of dependent ones)."""
+    # NOTE: Triton 3.6's interpreter holds an int argument as a 1-element array (NumPy 2 refuses
+    # int() of it), so the loop bound is read out of it there
+    bound = "int(chunks.handle.data.reshape(-1)[0])" if interpret else "chunks"
     parts = ["import triton", "import triton.language as tl", "",
              "@triton.jit", "def _prod(a, b):", "    return a * b", "",
              "@triton.jit", "def _max(a, b):", "    return tl.where((a > b) | (a != a), a, b)", "",
@@ -36,7 +39,7 @@ def finish_source() -> str:
             "    cbase = tl.arange(0, RBLOCK)[:, None]",
             "    first = tl.load(src + xindex, xmask, other=0)",
             "    acc = first",
-            "    for c0 in range(1, chunks, RBLOCK):",
+            f"    for c0 in range(1, {bound}, RBLOCK):",
             "        c = c0 + cbase",
             "        mask = xmask & (c < chunks)",
             f"        v = tl.load(src + (c * xnumel + xindex), mask, other={other if other != 'first' else 0})",
