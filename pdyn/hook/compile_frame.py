@@ -29,7 +29,7 @@ from pdyn.base.errors import Unsupported
 from pdyn.trace.frame_codegen import EagerRerun, FrameCodegen, ResumeCodegen, build_frame_function
 from pdyn.bytecode.instructions import Instruction
 from pdyn.guards.codegen import GuardCode, build
-from pdyn.ops.effects import draws_random, writes_an_input
+from pdyn.ops.effects import draws_random, writes_an_input, written_inputs
 from pdyn.trace.output_graph import OutputGraph
 from pdyn.trace.context import TraceContext
 from pdyn.shapes.trace_plan import TracePlan
@@ -170,8 +170,11 @@ def _finish(output: OutputGraph, result: VariableTracker | None, backend: Backen
         compiled = backend(gm, [value for _, value in graph_inputs])
         for assumption in getattr(compiled, "assumptions", ()):  # what the backend assumed: guarded
             output.ctx.add_guard(assumption)
+        draws = any(draws_random(node) for node in graph.nodes)
         if not writes_an_input(graph):
-            rerun = EagerRerun(call_original, title, any(draws_random(node) for node in graph.nodes))
+            rerun = EagerRerun(call_original, title, draws)
+        elif effects and (written := written_inputs(graph)) is not None:
+            rerun = EagerRerun(call_original, title, draws, restore=written)  # inputs saved first
     inputs = [codegen.source_expr(source) for source, _ in graph_inputs]
     run, frame_source = build_frame_function(codegen, result_expr, effects, inputs, compiled, title, tail, rerun)
     guard = _build_guards(output, title)

@@ -34,6 +34,42 @@ def writes_an_input(graph: torch.fx.Graph) -> bool:
     return any(mutates(node) and any(_may_alias_input(t) for t in _written(node)) for node in graph.nodes)
 
 
+def written_inputs(graph: torch.fx.Graph) -> list[int] | None:
+    """The positions of the placeholders whose memory running `graph` may write (through views
+    too), or None where a write may reach memory that is no input's (a parameter, a buffer)."""
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    found: set[torch.fx.Node] = set()
+    for node in graph.nodes:
+        if not mutates(node):
+            continue
+        for value in _written(node):
+            roots = _roots(value, set())
+            if roots is None:
+                return None
+            found |= roots
+    return [i for i, p in enumerate(placeholders) if p in found]
+
+
+def _roots(value: Any, seen: set[torch.fx.Node]) -> set[torch.fx.Node] | None:
+    """The placeholders `value` may be a view of; None if it may view a get_attr."""
+    if not isinstance(value, torch.fx.Node) or value in seen:
+        return set()
+    seen.add(value)
+    if value.op == "placeholder":
+        return {value}
+    if value.op == "get_attr":
+        return None
+    if value.op in ("call_function", "call_method") and op_of(value).allocates:
+        return set()
+    out: set[torch.fx.Node] = set()
+    for arg in value.all_input_nodes:
+        roots = _roots(arg, seen)
+        if roots is None:
+            return None
+        out |= roots
+    return out
+
+
 def draws_random(node: torch.fx.Node) -> bool:
     """Whether running `node` advances a random generator: an aten op tagged `nondeterministic_seeded`
     under the node's name (`dropout`, `randn_like`, `bernoulli_`, ...)."""

@@ -173,9 +173,11 @@ def build_frame_function(codegen: FrameCodegen, result_expr: str, effects: list[
                 codegen.scope["rng_state"] = rng_state
             # NOTE: the rerun happens outside the `except` block: inside it, CPython changes some of
             # the exceptions user code raises (`f(**a, **b)` raises KeyError for TypeError)
-            body += ["rng = rng_state()" if snapshot else "rng = None", "failed = None", "try:", f"    {call}",
-                     "except Exception as e:", "    failed = e", "if failed is not None:",
-                     "    return rerun_eagerly(L, failed, rng)"]
+            written = ", ".join(f"{input_exprs[i]}" for i in rerun.restore)
+            body += ["rng = rng_state()" if snapshot else "rng = None", "failed = None",
+                     *([f"saved = [(t, t.clone()) for t in ({written},)]"] if rerun.restore else []),
+                     "try:", f"    {call}", "except Exception as e:", "    failed = e", "if failed is not None:",
+                     f"    return rerun_eagerly(L, failed, rng{', saved' if rerun.restore else ''})"]
     body += codegen.lines
     if tail is None:
         body.append(f"result = {result_expr}")
@@ -194,15 +196,20 @@ class EagerRerun:
     that eager raises for real. Only for graphs that write no tensor (a write would happen twice);
     a graph that draws random numbers gets the generator state it started from back first."""
 
-    def __init__(self, call_original: Callable[[dict[str, Any]], Any], title: str, draws_random: bool):
+    def __init__(self, call_original: Callable[[dict[str, Any]], Any], title: str, draws_random: bool,
+                 restore: list[int] | None = None):
         self.call_original = call_original
         self.title = title
         self.draws_random = draws_random
+        self.restore = restore or []  # graph inputs it writes: copied before, put back before a rerun
         self.warned = False
 
-    def __call__(self, L: dict[str, Any], error: Exception, rng: Any) -> Any:
+    def __call__(self, L: dict[str, Any], error: Exception, rng: Any, saved: Any = ()) -> Any:
         if rng is not None:
             set_rng_state(rng)
+        with torch.no_grad():
+            for tensor, copy in saved:
+                tensor.copy_(copy)
         result = self.call_original(L)   # raises what eager raises, side effects first
         if not self.warned:
             self.warned = True

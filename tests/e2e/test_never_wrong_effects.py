@@ -169,3 +169,21 @@ def test_a_generator_consumed_after_a_graph_break_yields_every_item():
         return ",".join(str(d) for d in r), [str(d) for d in r]
 
     check_calls(f, (torch.arange(3),), (torch.arange(4),))
+
+
+def test_a_graph_that_writes_an_input_and_raises_keeps_the_side_effects_before_the_raise():
+    """Fuzz seeds 11943 and 13578: `LOG.extend(...)` deferred after a graph that zeroes an input
+    and then raises (an index out of range of an empty dim). The inputs the graph writes are
+    copied before it runs and put back, so the eager rerun writes them once and logs first."""
+    log = []
+
+    def f(x1, x0):
+        log.extend(x0.shape)
+        t = x1[[0, 0]]
+        x0.zero_()
+        return t
+
+    for shape in ((0, 0, 0), (2, 3, 1)):
+        log.clear()
+        check_calls(f, (torch.ones(*shape), torch.ones(*shape)))
+        assert log == [*shape, *shape]  # eager's call, then pdyn's
