@@ -1,7 +1,6 @@
-"""Constructs met in the suite's models, reduced to a few lines, where pdyn is wrong today (it raises
-what eager does not). Each is xfail(strict) with what it raised; it fails once fixed, and the mark goes."""
+"""Constructs met in the suite's models, reduced to a few lines, where pdyn once raised what eager
+does not (a resume function that lost the frame's `__class__` cell)."""
 
-import pytest
 import torch
 
 from tests.helpers import check_calls
