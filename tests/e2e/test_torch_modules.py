@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import torch
 from torch import nn
 
@@ -318,12 +320,13 @@ def test_a_module_list_sliced_by_an_int_read_from_an_object():
             return x
 
     m = Stack()
+    eager = copy.deepcopy(m)  # optimize() compiles a module in place
     opt = pdyn.optimize(m)
     for n in (2, 3, 5):
         x = torch.randn(n, 4)
-        torch.testing.assert_close(opt(x), m(x))
-    m.config.n = 3
-    torch.testing.assert_close(opt(x), m(x))
+        torch.testing.assert_close(opt(x), eager(x))
+    m.config.n = eager.config.n = 3
+    torch.testing.assert_close(opt(x), eager(x))
     assert pdyn.stats(opt)["graph_breaks"] == 0
 
 
@@ -471,11 +474,43 @@ def test_a_module_overriding_call_in_python_is_inlined_and_reaches_forward():
             return self.lin(x).relu()
 
     layers = torch.nn.Sequential(Layer(), Layer()).eval()
+    eager = copy.deepcopy(layers)  # optimize() compiles a module in place
     opt = pdyn.optimize(layers)
     for n in (2, 3, 5):
         x = torch.randn(n, 4)
-        torch.testing.assert_close(opt(x), layers(x))
+        torch.testing.assert_close(opt(x), eager(x))
     assert pdyn.stats(opt)["graph_breaks"] == 0 and pdyn.stats(opt)["compiles"] == 1
-    handle = layers[0].register_forward_hook(lambda module, inputs, out: out * 2)
-    torch.testing.assert_close(opt(x), layers(x))
-    handle.remove()
+    layers[0].register_forward_hook(lambda module, inputs, out: out * 2)
+    eager[0].register_forward_hook(lambda module, inputs, out: out * 2)
+    torch.testing.assert_close(opt(x), eager(x))
+    assert pdyn.stats(opt)["compiles"] == 2
+
+
+def test_forward_hooks_and_pre_hooks_are_traced_and_guarded():
+    """`_call_impl`'s forward pre-hooks and hooks run around the inlined forward; removing a hook
+    after compiling recompiles (the hook tables are guarded by their keys)."""
+    seen = []
+
+    def build():
+        torch.manual_seed(0)
+        m = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2))
+        m[0].register_forward_pre_hook(lambda module, inputs: (inputs[0] * 2,))
+        added = m[2].register_forward_hook(lambda module, inputs, out: out + inputs[0].sum())
+        m[1].register_forward_hook(lambda module, inputs, out: seen.append(out.shape[0]))
+        return m, added
+
+    (eager, eager_hook), (m, hook) = build(), build()
+    opt = pdyn.optimize(m)
+    for n in (2, 3, 5):
+        x = torch.randn(n, 4)
+        seen.clear()
+        expected, eager_seen = eager(x), list(seen)
+        seen.clear()
+        torch.testing.assert_close(opt(x), expected)
+        assert seen == eager_seen
+    assert pdyn.stats(opt)["compiles"] == 1 and pdyn.stats(opt)["graph_breaks"] == 0
+    eager_hook.remove()
+    hook.remove()
+    seen.clear()  # (the appended list is guarded by its length, as any list a trace appends to)
+    torch.testing.assert_close(opt(x), eager(x))
+    assert pdyn.stats(opt)["compiles"] == 2

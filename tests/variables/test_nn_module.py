@@ -106,9 +106,9 @@ def test_property_runs_its_getter_symbolically():
     assert tx.result.node.name == "mul"
 
 
-def test_module_with_a_hook_is_unsupported_with_a_hint():
+def test_module_with_a_backward_hook_is_unsupported_with_a_hint():
     net = Net()
-    net.register_forward_hook(lambda *a: None)
+    net.register_full_backward_hook(lambda *a: None)
 
     def f(m, x):
         return m(x)

@@ -55,6 +55,16 @@ def lookup_class_attr(tx: Tracer, owner: VariableTracker, cls: type, name: str) 
                       loc=tx.loc())
 
 
+# What `_call_impl` reads to run forward hooks: guarded by keys where a module has forward hooks.
+HOOK_TABLES = ("_forward_pre_hooks", "_forward_hooks", "_forward_pre_hooks_with_kwargs",
+               "_forward_hooks_with_kwargs", "_forward_hooks_always_called", "_backward_hooks",
+               "_backward_pre_hooks")
+
+
+def _is_none(vt: VariableTracker) -> bool:
+    return vt.is_python_constant() and vt.as_python_constant() is None
+
+
 class NNModuleVariable(VariableTracker):
     """An nn.Module instance from the inputs (guarded by identity)."""
 
@@ -113,16 +123,46 @@ class NNModuleVariable(VariableTracker):
         reaches it through `super().__call__(...)`."""
         m = self.value
         hooks = torch.nn.modules.module
-        if m._forward_hooks or m._forward_pre_hooks or m._backward_hooks or m._backward_pre_hooks or \
-                hooks._global_forward_hooks or hooks._global_forward_pre_hooks or hooks._global_backward_hooks \
-                or hooks._global_backward_pre_hooks:
-            raise Unsupported("module_hooks", f"pdyn cannot trace {type(m).__name__} with module hooks yet",
-                              hint="remove the hook, or optimize the module's submodules separately",
-                              loc=tx.loc())
+        if m._backward_hooks or m._backward_pre_hooks or hooks._global_forward_hooks or \
+                hooks._global_forward_pre_hooks or hooks._global_backward_hooks or hooks._global_backward_pre_hooks \
+                or (m._forward_hooks or m._forward_pre_hooks) and self.source is None:
+            raise Unsupported("module_hooks", f"pdyn cannot trace {type(m).__name__} with backward or global "
+                              "module hooks yet", hint="remove the hook, or optimize the module's submodules "
+                              "separately", loc=tx.loc())
+        tx.ctx.add_guard(NoGlobalHooksGuard(None, loc=tx.loc()))  # a hook registered later runs
+        if m._forward_hooks or m._forward_pre_hooks:
+            return self._call_with_forward_hooks(tx, args, kwargs)
         if self.source is not None:  # a module the trace made has no hooks, and nothing else holds it
             tx.ctx.add_guard(NoHooksGuard(self.source, loc=tx.loc()))
-        tx.ctx.add_guard(NoGlobalHooksGuard(None, loc=tx.loc()))  # a hook registered later runs
         return self.call_method(tx, "forward", args, kwargs)
+
+    def _call_with_forward_hooks(self, tx: Tracer, args: list[VariableTracker],
+                                 kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        """Forward pre-hooks, forward, forward hooks, as nn.Module's `_call_impl` runs them; each
+        hook table is guarded by its keys and each hook by identity."""
+        m = self.value
+        for table in HOOK_TABLES:
+            found = getattr(m, table, None)
+            if found is not None:
+                tx.ctx.add_guard(DictKeysGuard(AttrSource(self.source, table), type(found), tuple(found), loc=tx.loc()))
+        if set(m._forward_pre_hooks_with_kwargs) | set(m._forward_hooks_with_kwargs):
+            raise Unsupported("module_hooks", "pdyn cannot trace module hooks registered with_kwargs yet",
+                              loc=tx.loc())
+
+        def hook(table: str, hook_id: int) -> VariableTracker:
+            return tx.wrap(getattr(m, table)[hook_id], ItemSource(AttrSource(self.source, table), hook_id))
+
+        inputs = TupleVariable(list(args))
+        for hook_id in m._forward_pre_hooks:
+            changed = hook("_forward_pre_hooks", hook_id).call(tx, [self, inputs], {})
+            if not _is_none(changed):
+                inputs = changed if isinstance(changed, TupleVariable) else TupleVariable([changed])
+        out = self.call_method(tx, "forward", list(inputs.items), kwargs)
+        for hook_id in m._forward_hooks:
+            changed = hook("_forward_hooks", hook_id).call(tx, [self, inputs, out], {})
+            if not _is_none(changed):
+                out = changed
+        return out
 
     def call_method(self, tx: Tracer, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         if name == "forward":
