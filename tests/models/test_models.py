@@ -3,24 +3,11 @@ lengths 7, 16, 33, 64 with padded masks, against eager; one training step for GP
 
 Each inference test asserts outputs equal to eager on every call, one graph with no break on the
 first call, that `fullgraph=True` compiles it, and two compiles over the sequence (batch 1
-specializes; every other shape shares one entry). A test marked xfail(strict) names the first
-graph break seen when it was written: once the model is captured it fails, and the mark goes.
+specializes; every other shape shares one entry).
 """
-
-import pytest
 
 from tests.models.cases import CASES
 from tests.models.harness import check_inference, check_training_step
-
-# The first break reported by pdyn.explain on each model when the suite was written.
-CONFIG_READ = "{} customizes attribute access [getattribute] at transformers/utils/generic.py:939 " \
-              "(`self.config.return_dict` in the can_return_tuple decorator)"
-CODE_READ = "pdyn cannot read attribute '__code__' of UserFunctionVariable [getattr] at " \
-            "transformers/utils/generic.py:1029 (`func.__code__.co_varnames` in merge_with_config_defaults)"
-
-
-def xfail(reason: str):
-    return pytest.mark.xfail(strict=True, reason=reason)
 
 
 def test_gpt2():

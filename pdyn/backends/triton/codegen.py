@@ -88,10 +88,15 @@ class SplitInfo:
     out: int  # index of the output among the kernel's pointers
 
 
+class ZeroSizeDim(Exception):
+    """A kernel over a dim of size 0: torch computes such graphs (Triton's interpreter crashes on a
+    masked load of an empty tensor)."""
+
+
 def dim_vars(prefix: str, flat: sympy.Symbol, ranges: list[sympy.Expr]) -> tuple[list, list]:
     """Index variables of each dim (0 where the size is 1) and their definitions from `flat`."""
-    if any(n == 0 for n in ranges):  # the backend leaves graphs with a size-0 dim to torch
-        raise NotImplementedError("a dim of size 0")
+    if any(n == 0 for n in ranges):  # triton/__init__ leaves such graphs to torch before lowering
+        raise ZeroSizeDim(f"a kernel over sizes {ranges}")
     syms, defs = [], []
     for k, n in enumerate(ranges):
         if n == 1:

@@ -22,7 +22,7 @@ from pdyn.guards.guards import HasAttrGuard
 from pdyn.sources import AttrSource
 from pdyn.trace.variables.base import VariableTracker, fold
 from pdyn.trace.variables.semantics import contains
-from pdyn.trace.variables.stdlib import STDLIB_RULES
+from pdyn.trace.variables.stdlib import STDLIB_RULES, dict_items
 from pdyn.trace.variables.symint import UNARY_SYMPY_OPS, SymIntVariable, sym_binary
 from pdyn.trace.variables.constant import CONSTANT_TYPES, ConstantVariable, ObjectConstantVariable, is_constant_value
 from pdyn.trace.variables.functions import PartialVariable, UserFunctionVariable, UserMethodVariable
@@ -222,17 +222,7 @@ def _tuple(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTr
 
 @rule(dict)
 def _dict(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
-    items: dict[Any, VariableTracker] = {}
-    if args:
-        src = args[0]
-        if isinstance(src, DictVariable):
-            items.update(src.items)
-        else:
-            for pair in tx.iterate(src):
-                k, v = tx.iterate(pair)
-                items[k.as_python_constant()] = v
-    items.update(kwargs)
-    return DictVariable(items)
+    return DictVariable(dict_items(tx, args, kwargs))
 
 
 @rule(set)

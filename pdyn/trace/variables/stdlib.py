@@ -188,8 +188,8 @@ def _fromkeys(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, Variabl
     return DictVariable({k: value for k in keys})
 
 
-@rule(collections.OrderedDict)
-def _ordered_dict(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+def dict_items(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> dict[Any, VariableTracker]:
+    """The items `dict(*args, **kwargs)` would hold: a dict, or an iterable of pairs, then kwargs."""
     items: dict[Any, VariableTracker] = {}
     if args:
         source = args[0]
@@ -200,7 +200,12 @@ def _ordered_dict(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, Var
                 k, v = tx.iterate(pair)
                 items[python_value(k, "a dict key", tx.loc())] = v
     items.update(kwargs)
-    return DictVariable(items, dict_type=collections.OrderedDict)
+    return items
+
+
+@rule(collections.OrderedDict)
+def _ordered_dict(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    return DictVariable(dict_items(tx, args, kwargs), dict_type=collections.OrderedDict)
 
 
 @rule(copy.copy)
