@@ -17,8 +17,9 @@ from pdyn.base.config import Config, config
 from pdyn.base.errors import Unsupported, UserError
 from pdyn.hook.eval_frame import CACHES, RECORDERS, CodeCache, Frame, Recorder, make_wrapper
 from pdyn.explain import ExplainOutput
+from pdyn.shapes.runtime_asserts import check, check_is_size
 
-__all__ = ["optimize", "explain", "stats", "reset", "mark_dynamic", "mark_static", "graph_break", "Unsupported",
+__all__ = ["optimize", "explain", "stats", "reset", "mark_dynamic", "mark_static", "graph_break", "check", "check_is_size", "Unsupported",
            "UserError", "config", "Config"]
 
 logs.apply(config)

@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from pdyn.ops.table import Refusal, declare, declare_all
+from pdyn.shapes.runtime_asserts import runtime_assert
 
 TORCH, TENSOR = (torch,), (torch.Tensor,)
 
@@ -152,3 +153,6 @@ PYTHON_SCALAR = {"builtins.min": builtins.min, "builtins.max": builtins.max, "bu
                  "math.sqrt": math.sqrt, "math.trunc": math.trunc}
 for _name, _fn in PYTHON_SCALAR.items():
     declare(_name, spellings=[_fn], namespaces=(), mutates=None)
+
+# -- a runtime assert on data-dependent sizes (trace/unbacked.py records it) ------------------------------
+declare("runtime_assert", spellings=[runtime_assert], namespaces=(), mutates=None)

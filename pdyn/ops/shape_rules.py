@@ -80,6 +80,8 @@ def known(env: ShapeEnv, cond: sympy.Basic) -> bool | None:
             shifted[sym] = int(hi) - offset
     # substitute, not xreplace: sympy evaluates Mod(Max(0, 2*s0), 6) to 0 when it rebuilds it
     decided = decide(sympy.expand(substitute(diff, shifted)))
+    if env.unbacked_in(cond):  # no hint to cross-check with
+        return decided
     if decided is not None and decided != bool(env.hint(cond)):  # sympy's assumptions erred: decide nothing
         return None
     return decided
@@ -157,9 +159,14 @@ class OpCall:
         decided = known(self.env, cond)
         if decided is not None:
             return decided
+        if self.env.unbacked_in(cond) and _is_zero_or_one_test(cond):
+            return False  # size-oblivious, as torch: a data-dependent size is taken as not 0 or 1
         return self.env.evaluate_bool(cond, self.loc, why)
 
     def require(self, cond: sympy.Basic, message: str) -> None:
+        if self.env.unbacked_in(cond) and known(self.env, cond) is None:  # eager raises where it fails
+            self.env.assume(cond, self.loc, RuntimeError, f"{self.name()}: {message}")
+            return
         if not self.check(cond, message):
             raise ShapeError(f"{self.name()}: {message} ({cond} is false)")
 
@@ -168,6 +175,11 @@ class OpCall:
         a, b = self.env.simplify(sympy.sympify(a)), self.env.simplify(sympy.sympify(b))
         if a == b:
             return a
+        if self.env.unbacked_in(a) or self.env.unbacked_in(b):  # eager raises where they differ
+            if known(self.env, sympy.Eq(a, b, evaluate=False)) is False:
+                raise ShapeError(f"{self.name()}: {what}: {a} != {b}")
+            self.env.assume(sympy.Eq(a, b, evaluate=False), self.loc, RuntimeError, f"{self.name()}: {what}")
+            return self.env.simplify(a)
         if self.env.hint(a) != self.env.hint(b):
             raise ShapeError(f"{self.name()}: {what}: {a} != {b}")
         if known(self.env, sympy.Eq(a, b, evaluate=False)):
@@ -257,12 +269,39 @@ def broadcast(c: OpCall, *shapes: Sizes) -> Sizes:
             if j < 0:
                 continue
             dim = sympy.sympify(shape[j])
-            if size is None or c.is_one(size):
+            if size is not None and (c.env.unbacked_in(size) or c.env.unbacked_in(dim)) \
+                    and known(c.env, sympy.Eq(size, dim, evaluate=False)) is not True:
+                size = _broadcast_unbacked(c, size, dim, i)
+            elif size is None or c.is_one(size):
                 size = dim
             elif not c.is_one(dim):
                 size = c.equal(size, dim, f"sizes of dim {i} must broadcast")
         out.append(size if size is not None else sympy.Integer(1))
     return tuple(out)
+
+
+def _broadcast_unbacked(c: OpCall, a: Expr, b: Expr, i: int) -> Expr:
+    """Broadcast two sizes one of which only the data decides: the result is exact under a runtime
+    assert of the condition eager needs (equal, or one of them 1)."""
+    env = c.env
+    one_a, one_b = known(env, sympy.Eq(a, 1)), known(env, sympy.Eq(b, 1))
+    if one_a is True or one_b is True:
+        return b if one_a else a
+    why = f"sizes of dim {i} must broadcast"
+    if not env.unbacked_in(a) or not env.unbacked_in(b):
+        backed, data = (a, b) if not env.unbacked_in(a) else (b, a)
+        if known(env, sympy.Eq(backed, 1)) is not False:  # a backed size that may be 1: decide it
+            if c.is_one(backed):
+                return data
+        env.assume(sympy.Or(sympy.Eq(data, backed), sympy.Eq(data, 1)), c.loc, RuntimeError, f"{c.name()}: {why}")
+        return backed
+    env.assume(sympy.Or(sympy.Eq(a, b), sympy.And(sympy.Eq(a, 1), sympy.Ge(b, 1)),
+                        sympy.And(sympy.Eq(b, 1), sympy.Ge(a, 1))), c.loc, RuntimeError, f"{c.name()}: {why}")
+    return sympy.Max(a, b)
+
+
+def _is_zero_or_one_test(cond: sympy.Basic) -> bool:
+    return isinstance(cond, (sympy.Eq, sympy.Ne)) and any(side in (0, 1) for side in cond.args)
 
 
 def _tensor_operands(c: OpCall) -> list[SymTensor]:

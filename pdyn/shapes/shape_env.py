@@ -45,6 +45,25 @@ class ShapeGuard:
 
 
 @dataclass
+class RuntimeAssert:
+    """A fact about data-dependent sizes the trace assumed; the compiled code checks it and raises
+    `error(message)` (what eager raises there) when it fails. `expr` keeps the symbols as made."""
+
+    expr: sympy.Basic
+    loc: SourceLoc | None
+    error: type[Exception]
+    message: str
+
+
+class DataDependentRead(Unsupported):
+    """Python needs a value or a decision that depends on tensor data (an unbacked symbol)."""
+
+    def __init__(self, message: str, loc: SourceLoc | None = None):
+        super().__init__("data_dependent", message, loc=loc,
+                         hint="keep the value in tensor ops, or state what you know with pdyn.check(...)")
+
+
+@dataclass
 class ReadPolicy:
     """How reads resolve in this trace (the TracePlan's part the ShapeEnv needs).
 
@@ -68,6 +87,10 @@ class ShapeEnv:
     unified: set[sympy.Symbol] = field(default_factory=set)   # symbols replaced by an equal one
     events: list[str] = field(default_factory=list)   # for PDYN_LOGS=dynamic and explain
     _bool_cache: dict[sympy.Basic, bool] = field(default_factory=dict)
+    unbacked: dict[sympy.Symbol, str] = field(default_factory=dict)   # symbol -> what made it
+    vehicles: dict[sympy.Symbol, Any] = field(default_factory=dict)   # symbol -> the fake run's SymInt
+    runtime_asserts: list[RuntimeAssert] = field(default_factory=list)
+    size_like: set[sympy.Symbol] = field(default_factory=set)         # check_is_size: no 0/1 decisions
 
     # -- symbols ---------------------------------------------------------------------------------
 
@@ -81,6 +104,72 @@ class ShapeEnv:
         self.ranges[sym] = (2, INF) if hint >= 2 else (-INF, -1)
         return sym
 
+    def create_unbacked(self, lo: float, hi: float, why: str) -> sympy.Symbol:
+        """A fresh symbol for a size or value only the data decides (`nonzero`, `.item()`): a
+        range and no hint; Python reading it breaks the graph."""
+        sym = sympy.Symbol(f"u{len(self.unbacked)}", integer=True)
+        self.unbacked[sym] = why
+        self.ranges[sym] = (lo, hi)
+        self.origins[sym] = []
+        self.events.append(f"{sym} = {why}, in [{lo}, {hi}]")
+        return sym
+
+    def unbacked_in(self, expr: Any) -> list[sympy.Symbol]:
+        """The unbacked symbols `expr` still depends on."""
+        if not self.unbacked or not isinstance(expr, sympy.Basic):
+            return []
+        return sorted(self.simplify(expr).free_symbols & self.unbacked.keys(), key=lambda s: s.name)
+
+    def fake_value(self, expr: sympy.Basic) -> Any:
+        """`expr` for the fake run: hints for backed symbols, torch's SymInts for unbacked ones."""
+        return evaluate(self.simplify(sympy.sympify(expr)), {**self.hints, **self.vehicles})
+
+    def known(self, cond: sympy.Basic) -> bool | None:
+        """The truth of `cond` for every value the ranges allow, or None (sympy's sign reasoning
+        after shifting each symbol by its range's bound)."""
+        cond = self.simplify(cond)
+        if isinstance(cond, sympy.logic.boolalg.BooleanAtom):
+            return bool(cond)
+        if isinstance(cond, (sympy.And, sympy.Or, sympy.Not)):
+            parts = [self.known(a) for a in cond.args]
+            if isinstance(cond, sympy.Not):
+                return None if parts[0] is None else not parts[0]
+            if isinstance(cond, sympy.And):
+                return False if False in parts else (True if all(p is True for p in parts) else None)
+            return True if True in parts else (False if all(p is False for p in parts) else None)
+        if type(cond) not in _SIGN:
+            return None
+        diff = cond.lhs - cond.rhs
+        shifted: dict[sympy.Symbol, Expr] = {}
+        for sym in diff.free_symbols:
+            lo, hi = self.ranges.get(sym, (-INF, INF))
+            offset = sympy.Symbol(f"_{sym.name}", integer=True, nonnegative=True)
+            if lo > -INF:
+                shifted[sym] = int(lo) + offset
+            elif hi < INF:
+                shifted[sym] = int(hi) - offset
+        return _SIGN[type(cond)](sympy.expand(substitute(diff, shifted)))
+
+    def assume(self, fact: sympy.Basic, loc: SourceLoc | None, error: type[Exception], message: str) -> None:
+        """Take `fact` (over unbacked symbols) as true for the rest of the trace and have the
+        compiled code check it: failing, it raises `error(message)` as eager would there."""
+        fact = sympy.sympify(fact)
+        if self.known(fact) is True:
+            return
+        self.runtime_asserts.append(RuntimeAssert(fact, loc, error, message))
+        self.events.append(f"runtime assert {fact} ({message})" + (f" at {loc}" if loc else ""))
+        simple = symbol_first(self.simplify(fact))
+        if isinstance(simple, sympy.Eq):
+            lhs, rhs = simple.args
+            if rhs in self.unbacked and lhs not in self.unbacked:
+                lhs, rhs = rhs, lhs
+            if lhs in self.unbacked and lhs not in rhs.free_symbols:  # u0 == s1: u0 is s1 from now on
+                self.replacements[lhs] = rhs
+                self._normalize()
+                self._bool_cache.clear()
+                return
+        self._refine_range(simple)
+
     def simplify(self, expr: sympy.Basic) -> sympy.Basic:
         """`expr` with unified and pinned symbols replaced (comparisons of numbers decided)."""
         if not self.replacements or not isinstance(expr, sympy.Basic) or not expr.free_symbols:
@@ -88,8 +177,16 @@ class ShapeEnv:
         return substitute(expr, self.replacements)
 
     def hint(self, expr: sympy.Basic) -> int | float | bool:
-        """The value of `expr` in this call."""
-        return evaluate(sympy.sympify(expr), self.hints)
+        """The value of `expr` in this call; one that depends on tensor data has none (a read of it
+        breaks the graph)."""
+        expr = sympy.sympify(expr)
+        if self.unbacked and expr.free_symbols & self.unbacked.keys():
+            expr = self.simplify(expr)
+            missing = self.unbacked_in(expr)
+            if missing:
+                raise DataDependentRead(f"Python needs the value of {expr}, which depends on tensor data "
+                                        f"({'; '.join(f'{u} = {self.unbacked[u]}' for u in missing)})")
+        return evaluate(expr, self.hints)
 
     def free(self, expr: sympy.Basic) -> list[sympy.Symbol]:
         return sorted(self.simplify(expr).free_symbols, key=lambda s: s.name)
@@ -125,6 +222,11 @@ class ShapeEnv:
         decided = self._decide_from_ranges(expr)
         if decided is not None:
             return decided
+        if self.unbacked_in(expr):
+            decided = self.known(expr)
+            if decided is None:
+                self.hint(expr)  # raises DataDependentRead, naming the symbols
+            return bool(decided)
         if expr in self._bool_cache:
             return self._bool_cache[expr]
         value = self.hint(expr)
@@ -199,7 +301,8 @@ class ShapeEnv:
 
     def _refine_range(self, fact: sympy.Basic) -> None:
         fact = symbol_first(fact)
-        if not isinstance(fact, sympy.Rel) or not isinstance(fact.lhs, sympy.Symbol) or not fact.rhs.is_Integer:
+        if not isinstance(fact, sympy.Rel) or not isinstance(fact.lhs, sympy.Symbol) or not fact.rhs.is_Integer \
+                or fact.lhs not in self.ranges:
             return
         lo, hi = self.ranges[fact.lhs]
         c = int(fact.rhs)
@@ -264,6 +367,15 @@ _NUMERIC = {
     sym_float.TruncToInt: int, **{op: op.op for op in sym_float.OPS},
 }
 
+
+_SIGN: dict[type, Callable[[sympy.Expr], bool | None]] = {
+    sympy.Eq: lambda d: True if d == 0 else (False if (d.is_positive or d.is_negative) else None),
+    sympy.Ne: lambda d: False if d == 0 else (True if (d.is_positive or d.is_negative) else None),
+    sympy.Ge: lambda d: True if d.is_nonnegative else (False if d.is_negative else None),
+    sympy.Gt: lambda d: True if d.is_positive else (False if d.is_nonpositive else None),
+    sympy.Le: lambda d: True if d.is_nonpositive else (False if d.is_positive else None),
+    sympy.Lt: lambda d: True if d.is_negative else (False if d.is_nonnegative else None),
+}
 
 _FLIPPED = {sympy.Lt: sympy.Gt, sympy.Gt: sympy.Lt, sympy.Le: sympy.Ge, sympy.Ge: sympy.Le,
             sympy.Eq: sympy.Eq, sympy.Ne: sympy.Ne}

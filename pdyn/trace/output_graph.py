@@ -7,6 +7,7 @@ its output's metadata; the node it records carries the user's file:line in `node
 from __future__ import annotations
 
 import contextlib
+import math
 import logging
 import operator
 import re
@@ -15,6 +16,8 @@ from typing import Any, Iterator
 import sympy
 import torch
 import torch.fx
+from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
+from torch.fx.experimental.symbolic_shapes import ShapeEnv as TorchShapeEnv
 from torch._subclasses.fake_tensor import (
     DataDependentOutputException,
     DynamicOutputShapeException,
@@ -31,8 +34,10 @@ from pdyn.ops import canonical
 from pdyn.ops.shape_rules import SymTensor, infer_sizes
 from pdyn.sources import SizeSource, Source
 from pdyn.trace.context import TraceContext
+from pdyn.trace import unbacked as data_sizes
 from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.builder import wrap_constant_result
+from pdyn.trace.variables.containers import ListVariable
 from pdyn.trace.variables.fx_args import as_fake, as_node, as_symbolic
 from pdyn.trace.variables.symint import SymIntVariable
 from pdyn.trace.variables.tensor import TensorVariable, wrap_fx_result
@@ -62,7 +67,9 @@ class OutputGraph:
         self.frame_name = frame_name
         self.ctx = ctx
         self.graph = torch.fx.Graph()
-        self.fake_mode = FakeTensorMode(allow_non_fake_inputs=False)
+        # torch's ShapeEnv only gives data-dependent results a size to carry (see trace/unbacked.py)
+        self.fake_mode = FakeTensorMode(allow_non_fake_inputs=False, shape_env=TorchShapeEnv())
+        self.unbacked = data_sizes.Unbacked(ctx.shape_env)
         self.inputs: list[TensorVariable] = []          # placeholders, in order
         self.placeholders: list[tuple[torch.fx.Node, Source, Any]] = []   # node, source, this call's value
         self._input_by_id: dict[int, TensorVariable] = {}
@@ -161,6 +168,9 @@ class OutputGraph:
         try:
             with _quiet_fake_tensor(), self.fake_mode:
                 example = fn(*fake_args, **fake_kwargs)
+        except GuardOnDataDependentSymNode as e:
+            raise Unsupported("data_dependent", f"{_target_name(target)} needs a decision on a size that "
+                              f"depends on tensor data ({str(e).splitlines()[0]})", loc=loc) from None
         except DATA_DEPENDENT as e:
             raise Unsupported(
                 "data_dependent", f"{_target_name(target)} needs tensor data pdyn does not have at trace time "
@@ -181,26 +191,119 @@ class OutputGraph:
             return same       # returns x itself (the node stays: it may have written x)
         sources = frozenset().union(*(getattr(a, "input_sources", frozenset()) for a in _flat(args, kwargs)))
         sizes = self._output_sizes(target, args, kwargs, example, loc)
+        self._note_reads(node, example, sizes)
         graph_meta.stamp_result(node, example, sizes)  # sizes for the backend
+        data_sizes.emit_asserts(self, loc)
         return wrap_fx_result(self, node, example, sources, sizes, wrap_constant_result)
+
+    def _note_reads(self, node: torch.fx.Node, example: Any, sizes: list[tuple[sympy.Expr, ...]]) -> None:
+        """Where each unbacked symbol that is an output's whole dim is read at run time."""
+        outputs = [example] if isinstance(example, torch.Tensor) else list(_flat_values(example))
+        tensors = [(i, t) for i, t in enumerate(outputs) if isinstance(t, torch.Tensor)]
+        for (i, _), dims in zip(tensors, sizes):
+            for d, size in enumerate(dims):
+                if size in self.ctx.shape_env.unbacked:
+                    source = node if isinstance(example, torch.Tensor) else self.getitem_node(node, i)
+                    self.unbacked.read_from(size, source, d)
+
+    def data_values(self, x: TensorVariable, method: str, loc: SourceLoc | None) -> VariableTracker:
+        """`x.item()` / `x.tolist()` of an int tensor: each value a fresh unbacked symbol, read in
+        the graph where the program reads it (a later write to `x` does not change it)."""
+        node = self.annotate(self.graph.call_method(method, (x.node,)), loc)
+        node.meta["op"] = canonical(method)
+        with _quiet_fake_tensor(), self.fake_mode:
+            values = x.example.tolist()
+        node.meta["example_value"] = values
+        scalar = not isinstance(values, list)
+        items = []
+        for i, value in enumerate([values] if scalar else values):
+            read = node if scalar else self.getitem_node(node, i)
+            if isinstance(value, int):  # torch knew it (a constant)
+                items.append(wrap_constant_result(value))
+                continue
+            sym = self.unbacked.fresh(value, f"{x.node.name}.{method}()" + (f" at {loc}" if loc else ""),
+                                      -math.inf, math.inf)
+            self.unbacked.read_from(sym, read, None)
+            vt = SymIntVariable(self.ctx.shape_env, sym, None, loc, input_sources=x.input_sources)
+            vt._node = read
+            graph_meta.stamp_size_node(read, sym, value)
+            items.append(vt)
+        return items[0] if scalar else ListVariable(items)
+
+    def user_check(self, name: str, args: list[VariableTracker], loc: SourceLoc | None) -> VariableTracker:
+        """`pdyn.check(cond, message)` / `pdyn.check_is_size(n)` in traced code: a fact over sizes
+        the trace assumes (a data-dependent one becomes a runtime assert; another is guarded)."""
+        env = self.ctx.shape_env
+        if not args:
+            raise UserException(TypeError(f"{name}() takes a condition"), loc)
+        value = args[0]
+        where = f" (at {loc.filename}:{loc.lineno})" if loc is not None else ""
+        if name == "check_is_size":
+            if not isinstance(value, SymIntVariable) or value.pytype is not int:
+                n = value.as_python_constant()
+                if not isinstance(n, int) or n < 0:
+                    raise UserException(RuntimeError(f"pdyn.check_is_size: the value is not a size{where}"), loc)
+                return wrap_constant_result(None)
+            env.size_like.update(env.unbacked_in(value.expr))
+            fact, message = sympy.Ge(value.expr, 0), f"pdyn.check_is_size: the value is not a size{where}"
+        else:
+            message = args[1].as_python_constant() if len(args) > 1 else None
+            message = (message or "pdyn.check failed") + where
+            if not isinstance(value, SymIntVariable):
+                if isinstance(value, TensorVariable):
+                    raise Unsupported("data_dependent", "pdyn.check() of a tensor reads its data", loc=loc)
+                if not value.as_python_constant():
+                    raise UserException(RuntimeError(message), loc)
+                return wrap_constant_result(None)
+            fact = value.expr
+        if not env.unbacked_in(fact):
+            if not env.evaluate_bool(fact, loc, f"pdyn.{name}"):
+                raise UserException(RuntimeError(message), loc)
+            return wrap_constant_result(None)
+        if env.known(fact) is False:
+            raise UserException(RuntimeError(message), loc)
+        env.assume(fact, loc, RuntimeError, message.removesuffix(where))
+        data_sizes.emit_asserts(self, loc)
+        return wrap_constant_result(None)
+
+    def symbol_node(self, sym: sympy.Symbol) -> torch.fx.Node:
+        """A graph value that is `sym` at run time: a dim of the output that made an unbacked
+        symbol, the `.item()` that made it, or a dim of the input it is read from."""
+        read = self.unbacked.reads.get(sym)
+        if read is not None:
+            node, dim = read
+            return node if dim is None else self.graph.call_method("size", (node, dim))
+        for origin in self.ctx.shape_env.origins.get(sym, []):
+            for vt in self.inputs:
+                if vt.source == origin.base and origin.dim is not None:
+                    return self.graph.call_method("size", (vt.node, origin.dim))
+        raise Unsupported("runtime_assert", f"pdyn cannot read {sym} for a runtime assert")
 
     def _output_sizes(self, target: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker],
                       example: Any, loc: SourceLoc | None) -> list[tuple[sympy.Expr, ...]]:
         """Symbolic sizes of the op's tensor outputs, from its shape rule; an op with no rule (or
         a rule that disagrees with the fake run) specializes the sizes of its inputs instead."""
         outputs = [t for t in _flat_values(example) if isinstance(t, torch.Tensor)]
-        static = [tuple(sympy.Integer(s) for s in t.shape) for t in outputs]
+        env = self.ctx.shape_env
+        why = f"{_target_name(target)}() at {loc}" if loc else f"{_target_name(target)}()"
+        bound = max((a.example.numel() for a in args if isinstance(a, TensorVariable)
+                     and not any(_is_symbolic(s) for s in a.sizes)), default=math.inf)
+        static = [tuple(self.unbacked.translate(s, why, bound) for s in t.shape) for t in outputs]
         sym_args = [as_symbolic(a) for a in args]
         sym_kwargs = {k: as_symbolic(v) for k, v in kwargs.items()}
         symbolic = [e for e in _flat_values((sym_args, sym_kwargs)) if _is_symbolic(e)]
-        env = self.ctx.shape_env
+        fresh = any(_is_symbolic(s) for sizes in static for s in sizes)
         try:
             result = infer_sizes(env, target, tuple(sym_args), sym_kwargs, loc)
+        except Unsupported:
+            raise
         except Exception as e:  # a rule that cannot handle these arguments: specialize below
             dynamic_log.debug("shape rule of %s failed: %s", _target_name(target), e)
             result = None
+        if result is None and fresh:
+            result = data_sizes.data_rule(canonical(target).name, sym_args, sym_kwargs, static)
         agrees = result is not None and len(result) == len(outputs) and all(
-            [env.hint(s) for s in sizes] == list(t.shape) for sizes, t in zip(result, outputs))
+            _agrees(env, sizes, fake) for sizes, fake in zip(result, static))
         if not symbolic:
             if result is not None and not agrees:
                 # NOTE: torch's fake kernels have been wrong in released versions (norm over a
@@ -245,6 +348,19 @@ class OutputGraph:
         item = self.graph.call_function(operator.getitem, (node, index))
         item.meta["loc"] = node.meta.get("loc")   # the op that made the tuple
         return item
+
+
+def _agrees(env: Any, rule: tuple[sympy.Expr, ...], fake: tuple[sympy.Expr, ...]) -> bool:
+    """A rule's sizes match the fake run's: equal once backed symbols take their hints (the fake
+    run's data-dependent sizes are pdyn's unbacked symbols already)."""
+    if len(rule) != len(fake):
+        return False
+    hints = {s: sympy.Integer(v) for s, v in env.hints.items()}
+    for r, f in zip(rule, fake):
+        r, f = env.simplify(sympy.sympify(r)).xreplace(hints), env.simplify(f).xreplace(hints)
+        if r != f and sympy.expand(r - f) != 0:
+            return False
+    return True
 
 
 def _flat(args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> Iterator[VariableTracker]:

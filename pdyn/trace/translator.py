@@ -187,6 +187,8 @@ class InstructionTranslator:
         code = fn.code
         if code.co_name == "graph_break" and fn.f_globals.get("__name__") == "pdyn":
             raise Unsupported("graph_break", "pdyn.graph_break() was called", loc=self.loc())
+        if fn.f_globals.get("__name__") == "pdyn.shapes.runtime_asserts" and code.co_name in ("check", "check_is_size"):
+            return self.output.user_check(code.co_name, args, self.loc())  # pdyn.check: a fact, not code to run
         if code.co_flags & (inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR):
             raise Unsupported("generator", f"pdyn cannot trace coroutine {code.co_name}() yet", loc=self.loc())
         if self.depth >= self.config.inline_depth_limit:

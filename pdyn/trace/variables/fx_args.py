@@ -24,7 +24,7 @@ def _leaf(vt: VariableTracker, form: str) -> Any:
     assert isinstance(vt, SymIntVariable)
     if form == "node":
         return vt.node
-    return vt.hint() if form == "example" else vt.env.simplify(vt.expr)
+    return vt.example() if form == "example" else vt.env.simplify(vt.expr)
 
 
 def _convert(vt: VariableTracker, tensor_attr: str) -> Any:

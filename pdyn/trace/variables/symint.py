@@ -13,6 +13,7 @@ import operator
 from typing import TYPE_CHECKING, Any, Callable
 
 import sympy
+import torch
 import torch.fx
 
 from pdyn.ops import plain_operator
@@ -81,11 +82,17 @@ class SymIntVariable(VariableTracker):
         """The graph value: a number where the expression is now a constant, else a node."""
         if self.is_python_constant():
             return self.hint()
-        if self._node is None:
+        if self._node is None:  # (a data-dependent value's node is made where it is read)
             assert self._make_node is not None, f"no way to compute {self.expr} in the graph"
             self._node = self._make_node()
-            graph_meta.stamp_size_node(self._node, self.expr, self.hint())
+            graph_meta.stamp_size_node(self._node, self.expr, self.example())
         return self._node
+
+    def example(self) -> Any:
+        """The value for the fake run: the hint, or torch's SymInt where the data decides it."""
+        if self.env.unbacked_in(self.expr):
+            return self.env.fake_value(self.expr)
+        return self.hint()
 
     def hint(self) -> Any:
         """This call's value, of the Python type the program computed (`n / n` is 1.0, not 1)."""
@@ -171,7 +178,10 @@ def _graph_value(vt: VariableTracker) -> Any:
 
 
 def _hint(vt: VariableTracker) -> Any:
-    return vt.hint() if isinstance(vt, SymIntVariable) else vt.as_python_constant()
+    return vt.example() if isinstance(vt, SymIntVariable) else vt.as_python_constant()
+
+
+_SYM_TYPES = {torch.SymInt: int, torch.SymFloat: float, torch.SymBool: bool}
 
 
 DIVISIONS = (operator.truediv, operator.floordiv, operator.mod)
@@ -199,7 +209,9 @@ def sym_binary(tx: Tracer, fn: Callable[[Any, Any], Any], lhs: VariableTracker,
     a, b = (env.simplify(_expr(v)) for v in (lhs, rhs))
     if a.is_Number and b.is_Number:  # folded already (`n - n`): plain Python arithmetic, exact
         return ConstantVariable(result)
-    pytype = type(result)
+    pytype = _SYM_TYPES.get(type(result), type(result))  # a data-dependent operand gives torch's SymInt
+    if pytype is float and not isinstance(result, float):
+        return ConstantVariable(fn(_value(lhs, fn, loc), _value(rhs, fn, loc)))
     if pytype not in (int, float, bool) or fn in (min, max) and type(_hint(lhs)) is not type(_hint(rhs)) \
             or pytype is float and not math.isfinite(result):  # inf and nan have no sympy arithmetic
         return ConstantVariable(fn(_value(lhs, fn, loc), _value(rhs, fn, loc)))  # min(n, 2.5): its type is its value's

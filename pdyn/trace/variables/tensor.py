@@ -154,6 +154,8 @@ class TensorMethodVariable(VariableTracker):
 
     def call(self, tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         op = canonical(self.name)
+        if self.name in ("item", "tolist") and not args and not kwargs and _is_int_data(self.tensor):
+            return tx.output.data_values(self.tensor, self.name, tx.loc())
         if op.refused is not None:
             refused = op.refused
             raise Unsupported(refused.kind, refused.message.format(what=f"Tensor.{self.name}()"), hint=refused.hint,
@@ -163,6 +165,14 @@ class TensorMethodVariable(VariableTracker):
             return shape_query(tx, self.tensor, args, kwargs)
         return tx.output.call("call_method", self.name, [self.tensor, *args], kwargs, loc=tx.loc(),
                               mutates=op.mutates is not None)
+
+
+def _is_int_data(x: TensorVariable) -> bool:
+    """An integer tensor whose element count is static: `.item()` / `.tolist()` give unbacked
+    symbols (a float or bool value is for Python to read, and breaks the graph)."""
+    dtype = x.example.dtype
+    return not dtype.is_floating_point and not dtype.is_complex and dtype is not torch.bool \
+        and all(s.is_Integer for s in x.sizes) and x.example.dim() <= 1
 
 
 def _size(tx: Tracer, x: TensorVariable, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:

@@ -1,0 +1,121 @@
+"""Data-dependent sizes in the graph: torch's unbacked SymInts (the fake run's vehicle) as pdyn's
+unbacked symbols, the sizes of data-dependent ops, and the graph nodes of runtime asserts.
+
+The fake tensors run under a FakeTensorMode with torch's own ShapeEnv only so that an op whose
+output size depends on data (nonzero, x[mask], unique, `.item()`) returns something: torch gives
+it a SymInt. pdyn makes its own symbol `u0` for each (a range, no hint) and computes every size
+from its own shape rules; torch's expression is used where an op has no rule (its output is the
+data-dependent size itself) and to cross-check the rules.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import sympy
+import torch
+import torch.fx
+
+from pdyn.base.errors import SourceLoc, Unsupported
+from pdyn.ops import canonical
+from pdyn.ops.shape_rules import SymTensor
+from pdyn.shapes.runtime_asserts import runtime_assert
+from pdyn.shapes.shape_env import CeilDiv, FloorDiv, ShapeEnv, to_python
+
+if TYPE_CHECKING:
+    from pdyn.trace.output_graph import OutputGraph
+
+_FUNCTIONS = {"FloorDiv": FloorDiv, "CleanDiv": FloorDiv, "IntTrueDiv": None, "CeilDiv": CeilDiv,
+              "Mod": sympy.Mod, "PythonMod": sympy.Mod, "Max": sympy.Max, "Min": sympy.Min}
+
+
+class Unbacked:
+    """One trace's map between torch's unbacked symbols and pdyn's, and how to read each at run
+    time (the node it comes from, and a dim of it, or the node's value itself)."""
+
+    def __init__(self, env: ShapeEnv):
+        self.env = env
+        self.by_torch: dict[sympy.Symbol, sympy.Symbol] = {}
+        self.reads: dict[sympy.Symbol, tuple[torch.fx.Node, int | None]] = {}
+        self.emitted = 0
+
+    def fresh(self, value: Any, why: str, lo: float = 0, hi: float = math.inf) -> sympy.Symbol:
+        """pdyn's symbol for a torch SymInt `value` that is one fresh unbacked symbol."""
+        expr = value.node.expr
+        sym = self.env.create_unbacked(lo, hi, why)
+        self.by_torch[expr] = sym
+        self.env.vehicles[sym] = value
+        return sym
+
+    def translate(self, value: Any, why: str, bounded_by: Any) -> sympy.Expr:
+        """A size of a fake result in pdyn's symbols: an int stays; a SymInt's expression has its
+        torch symbols replaced (a new one gets a fresh u, in [0, `bounded_by`])."""
+        if isinstance(value, int):
+            return sympy.Integer(value)
+        expr = value.node.expr
+        if isinstance(expr, sympy.Symbol) and expr not in self.by_torch:
+            hi = bounded_by if isinstance(bounded_by, (int, float)) else math.inf
+            return self.fresh(value, why, 0, hi)
+        return _rebuild(expr, self.by_torch)
+
+    def read_from(self, sym: sympy.Symbol, node: torch.fx.Node, dim: int | None) -> None:
+        self.reads.setdefault(sym, (node, dim))
+
+
+def _rebuild(expr: sympy.Basic, symbols: dict[sympy.Symbol, sympy.Symbol]) -> sympy.Expr:
+    if isinstance(expr, sympy.Symbol):
+        if expr not in symbols:
+            raise Unsupported("data_dependent", f"a size depends on data in a way pdyn does not track ({expr})")
+        return symbols[expr]
+    if not expr.args:
+        return expr
+    args = [_rebuild(a, symbols) for a in expr.args]
+    name = type(expr).__name__
+    if name in _FUNCTIONS:
+        fn = _FUNCTIONS[name]
+        if fn is None:
+            raise Unsupported("data_dependent", f"pdyn has no rule for torch's {name} of a data-dependent size")
+        return fn(*args)
+    if expr.func in (sympy.Add, sympy.Mul, sympy.Pow):
+        return expr.func(*args)
+    raise Unsupported("data_dependent", f"pdyn has no rule for torch's {name} of a data-dependent size")
+
+
+def data_rule(name: str, args: list[Any], kwargs: dict[str, Any], torch_sizes: list[tuple]) -> list[tuple] | None:
+    """Sizes of a data-dependent op's outputs in pdyn's symbols, where an output dim also follows
+    an input's dim (x[mask] keeps x's trailing dims; unique's inverse has x's shape); None: the
+    op's other dims are not known to follow any input."""
+    x = args[0] if args else None
+    if name == "getitem" and isinstance(x, SymTensor) and len(args) == 2:
+        key = args[1][0] if isinstance(args[1], tuple) and len(args[1]) == 1 else args[1]
+        if isinstance(key, SymTensor) and key.dtype == torch.bool:
+            return [(torch_sizes[0][0], *x.sizes[key.ndim:])]
+        return None
+    if name in ("unique", "unique_consecutive") and isinstance(x, SymTensor) and kwargs.get("dim") is None \
+            and len(args) == 1:
+        out = list(torch_sizes)
+        if kwargs.get("return_inverse"):
+            out[1] = tuple(x.sizes)
+        return out
+    if name in ("nonzero", "argwhere", "masked_select", "bincount", "where", "repeat_interleave"):
+        dims = [d for sizes in torch_sizes for d in sizes]
+        return list(torch_sizes) if all(isinstance(d, sympy.Symbol) or d.is_Integer for d in dims) \
+            and name != "repeat_interleave" or (name == "repeat_interleave" and len(args) <= 2
+                                                 and kwargs.get("dim") is None) else None
+    return None
+
+
+def emit_asserts(output: OutputGraph, loc: SourceLoc | None) -> None:
+    """Record a graph node for each runtime assert the ShapeEnv took since the last call."""
+    env, unbacked = output.ctx.shape_env, output.unbacked
+    while unbacked.emitted < len(env.runtime_asserts):
+        fact = env.runtime_asserts[unbacked.emitted]
+        unbacked.emitted += 1
+        syms = sorted(fact.expr.free_symbols, key=lambda s: s.name)
+        values = [output.symbol_node(s) for s in syms]
+        code = to_python(fact.expr.xreplace({s: sympy.Symbol(f"v{i}") for i, s in enumerate(syms)}))
+        where = f" (at {fact.loc.filename}:{fact.loc.lineno})" if fact.loc is not None else ""
+        node = output.graph.call_function(runtime_assert, (code, fact.error.__name__, fact.message + where, *values))
+        output.annotate(node, fact.loc or loc)
+        node.meta["op"] = canonical(runtime_assert)
