@@ -209,6 +209,8 @@ class OutputGraph:
     def data_values(self, x: TensorVariable, method: str, loc: SourceLoc | None) -> VariableTracker:
         """`x.item()` / `x.tolist()` of an int tensor: each value a fresh unbacked symbol, read in
         the graph where the program reads it (a later write to `x` does not change it)."""
+        for size in x.sizes:  # the list's length is Python's: a value read
+            self.ctx.shape_env.specialize(size, loc, f"Tensor.{method}(), whose length Python holds")
         node = self.annotate(self.graph.call_method(method, (x.node,)), loc)
         node.meta["op"] = canonical(method)
         with _quiet_fake_tensor(), self.fake_mode:

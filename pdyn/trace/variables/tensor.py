@@ -172,7 +172,7 @@ def _is_int_data(x: TensorVariable) -> bool:
     symbols (a float or bool value is for Python to read, and breaks the graph)."""
     dtype = x.example.dtype
     return not dtype.is_floating_point and not dtype.is_complex and dtype is not torch.bool \
-        and all(s.is_Integer for s in x.sizes) and x.example.dim() <= 1
+        and x.example.dim() <= 1
 
 
 def _size(tx: Tracer, x: TensorVariable, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
