@@ -71,12 +71,15 @@ def test_op_that_raises_is_a_user_exception_at_the_current_line():
     assert isinstance(error.value.exc, RuntimeError) and error.value.loc.lineno == 7
 
 
-def test_data_dependent_op_is_unsupported():
+def test_data_dependent_op_gets_an_unbacked_symbol():
     output = OutputGraph("f", TraceContext())
     x = output.add_input(torch.ones(3), LocalSource("x"), None)
+    y = output.call("call_function", torch.nonzero, [x], {}, loc=None)
+    u = y.sizes[0]
+    assert u in output.ctx.shape_env.unbacked and output.ctx.shape_env.ranges[u][0] == 0 and y.sizes[1] == 1
     with pytest.raises(Unsupported) as error:
-        output.call("call_function", torch.nonzero, [x], {}, loc=None)
-    assert error.value.key in ("data_dependent", "fake_unsupported")
+        output.ctx.shape_env.hint(u)
+    assert error.value.key == "data_dependent"
 
 
 def test_op_records_a_node_with_fake_example_value():

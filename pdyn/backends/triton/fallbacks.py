@@ -63,3 +63,4 @@ fallback("interpolate", why="resampling without a lowering yet")
 fallback("repeat_interleave", why="output size depends on data when the repeats are a tensor")
 fallback(*(n for n in OPS if n.startswith(("builtins.", "math."))),
          why="Python arithmetic on sizes: an int result is a size expression the wrapper computes")
+fallback("runtime_assert", why="a runtime assert on data-dependent sizes: torch checks it between kernels")
