@@ -5,6 +5,11 @@ and jumps to the instruction after the break (or to a jump's target), so traceba
 stay the user's. A step function runs the one instruction pdyn could not trace and returns what it
 left on the stack and which way it went. How an instruction is spelled on 3.11 or 3.12 is
 `pdyn.bytecode.instructions`' business; the frame code that calls both is `pdyn.trace.frame_codegen`'s.
+
+Inside a `try` or `with` block the resume function keeps the user's exception table, so it resumes
+inside the block (a `with` block's `__exit__` is a stack value it receives): what it raises reaches
+the user's handlers, `finally` and `__exit__` as in the user's frame. What the step function itself
+raises it returns, and a RAISED resume function raises it again inside the same block.
 """
 
 from __future__ import annotations
