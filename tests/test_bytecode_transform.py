@@ -8,7 +8,7 @@ from __future__ import annotations
 import traceback
 import types
 
-from pdyn.bytecode.transform import (JUMPED, NEXT, ORIGINS, ResumePoint, live_locals, original_of, resume_code,
+from pdyn.bytecode.transform import (JUMPED, NEXT, ORIGINS, RAISED, ResumePoint, live_locals, original_of, resume_code,
                                      resume_index, step_code, why_not_resumable)
 from pdyn.bytecode.instructions import decode
 
@@ -106,10 +106,92 @@ def test_exception_in_a_resume_function_points_at_the_users_line():
         raise AssertionError("the resume function did not raise")
 
 
-def test_no_resume_function_inside_a_try_block():
+def in_try_finally(x, log):
+    try:
+        print(x)
+        y = int(x)
+    except ValueError:
+        log.append("handled")
+        y = -1
+    finally:
+        log.append("finally")
+    return y
+
+
+class Recorder:
+    def __init__(self, log, swallow):
+        self.log, self.swallow = log, swallow
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.log.append(("exit", exc[0]))
+        return self.swallow
+
+
+def in_with(cm, x):
+    with cm:
+        y = int(x)
+        cm.log.append(y)
+    return "after"
+
+
+def test_a_break_inside_a_try_block_is_resumable():
     call = first(in_try.__code__, "CALL")
-    assert "try" in why_not_resumable(in_try.__code__, call)
+    assert call.handler is not None and why_not_resumable(in_try.__code__, call) is None
     assert why_not_resumable(sample.__code__, first(sample.__code__, "CALL")) is None
+
+
+def test_step_function_inside_a_try_returns_what_it_raised():
+    call = [i for i in decode(in_try_finally.__code__) if i.opname == "CALL"][1]   # int(x)
+    step = types.FunctionType(step_code(in_try_finally.__code__, call, ("null", "value", "value")), {})
+    assert step(int, "3") == (3, NEXT)
+    exc, branch = step(int, "x")
+    assert branch == RAISED and isinstance(exc, ValueError)
+
+
+def raised_resume(fn, call, below):
+    """The RAISED resume function of `call` (its handler keeps `below` stack slots)."""
+    assert call.handler_depth == len(below)
+    return resume(fn, call, RAISED, below + ("value",))
+
+
+def test_resume_after_a_raise_runs_the_handler_and_finally_once():
+    call = [i for i in decode(in_try_finally.__code__) if i.opname == "CALL"][1]
+    fn, names = raised_resume(in_try_finally, call, ())
+    assert names == ("log",)
+    log = []
+    assert fn(ValueError("bad"), log) == -1 and log == ["handled", "finally"]
+    log = []
+    try:
+        fn(KeyError("other"), log)
+    except KeyError:
+        assert log == ["finally"]
+    else:
+        raise AssertionError("an exception the handler does not match went on")
+
+
+def test_resume_after_a_raise_in_a_with_block_calls_exit_with_it():
+    call = [i for i in decode(in_with.__code__) if i.opname == "CALL"][0]   # int(x)
+    for swallow in (True, False):
+        log = []
+        cm = Recorder(log, swallow)
+        fn, names = raised_resume(in_with, call, ("value",))
+        try:
+            result = fn(cm.__exit__, ValueError("bad"), *[{"cm": cm}[n] for n in names])
+        except ValueError:
+            result = "raised"
+        assert log == [("exit", ValueError)] and result == ("after" if swallow else "raised")
+
+
+def test_resume_inside_a_with_block_exits_once():
+    call = [i for i in decode(in_with.__code__) if i.opname == "CALL"][0]
+    log = []
+    cm = Recorder(log, False)
+    fn, names = resume(in_with, call, NEXT, ("value", "value"))
+    assert fn(cm.__exit__, 5, *[{"cm": cm}[n] for n in names]) == "after"
+    assert log == [5, ("exit", None)]
 
 
 if __name__ == "__main__":  # run without pytest, e.g. under a Python that has only `bytecode`

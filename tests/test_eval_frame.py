@@ -203,16 +203,16 @@ def test_user_exception_is_raised_as_eager_raises_it():
 
 def uses_try(x):
     try:
-        return pdyn.graph_break() or x + 1  # a break inside a try block: no resume function
+        raise ValueError("traced")
     except ValueError:
-        return x
+        return pdyn.graph_break() or x + 1  # a break in an except body: no resume function
 
 
 def test_fullgraph_raises_unsupported_naming_the_user_file_and_line():
     w = optimized(uses_try, fullgraph=True)
     with pytest.raises(pdyn.Unsupported) as error:
         w(torch.ones(2))
-    line = uses_try.__code__.co_firstlineno + 2
+    line = uses_try.__code__.co_firstlineno + 4
     assert error.value.loc.filename == __file__ and error.value.loc.lineno == line
     assert f"{__file__}:{line}" in str(error.value)
     assert "return pdyn.graph_break() or x + 1" in str(error.value)

@@ -16,10 +16,10 @@ def two_ops(x, y):
 def with_try(x):
     y = x * 2
     try:
-        pdyn.graph_break()  # a break inside a try block: no resume function, the frame runs eagerly
-        return y + 1
+        raise ValueError("traced")
     except ValueError:
-        return y
+        pdyn.graph_break()  # a break in an except body: no resume function, the frame runs eagerly
+        return y + 1
 
 
 def test_one_graph_no_breaks():
@@ -39,7 +39,7 @@ def test_unsupported_construct_is_a_break_reason_with_file_and_line():
     assert reason.key == "graph_break"
     assert "graph_break" in reason.reason
     assert reason.filename == __file__
-    assert reason.lineno == with_try.__code__.co_firstlineno + 3
+    assert reason.lineno == with_try.__code__.co_firstlineno + 5
     assert str(reason) == f"{__file__}:{reason.lineno}: {reason.reason} [graph_break]"
 
 

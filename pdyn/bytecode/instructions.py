@@ -233,6 +233,38 @@ def decode(code: types.CodeType) -> list[Instruction]:
     return out
 
 
+def set_try_depths(items: list[Any], code: types.CodeType) -> None:
+    """Give each `TryBegin` of `items` (`bytecode.Bytecode.from_code(code)`, maybe edited) the stack
+    depth `code`'s exception table keeps at its handler. `bytecode` would compute them by flow, and a
+    resume function enters a try block by a jump it does not follow (and would write 32768)."""
+    offsets, depths = _exception_table(code)
+    label_offset: dict[Label, int] = {}
+    unplaced: list[Label] = []
+    instrs = 0
+    for item in items:
+        if isinstance(item, Label):
+            unplaced.append(item)
+        elif isinstance(item, Instr) and instrs < len(offsets):
+            for label in unplaced:
+                label_offset[label] = offsets[instrs]
+            unplaced.clear()
+            instrs += 1
+    for item in items:
+        if isinstance(item, TryBegin) and item.stack_depth is bytecode.UNSET:
+            item.stack_depth = depths[label_offset[item.target]]
+
+
+def try_block_at(items: list[Any], pos: int) -> TryBegin | None:
+    """The exception table entry (innermost: entries do not nest) covering the instruction at `pos`."""
+    current = None
+    for item in items[:pos]:
+        if isinstance(item, TryBegin):
+            current = item
+        elif isinstance(item, TryEnd):
+            current = None
+    return current
+
+
 def _exception_table(code: types.CodeType) -> tuple[list[int], dict[int, int]]:
     """The byte offset of each instruction (as `bytecode` lists them) and the stack depth each
     exception handler (by offset) keeps; `bytecode` leaves handler depths unset when decoding.
@@ -306,6 +338,11 @@ def encode_break(inst: Instruction, jump_to: Label) -> list[Instr] | None:
 def encode_jump(label: Label, lineno: int) -> Instr:
     """An unconditional jump forward to `label` (a resume function's prologue)."""
     return Instr("JUMP_FORWARD", label, lineno=lineno)
+
+
+def encode_raise(lineno: int) -> Instr:
+    """Raise the exception on top of the stack (a resume function handing it to the user's handler)."""
+    return Instr("RAISE_VARARGS", 1, lineno=lineno)
 
 
 def encode_load_fast(name: str, lineno: int) -> Instr:

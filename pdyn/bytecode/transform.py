@@ -5,6 +5,11 @@ and jumps to the instruction after the break (or to a jump's target), so traceba
 stay the user's. A step function runs the one instruction pdyn could not trace and returns what it
 left on the stack and which way it went. How an instruction is spelled on 3.11 or 3.12 is
 `pdyn.bytecode.instructions`' business; the frame code that calls both is `pdyn.trace.frame_codegen`'s.
+
+Inside a `try` or `with` block the resume function keeps the user's exception table, so it resumes
+inside the block (a `with` block's `__exit__` is a stack value it receives): what it raises reaches
+the user's handlers, `finally` and `__exit__` as in the user's frame. What the step function itself
+raises it returns, and a RAISED resume function raises it again inside the same block.
 """
 
 from __future__ import annotations
@@ -16,10 +21,10 @@ import types
 from dataclasses import dataclass
 
 import bytecode
-from bytecode import Instr, Label
+from bytecode import Instr, Label, TryBegin, TryEnd
 
 from pdyn.bytecode.instructions import (BREAK_EFFECTS, FRAME_PROLOGUE, Instruction, encode_break, encode_jump,
-                                       encode_load_fast)
+                                       encode_load_fast, encode_raise, set_try_depths, try_block_at)
 from pdyn.bytecode.instructions import decode as _decode
 
 log = logging.getLogger(__name__)
@@ -27,8 +32,9 @@ decode = functools.lru_cache(maxsize=None)(_decode)
 
 STACK_NAME = "pdyn_stack"
 NOT_FRAMES = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE
-# Which way a step function went: the next instruction, or a conditional jump's target.
-NEXT, JUMPED = 0, 1
+# Which way a step function went: the next instruction, a conditional jump's target, or (inside a
+# try or with block) it raised, and the exception goes to the block's handler.
+NEXT, JUMPED, RAISED = 0, 1, 2
 
 
 @dataclass(frozen=True)
@@ -38,6 +44,8 @@ class ResumePoint:
     `stack` is the kind of each stack slot: "value" (an argument), "null" (the NULL under a
     callable, pushed by the prologue) or "iter" (a list argument the prologue turns back into an
     iterator); `names` are the live locals passed after the stack values (after `first`, where set).
+    For RAISED, `stack` is the slots the handler keeps, then the exception, which the resume
+    function raises inside the break's try block, so CPython's own unwinding reaches the handler.
     Its cells (the code's cell and free variables) come as its closure, passed by each call.
     """
 
@@ -76,8 +84,6 @@ def why_not_resumable(code: types.CodeType, inst: Instruction) -> str | None:
     """Why no step and resume function can be built for a break at `inst`, or None if they can."""
     if code.co_flags & NOT_FRAMES:
         return "the break is in a generator or coroutine, whose frame pdyn cannot resume"
-    if inst.exc_kind is not None:
-        return "the break is inside a try or with block"
     if inst.opname == "BEFORE_WITH":
         return "the break starts a with block"
     if encode_break(inst, Label()) is None:
@@ -134,6 +140,8 @@ def live_locals(code: types.CodeType, start: int) -> frozenset[str]:
 def resume_index(code: types.CodeType, index: int, branch: int) -> int:
     """The decoded index a resume function for `branch` of the break at `index` starts at."""
     inst = decode(code)[index]
+    if branch == RAISED:
+        return inst.handler  # type: ignore[return-value]
     return inst.target if branch == JUMPED else index + 1  # type: ignore[return-value]
 
 
@@ -150,15 +158,18 @@ def _build_resume(point: ResumePoint) -> types.CodeType:
     code = point.code
     original = bytecode.Bytecode.from_code(code)
     items = list(original)
+    set_try_depths(items, code)
     inst = decode(code)[point.index]
-    if point.branch == JUMPED:
-        start = items[inst.raw_pos].arg  # type: ignore[union-attr]
-    else:
-        start = Label()
-        items.insert(inst.raw_pos + 1, start)
     insts = decode(code)
     after = resume_index(code, point.index, point.branch)
     lineno = (insts[after].lineno if after < len(insts) else None) or inst.lineno or code.co_firstlineno
+    start = Label()
+    if point.branch == JUMPED:
+        start = items[inst.raw_pos].arg  # type: ignore[union-attr]
+    elif point.branch == RAISED:
+        items += _raise_in_block(items, inst, start)
+    else:
+        items.insert(inst.raw_pos + 1, start)
     cells = cell_names(code)
     copy = [Instr("COPY_FREE_VARS", len(cells), lineno=lineno)] if cells else []
     prologue = [*copy, Instr("RESUME", 0, lineno=lineno), *_push_stack(point.stack, lineno), encode_jump(start, lineno)]
@@ -173,10 +184,22 @@ def _build_resume(point: ResumePoint) -> types.CodeType:
     line = inst.lineno or code.co_firstlineno
     out.name = f"pdyn_resume_in_{code.co_name}_at_{line}"
     out.qualname = f"{code.co_qualname}.<pdyn resume at line {line}>"
-    result = out.to_code()
+    # the try blocks' depths are the user's (set above); the prologue pushes no more than the
+    # user's stack held at the break, so the user's stack size holds
+    result = out.to_code(stacksize=code.co_stacksize + 1, compute_exception_stack_depths=False)
     _record_origin(result, code, sum(1 for i in prologue if i.name not in ("RESUME", "COPY_FREE_VARS")))
     log.debug("resume function %s: stack %s, names %s", out.name, point.stack, args)
     return result
+
+
+def _raise_in_block(items: list[object], inst: Instruction, start: Label) -> list[object]:
+    """`start:` raise the exception on the stack, inside the try block covering the break."""
+    block = try_block_at(items, inst.raw_pos)
+    if block is None:
+        raise ValueError(f"no try block covers {inst}")
+    entry = TryBegin(block.target, block.push_lasti, block.stack_depth)
+    lineno = inst.lineno or 1
+    return [start, entry, encode_raise(lineno), TryEnd(entry)]
 
 
 def _push_stack(kinds: tuple[str, ...], lineno: int) -> list[Instr]:
@@ -221,20 +244,30 @@ def _record_origin(result: types.CodeType, code: types.CodeType, offset: int) ->
 
 def step_code(code: types.CodeType, inst: Instruction, kinds: tuple[str, ...]) -> types.CodeType:
     """A function of the stack values `inst` takes (NULLs pushed, iterators rebuilt) that runs
-    `inst` and returns `(*values it left, NEXT or JUMPED)`."""
+    `inst` and returns `(*values it left, NEXT or JUMPED)`; inside a try or with block, what it
+    raises it returns as `(exception, RAISED)` (the RAISED resume function hands it to the handler)."""
     _, after_next, after_jump = break_effect(inst)
-    jumped = Label()
+    jumped, raised = Label(), Label()
     lineno = inst.lineno or code.co_firstlineno
-    body = [Instr("RESUME", 0, lineno=lineno), *_push_stack(kinds, lineno), *(encode_break(inst, jumped) or ())]
-    body += [Instr("LOAD_CONST", NEXT, lineno=lineno), Instr("BUILD_TUPLE", after_next + 1, lineno=lineno),
-             Instr("RETURN_VALUE", lineno=lineno)]
+    guarded = inst.handler is not None
+    entry = TryBegin(raised, False, 0)
+    body = [Instr("RESUME", 0, lineno=lineno), *([entry] if guarded else []), *_push_stack(kinds, lineno),
+            *(encode_break(inst, jumped) or ()), *([TryEnd(entry)] if guarded else [])]
+    body += _return_branch(NEXT, after_next, lineno)
     if is_jump(inst):
-        body += [jumped, Instr("LOAD_CONST", JUMPED, lineno=lineno),
-                 Instr("BUILD_TUPLE", after_jump + 1, lineno=lineno), Instr("RETURN_VALUE", lineno=lineno)]
+        body += [jumped, *_return_branch(JUMPED, after_jump, lineno)]
+    if guarded:
+        body += [raised, *_return_branch(RAISED, 1, lineno)]
     out = bytecode.Bytecode(body)
     args = [f"{STACK_NAME}{i}" for i, kind in enumerate(kinds) if kind != "null"]
     out.argnames, out.argcount = args, len(args)
     out.flags = inspect.CO_OPTIMIZED | inspect.CO_NEWLOCALS
     out.name, out.qualname = code.co_name, code.co_qualname
     out.filename, out.first_lineno = code.co_filename, code.co_firstlineno
-    return out.to_code()
+    return out.to_code(compute_exception_stack_depths=False)
+
+
+def _return_branch(branch: int, values: int, lineno: int) -> list[Instr]:
+    """Return the `values` on top of the stack and which branch was taken, as one tuple."""
+    return [Instr("LOAD_CONST", branch, lineno=lineno), Instr("BUILD_TUPLE", values + 1, lineno=lineno),
+            Instr("RETURN_VALUE", lineno=lineno)]

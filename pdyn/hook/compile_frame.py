@@ -22,13 +22,14 @@ import torch.fx
 from pdyn.shapes import graph_meta
 from pdyn.base import logs
 from pdyn.trace.translator import InstructionTranslator, decoded
-from pdyn.bytecode.transform import (JUMPED, NEXT, ResumePoint, break_effect, cell_names, is_jump, live_locals,
+from pdyn.bytecode.transform import (JUMPED, NEXT, RAISED, ResumePoint, break_effect, cell_names, is_jump, live_locals,
                                      original_of, resume_code, resume_index, step_code, why_not_resumable)
 from pdyn.base.config import Config
 from pdyn.base.errors import Unsupported
 from pdyn.trace.frame_codegen import EagerRerun, FrameCodegen, ResumeCodegen, build_frame_function
 from pdyn.bytecode.instructions import Instruction
 from pdyn.guards.codegen import GuardCode, build
+from pdyn.hook.break_blocks import check_handled_exception, exit_hook, plain_call
 from pdyn.ops.effects import draws_random, writes_an_input, written_inputs
 from pdyn.trace.output_graph import OutputGraph
 from pdyn.trace.context import TraceContext
@@ -212,6 +213,7 @@ def _resume_entry(e: Unsupported, tx: InstructionTranslator, inst: Instruction, 
     taken, after_next, after_jump = break_effect(inst)
     if taken > len(tx.stack):
         raise Unsupported("resume", f"`{inst.opname}` takes more values than the stack holds")
+    check_handled_exception(tx)
     codegen = ResumeCodegen()
     cells = _cells(codegen, tx, cell_names(original))   # first: values on the stack may close over them
     kinds = tuple("null" if vt is NULL else "iter" if isinstance(vt, IteratorVariable) else "value"
@@ -221,29 +223,36 @@ def _resume_entry(e: Unsupported, tx: InstructionTranslator, inst: Instruction, 
         at = len(values) - taken + (kinds[len(values) - taken] == "null")
         values[at] = _optimized_callee(codegen, tx.stack[at], optimize) or values[at]
     split = len(values) - taken
-    below = [v for v in values[:split] if v is not None]
     below_vts = [vt for vt, kind in zip(tx.stack[:split], kinds[:split]) if kind != "null"]
     branches = [(NEXT, after_next), (JUMPED, after_jump)] if is_jump(inst) else [(NEXT, after_next)]
-    calls = []
+    if inst.handler is not None:  # inside a try or with block: what the step raises goes to its handler
+        branches.append((RAISED, 1))
+    calls = {}
     first = _first_argument(tx, original)
     for branch, produced in branches:
+        keep = inst.handler_depth if branch == RAISED else split   # the handler keeps only its depth
         live = live_locals(original, resume_index(original, index, branch))
         names = tuple(sorted(n for n in live if n in tx.locals and tx.locals[n] is not NULL and n != first))
-        point = ResumePoint(original, index, branch, kinds[:split] + ("value",) * produced, names, first)
+        point = ResumePoint(original, index, branch, kinds[:keep] + ("value",) * produced, names, first)
         head = [first] if first else []
+        kept = [v for v in values[:keep] if v is not None]
+        args = [_local_value(codegen, tx, n) for n in head] + kept + ["*r[:-1]"] \
+            + [_local_value(codegen, tx, name) for name in names]
+        if branch == RAISED:  # the rare path: the handler and the rest run as Python runs them
+            calls[branch] = f"return {plain_call(codegen, resume_code(point), tx.f_globals, cells, args)}"
+            continue
         resume_fn = _resume_function(resume_code(point), tx.f_globals)
         resume_fn = optimize(resume_fn, _parent_sizes(tx, point.arg_names(), [_local_tracker(tx, n) for n in head] + below_vts
                                                       + [None] * produced + [_local_tracker(tx, n) for n in names]))
-        args = [_local_value(codegen, tx, n) for n in head] + below + ["*r[:-1]"] \
-            + [_local_value(codegen, tx, name) for name in names]
         if cells is not None:
             args.insert(0, cells)
-        calls.append(f"return {codegen.constant(resume_fn, 'resume')}({', '.join(args)})")
+        calls[branch] = f"return {codegen.constant(resume_fn, 'resume')}({', '.join(args)})"
     step_fn = types.FunctionType(step_code(tx.code, inst, kinds[split:]), tx.f_globals)
     tail = [f"r = {codegen.constant(step_fn, 'step')}({', '.join(v for v in values[split:] if v is not None)})"]
-    if len(calls) == 2:
-        tail += ["if r[-1]:", f"    {calls[1]}"]
-    tail.append(calls[0])
+    for branch in (RAISED, JUMPED):
+        if branch in calls:
+            tail += [f"if r[-1] == {branch}:", f"    {calls[branch]}"]
+    tail.append(calls[NEXT])
     entry = _finish(tx.output, None, backend, title, number, time.perf_counter(), call_original, codegen, tail)
     entry.break_reason = e
     return entry
@@ -301,7 +310,7 @@ def _stack_value(codegen: ResumeCodegen, vt: VariableTracker, kind: str) -> str 
         return None
     if isinstance(vt, GeneratorVariable):  # its frame lives only in the trace; it holds no item list
         raise Unsupported("resume", "pdyn cannot rebuild a generator that the code after the break consumes")
-    expr = codegen.remaining(vt) if kind == "iter" else codegen.reconstruct(vt)
+    expr = codegen.remaining(vt) if kind == "iter" else exit_hook(codegen, vt) or codegen.reconstruct(vt)
     name = f"v{len(codegen.lines)}"
     codegen.lines.append(f"{name} = {expr}")
     return name

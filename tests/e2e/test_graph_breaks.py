@@ -215,7 +215,7 @@ def test_break_where_the_recompile_policy_made_a_dim_dynamic():
     assert pdyn.stats()["eager_fallbacks"] == 0
 
 
-def test_break_inside_a_try_block_runs_the_frame_eagerly():
+def test_break_inside_a_try_block_resumes_inside_it():
     def f(x):
         try:
             print("in try")
@@ -223,7 +223,7 @@ def test_break_inside_a_try_block_runs_the_frame_eagerly():
         except ValueError:
             return x
 
-    check_breaks(f, torch.randn(2), graphs=0, graph_breaks=0, fallbacks=1)
+    check_breaks(f, torch.randn(2), graphs=1, graph_breaks=1)   # more in test_break_in_blocks.py
 
 
 def test_fullgraph_raises_at_the_first_break_naming_the_users_line():
