@@ -729,3 +729,26 @@ def chunk_and_split(a, b):
     x, y = a.chunk(2, dim=1)
     p, q = b.split([1, 3], dim=1)
     return x.sum() + y.sum() + p.sum() + q.sum()
+
+
+@program()
+def index_error_caught(a, b):
+    xs = [a, b]
+    try:
+        return xs[5]
+    except IndexError:
+        return a - b
+
+
+@program()
+def generator_yield_from_returns(a, b):
+    def inner():
+        yield a
+        return 3
+
+    def outer():
+        n = yield from inner()
+        yield b * n
+        yield from (a, b)
+
+    return sum(outer())

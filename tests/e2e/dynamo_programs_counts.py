@@ -21,17 +21,22 @@ from torch._dynamo.utils import counters
 from tests.e2e.dynamo_programs import PROGRAMS
 
 
-def torch_counts(fn: Callable[..., Any], args: tuple[Any, ...]) -> tuple[int, int]:
-    """(graphs, graph breaks) of one torch.compile call of `fn(*args)`, through torch._dynamo.explain.
-    Its break count misses a break before a frame's first op (no graph to end), which
-    counters["graph_break"] holds; that counter misses a data-dependent jump: the larger of the two."""
+def torch_counts(fn: Callable[..., Any], args: tuple[Any, ...]) -> tuple[int, int] | None:
+    """(graphs, graph breaks) of one torch.compile call of `fn(*args)`, through torch._dynamo.explain;
+    None where torch.compile raises and eager does not. explain's break count misses a break before a
+    frame's first op (no graph to end), which counters["graph_break"] holds; that counter misses a
+    data-dependent jump: the larger of the two."""
     torch._dynamo.reset()
     counters.clear()
     with contextlib.redirect_stdout(io.StringIO()):
         try:
             out = torch._dynamo.explain(fn)(*copy.deepcopy(args))
-        except Exception:   # the program raises, as eagerly: count what torch compiled before it
-            return 0, sum(counters["graph_break"].values())
+        except Exception:
+            try:
+                fn(*copy.deepcopy(args))
+            except Exception:   # the program raises, as eagerly: count what torch compiled before it
+                return 0, sum(counters["graph_break"].values())
+            return None
     return out.graph_count, max(out.graph_break_count, sum(counters["graph_break"].values()))
 
 
@@ -39,8 +44,7 @@ def main() -> None:
     torch.manual_seed(0)
     print("TORCH_COUNTS = {")
     for name, (fn, make_args) in PROGRAMS.items():
-        graphs, breaks = torch_counts(fn, make_args())
-        print(f"    {name!r}: ({graphs}, {breaks}),")
+        print(f"    {name!r}: {torch_counts(fn, make_args())},")
     print("}")
 
 
