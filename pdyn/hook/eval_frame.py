@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
+import sys
 import threading
 import types
 import warnings
@@ -108,11 +109,20 @@ NO_GRAPH_WARN_AFTER = 3
 
 
 def _run_counted(cache: CodeCache, run: Callable[..., Any], L: dict[str, Any], G: dict[str, Any]) -> Any:
-    ran_without_graph(cache, 4)
+    ran_without_graph(cache)
     return run(L, G)
 
 
-def ran_without_graph(cache: CodeCache, stacklevel: int) -> None:
+def _user_stacklevel() -> int:
+    """The warnings stacklevel of the first frame outside this module and the generated wrappers."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and (frame.f_code.co_filename == __file__
+                                 or frame.f_code.co_filename.startswith("<pdyn wrapper")):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def ran_without_graph(cache: CodeCache) -> None:
     """Count a call of `cache`'s code that runs no graph; the third such call of a function the user
     optimized, with no graph compiled for it or its children, warns once (pdyn.config.warn_no_graph)."""
     cache.counters["frames_without_graph"] += 1
@@ -129,7 +139,7 @@ def ran_without_graph(cache: CodeCache, stacklevel: int) -> None:
     first = f"; the first break: {reason}" if reason else " (it has no torch ops to capture)"
     warnings.warn(f"pdyn: {title_of(cache.code)} has run {cache.counters['frames_without_graph']} times and no graph "
                   f"was compiled for it: it runs eagerly{first}. PDYN_WARN_NO_GRAPH=0 (pdyn.config.warn_no_graph = "
-                  "False) silences this.", stacklevel=stacklevel)
+                  "False) silences this.", stacklevel=_user_stacklevel())
 
 
 # NOTE: keyed by backend too: an entry compiled for one backend never serves a wrapper made for another
@@ -241,7 +251,7 @@ class Frame:
         return cache.checks[-1][1]
 
     def _eagerly_counted(self, L: dict[str, Any], G: dict[str, Any]) -> Any:
-        ran_without_graph(self.cache, 5)
+        ran_without_graph(self.cache)
         return self.call_original(L)
 
     def optimize_callee(self, fn: types.FunctionType,
