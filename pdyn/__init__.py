@@ -15,6 +15,7 @@ from pdyn.base import logs
 from pdyn.backends import resolve
 from pdyn.base.config import Config, config
 from pdyn.base.errors import Unsupported, UserError
+from pdyn.hook.compile_frame import title_of
 from pdyn.hook.eval_frame import CACHES, RECORDERS, CodeCache, Frame, Recorder, make_wrapper
 from pdyn.explain import ExplainOutput
 from pdyn.shapes.runtime_asserts import check, check_is_size
@@ -60,7 +61,10 @@ def _optimize(fn: Any, backend: Callable[..., Any], fullgraph: bool, cache: Code
         raise UserError(f"pdyn.optimize takes a function, a bound method, a functools.partial, an object with a "
                         f"Python __call__ or an nn.Module, not {type(fn).__name__}")
     fn = getattr(fn, "_pdyn_original", fn)
-    return make_wrapper(Frame(fn, backend, config, fullgraph, cache, dynamic))
+    frame = Frame(fn, backend, config, fullgraph, cache, dynamic)
+    if cache is None:  # the user's function (explain's private cache warns of nothing)
+        frame.cache.root = config
+    return make_wrapper(frame)
 
 
 def graph_break() -> None:
@@ -105,8 +109,9 @@ def _cache_of(fn: Any) -> CodeCache:
 
 
 def stats(fn: Any = None) -> dict[str, int]:
-    """Counters (frames, compiles, recompiles, cache_hits, graph_breaks, eager_fallbacks) for one
-    optimized function, or summed over all optimized code since the last reset."""
+    """Counters (`pdyn.base.logs.COUNTERS`: frames, compiles, recompiles, cache_hits, graph_breaks,
+    eager_fallbacks, graphs, ops_captured, frames_without_graph) for one optimized function's own
+    code, or summed over all optimized code (resume functions and callees included) since the last reset."""
     if fn is not None:
         return _cache_of(fn).stats()
     total = logs.empty_counters()
@@ -135,7 +140,7 @@ def explain(fn: Any, *, backend: str | Callable[..., Any] = "eager") -> Callable
                     original.forward = previous_forward
                 else:
                     del original.forward
-        return ExplainOutput.from_entries(recorder.entries)
+        return ExplainOutput.from_entries(recorder.entries, [title_of(code) for code in recorder.codes])
 
     return run
 

@@ -74,3 +74,33 @@ def test_str_summarizes_counts_breaks_graphs_and_guards():
     assert "# pdyn guards for with_try()" in text
     out = pdyn.explain(two_ops)(torch.randn(2, 3), torch.randn(3, 4))
     assert "graph 1:" in str(out) and "torch.relu" in str(out)
+
+
+def prints_between(x):
+    y = torch.relu(x) * 2
+    print("between")
+    return y.sum() + 1
+
+
+def test_frames_report_ops_captured_and_where_each_break_happened(capsys):
+    out = pdyn.explain(prints_between)(torch.randn(3))
+    first = prints_between.__code__.co_firstlineno
+    before, after = out.frames
+    assert before.function == f"prints_between() at {__file__}:{first}"
+    assert before.ops == ("relu", "mul") and not before.eager
+    assert (before.break_reason.filename, before.break_reason.lineno) == (__file__, first + 2)
+    assert "print()" in before.break_reason.reason
+    assert after.function.startswith("pdyn_resume_in_prints_between") and after.ops == ("sum", "add")
+    assert after.break_reason is None
+    assert out.ops_captured == 4
+    lines = str(out).splitlines()
+    at = lines.index("ops captured: 4")
+    assert lines[at + 1] == f"  {before.function}: 2 ops captured (relu, mul); graph break at {before.break_reason}"
+    assert lines[at + 2] == f"  {after.function}: 2 ops captured (sum, add)"
+
+
+def test_a_frame_that_runs_eagerly_is_reported_with_its_reason():
+    out = pdyn.explain(with_try)(torch.ones(2))
+    (frame,) = out.frames
+    assert frame.eager and frame.ops == () and frame.break_reason == out.break_reasons[0]
+    assert str(frame) == f"{frame.function}: 0 ops captured; runs eagerly: {frame.break_reason}"

@@ -37,6 +37,10 @@ def _env_fast_launch() -> bool:
     return os.environ.get("PDYN_TRITON_FAST_LAUNCH", "1") != "0"
 
 
+def _env_warn_no_graph() -> bool:
+    return os.environ.get("PDYN_WARN_NO_GRAPH", "1") != "0"
+
+
 @dataclass(frozen=True)
 class Config:
     """pdyn's settings, fixed for one trace or one compiled graph. Build another with
@@ -58,6 +62,8 @@ class Config:
     cache_dir: str = field(default_factory=_env_cache_dir)
     # PDYN_TRITON_FAST_LAUNCH=0: every launch goes through Triton's own launch path
     triton_fast_launch: bool = field(default_factory=_env_fast_launch)
+    # PDYN_WARN_NO_GRAPH=0: no warning when an optimized function keeps running without any graph
+    warn_no_graph: bool = field(default_factory=_env_warn_no_graph)
 
 
 FIELDS = frozenset(f.name for f in dataclasses.fields(Config))

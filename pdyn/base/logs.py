@@ -43,7 +43,12 @@ def _add_topic(record: logging.LogRecord) -> bool:
     return True
 
 
-COUNTERS = ("frames", "compiles", "recompiles", "cache_hits", "graph_breaks", "eager_fallbacks")
+# frames: calls of the code; graphs: graphs compiled; ops_captured: torch ops in them;
+# frames_without_graph: calls that ran no graph (eagerly, or an entry that broke before its first op);
+# eager_fallbacks: decisions to run the whole frame eagerly (an untraceable frame, the recompile
+# limit, an internal error)
+COUNTERS = ("frames", "compiles", "recompiles", "cache_hits", "graph_breaks", "eager_fallbacks", "graphs",
+            "ops_captured", "frames_without_graph")
 
 
 def empty_counters() -> dict[str, int]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
+import sys
 import threading
 import types
 import warnings
@@ -44,14 +45,30 @@ class CodeCache:
     counters: dict[str, int] = field(default_factory=logs.empty_counters)
     run_eagerly: bool = False          # an internal error or the recompile limit
     warned_limit: bool = False
+    # the settings of a function the user optimized (None for a resume function or a callee pdyn
+    # optimized for it): it warns once when it keeps running without any graph, its own or its children's
+    root: Config | Settings | None = None
+    warned_no_graph: bool = False
+    no_graph_reason: str | None = None   # the first reason a call of this code ran no graph
+    # the caches of the resume functions and callees this code's graph breaks call
+    children: list[CodeCache] = field(default_factory=list)
     lock: threading.RLock = field(default_factory=threading.RLock)   # held while one thread compiles
     history: CodeHistory = field(default_factory=CodeHistory)
     # under `explain`: the caches of the resume functions and callees of its breaks, kept apart
     private: dict[types.CodeType, CodeCache] = field(default_factory=dict)
 
     def add(self, entry: CacheEntry) -> None:
+        """Append `entry`; one without a graph runs through a wrapper that counts its calls."""
         self.entries.append(entry)
-        self.checks.append((entry.guard.check, entry.run))
+        run = entry.run
+        if entry.graph_module is None:
+            reason = entry.eager_reason or entry.break_reason
+            self.no_graph_reason = self.no_graph_reason or (str(reason) if reason is not None else None)
+            run = functools.partial(_run_counted, self, entry.run)
+        else:
+            self.counters["graphs"] += 1
+            self.counters["ops_captured"] += ops_in(entry.graph_module)
+        self.checks.append((entry.guard.check, run))
 
     def clear(self) -> None:
         self.entries.clear()
@@ -59,13 +76,70 @@ class CodeCache:
         self.counters.update(logs.empty_counters())
         self.run_eagerly = False
         self.warned_limit = False
+        self.warned_no_graph = False
+        self.no_graph_reason = None
+        self.children.clear()
         self.history = CodeHistory()
+
+    def tree(self) -> list[CodeCache]:
+        """This cache and, transitively, its children's (each once)."""
+        seen: dict[int, CodeCache] = {}
+        stack = [self]
+        while stack:
+            cache = stack.pop()
+            if id(cache) not in seen:
+                seen[id(cache)] = cache
+                stack.extend(cache.children)
+        return list(seen.values())
 
     def stats(self) -> dict[str, int]:
         """The counters; a hit counts only `cache_hits` on the hot path, so frames adds them here."""
         out = dict(self.counters)
         out["frames"] += out["cache_hits"]
         return out
+
+
+def ops_in(gm: torch.fx.GraphModule) -> int:
+    """The torch ops a graph captured: its nodes other than inputs, outputs and attribute reads."""
+    return sum(node.op in ("call_function", "call_method", "call_module") for node in gm.graph.nodes)
+
+
+# calls of an optimized function without any graph after which it warns (once)
+NO_GRAPH_WARN_AFTER = 3
+
+
+def _run_counted(cache: CodeCache, run: Callable[..., Any], L: dict[str, Any], G: dict[str, Any]) -> Any:
+    ran_without_graph(cache)
+    return run(L, G)
+
+
+def _user_stacklevel() -> int:
+    """The warnings stacklevel of the first frame outside this module and the generated wrappers."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and (frame.f_code.co_filename == __file__
+                                 or frame.f_code.co_filename.startswith("<pdyn wrapper")):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def ran_without_graph(cache: CodeCache) -> None:
+    """Count a call of `cache`'s code that runs no graph; the third such call of a function the user
+    optimized, with no graph compiled for it or its children, warns once (pdyn.config.warn_no_graph)."""
+    cache.counters["frames_without_graph"] += 1
+    if cache.root is None or cache.warned_no_graph or cache.counters["frames_without_graph"] < NO_GRAPH_WARN_AFTER:
+        return
+    tree = cache.tree()
+    if any(c.counters["graphs"] for c in tree):
+        cache.warned_no_graph = True   # a graph exists: it never warns
+        return
+    cache.warned_no_graph = True
+    if not snapshot(cache.root).warn_no_graph:
+        return
+    reason = next((c.no_graph_reason for c in tree if c.no_graph_reason), None)
+    first = f"; the first break: {reason}" if reason else " (it has no torch ops to capture)"
+    warnings.warn(f"pdyn: {title_of(cache.code)} has run {cache.counters['frames_without_graph']} times and no graph "
+                  f"was compiled for it: it runs eagerly{first}. PDYN_WARN_NO_GRAPH=0 (pdyn.config.warn_no_graph = "
+                  "False) silences this.", stacklevel=_user_stacklevel())
 
 
 # NOTE: keyed by backend too: an entry compiled for one backend never serves a wrapper made for another
@@ -77,6 +151,7 @@ class Recorder:
     """What `pdyn.explain` collects while its one call runs."""
 
     entries: list[CacheEntry] = field(default_factory=list)
+    codes: list[types.CodeType] = field(default_factory=list)   # the code each entry was compiled for
 
 
 RECORDERS: list[Recorder] = []
@@ -128,17 +203,19 @@ class Frame:
                 return run
         cache.counters["frames"] += 1
         if cache.run_eagerly:
-            return self._eagerly
+            return self._eagerly_counted
         compiles = cache.counters["compiles"]
         config = snapshot(self.config)  # NOTE: pdyn.config may change between compiles, not during one
         plan = decide(config, cache.history, self.dynamic, lambda size: _read(size, L, G), self.inherited)
         if isinstance(plan, RunEager):
             if not cache.warned_limit:
                 cache.warned_limit = True
+                cache.counters["eager_fallbacks"] += 1
                 warnings.warn(f"pdyn: {title_of(self.code)} {plan.reason}; calls that match no compiled entry now "
                               "run eagerly. Raise pdyn.config.recompile_limit or see PDYN_LOGS=recompiles.",
                               stacklevel=4)
-            return self._eagerly
+            cache.no_graph_reason = cache.no_graph_reason or plan.reason
+            return self._eagerly_counted
         if cache.entries:
             self._log_recompile(L, G, compiles + 1, plan)
         # NOTE: eager runs outside the `except` blocks: inside one, CPython changes some of the
@@ -155,11 +232,13 @@ class Frame:
             if self.fullgraph:
                 raise
             cache.run_eagerly = True
+            cache.counters["eager_fallbacks"] += 1
+            cache.no_graph_reason = cache.no_graph_reason or f"internal error: {type(e).__name__}: {e}"
             warnings.warn(f"pdyn: internal error while compiling {title_of(self.code)}; running it eagerly "
                           f"from now on. {type(e).__name__}: {e}. {InternalError.__doc__}", stacklevel=4)
             log.debug("internal error", exc_info=True)
         if entry is None:
-            return self._eagerly
+            return self._eagerly_counted
         cache.history.record(entry.pinned, plan.changing)
         cache.add(entry)
         cache.counters["compiles"] += 1
@@ -168,7 +247,12 @@ class Frame:
         cache.counters["graph_breaks"] += int(entry.break_reason is not None)
         for recorder in RECORDERS:
             recorder.entries.append(entry)
-        return entry.run
+            recorder.codes.append(self.code)
+        return cache.checks[-1][1]
+
+    def _eagerly_counted(self, L: dict[str, Any], G: dict[str, Any]) -> Any:
+        ran_without_graph(self.cache)
+        return self.call_original(L)
 
     def optimize_callee(self, fn: types.FunctionType,
                         sizes: dict[SizeSource, SizeSource] | None = None) -> types.FunctionType:
@@ -180,8 +264,11 @@ class Frame:
             private = self.cache.private
             cache = private.setdefault(fn.__code__, CodeCache(fn.__code__, private=private))
         inherited = InheritedSizes(sizes, self.cache.history) if sizes else None
-        return make_wrapper(Frame(fn, self.backend, self.config, self.fullgraph, cache, self.dynamic,
-                                  caller=self.call_original.__module__, inherited=inherited), nesting_limit=NESTING_LIMIT)
+        frame = Frame(fn, self.backend, self.config, self.fullgraph, cache, self.dynamic,
+                      caller=self.call_original.__module__, inherited=inherited)
+        if frame.cache is not self.cache and all(c is not frame.cache for c in self.cache.children):
+            self.cache.children.append(frame.cache)
+        return make_wrapper(frame, nesting_limit=NESTING_LIMIT)
 
     def _log_recompile(self, L: dict[str, Any], G: dict[str, Any], number: int, plan: TracePlan) -> None:
         if not recompile_log.isEnabledFor(logging.INFO):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING
 
 from pdyn.base.errors import Unsupported
@@ -11,6 +12,7 @@ from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.constant import ConstantVariable
 from pdyn.trace.variables.builtins import ClassVariable
 from pdyn.trace.variables.containers import IteratorVariable, make_iterator
+from pdyn.trace.variables.generator import GeneratorVariable
 from pdyn.trace.variables.semantics import is_same
 from pdyn.trace.handlers.exceptions import raise_exception
 
@@ -100,6 +102,47 @@ def return_generator(tx: Tracer, inst: Instruction) -> None:
 @handler("YIELD_VALUE")
 def yield_value(tx: Tracer, inst: Instruction) -> None:
     tx.yielded = tx.pop()  # GeneratorVariable.next() stops here and pushes the sent None
+
+
+@handler("GET_YIELD_FROM_ITER")
+def get_yield_from_iter(tx: Tracer, inst: Instruction) -> None:
+    """`yield from x`: a generator is delegated to as it is, anything else through iter(x)."""
+    value = tx.pop()
+    tx.push(value if isinstance(value, GeneratorVariable) else make_iterator(tx, value))
+
+
+@handler("SEND")
+def send(tx: Tracer, inst: Instruction) -> None:
+    """`yield from`'s step: the next item of the delegate goes on the stack (then YIELD_VALUE); an
+    exhausted delegate is replaced by its return value and the loop is left. Only None is sent,
+    as `next()` sends (a generator's `send(v)` is not traced)."""
+    sent = tx.pop()
+    receiver = tx.stack[-1]
+    if not (isinstance(sent, ConstantVariable) and sent.value is None):
+        raise Unsupported("generator_send", "pdyn traces `yield from` only when nothing is sent", loc=tx.loc())
+    if not isinstance(receiver, IteratorVariable):
+        raise Unsupported("iterator_input", f"pdyn cannot advance {receiver} at trace time", loc=tx.loc())
+    item = receiver.next()
+    if item is not None:
+        tx.push(item)
+        return
+    returned = receiver.translator.return_value if isinstance(receiver, GeneratorVariable) else None
+    returned = returned if returned is not None else NONE
+    if sys.version_info >= (3, 12):  # the jump lands on END_SEND, which drops the receiver
+        tx.push(returned)
+    else:
+        tx.stack[-1] = returned
+    tx.ip = inst.target  # type: ignore[assignment]
+
+
+def end_send(tx: Tracer, inst: Instruction) -> None:
+    value = tx.pop()
+    tx.pop()
+    tx.push(value)
+
+
+if sys.version_info >= (3, 12):
+    handler("END_SEND")(end_send)
 
 
 @handler("LOAD_ASSERTION_ERROR")

@@ -112,8 +112,8 @@ class SequenceVariable(VariableTracker):
             if isinstance(index, slice):
                 return type(self)(self.items[index])  # type: ignore[call-arg]
             return self.items[operator.index(index)]
-        except (IndexError, TypeError) as e:
-            raise UserException(e) from None
+        except (IndexError, TypeError) as e:  # the length is known (made here, or guarded): catchable
+            raise UserException(e, catchable=True) from None
 
     def binary_op(self, tx: Tracer, fn: Callable[[Any, Any], Any], other: VariableTracker) -> VariableTracker:
         in_place = fn in (operator.iadd, operator.imul) and isinstance(self, ListVariable)
@@ -353,7 +353,10 @@ class DictVariable(VariableTracker):
     def getitem(self, tx: Tracer, key: VariableTracker) -> VariableTracker:
         k = _const(key, "dict key")
         if k not in self.items:
-            raise UserException(KeyError(k))
+            if hasattr(self.dict_type, "__missing__"):
+                raise Unsupported("dict_missing", f"pdyn cannot trace {self.dict_type.__name__}.__missing__")
+            # the keys are known: made in the trace, or guarded (DictKeysGuard), so handlers may catch it
+            raise UserException(KeyError(k), catchable=True)
         return self.items[k]
 
     def setitem(self, tx: Tracer, key: VariableTracker, value: VariableTracker) -> None:
