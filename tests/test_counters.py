@@ -109,13 +109,13 @@ def test_the_recompile_limit_counts_a_fallback_once_and_each_eager_frame():
 
 
 def test_an_untraceable_frame_counts_a_fallback_and_each_eager_call():
-    def with_try(x):
+    def break_in_handler(x):
         try:
-            return pdyn.graph_break() or x + 1   # a break inside a try block: the frame runs eagerly
+            raise ValueError
         except ValueError:
-            return x
+            return pdyn.graph_break() or x + 1   # a break in an except body: the frame runs eagerly
 
-    opt = pdyn.optimize(with_try)
+    opt = pdyn.optimize(break_in_handler)
     _, messages = calls_without_warnings(opt, *[(torch.ones(2),)] * 3)
     assert pdyn.stats(opt) == counters(frames=3, compiles=1, cache_hits=2, eager_fallbacks=1, frames_without_graph=3)
     (message,) = messages
