@@ -21,6 +21,7 @@ from pdyn.sources import AttrSource, ItemSource, LocalSource, Source
 from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.builtins import RULES, BuiltinVariable, ClassVariable
 from pdyn.trace.variables.constant import CONSTANT_TYPES, ConstantVariable, ObjectConstantVariable, is_constant_value
+from pdyn.trace.variables.amp_modes import amp_object
 from pdyn.trace.variables.context_managers import ContextClassVariable, context_object, is_context_class, is_context_object
 from pdyn.trace.variables.environ import EnvironVariable
 from pdyn.trace.variables.containers import DictVariable, ListVariable, SetVariable, SizeVariable, TupleVariable
@@ -162,6 +163,14 @@ def _wrap_environ(tx: Tracer, value: os._Environ[Any], source: Source) -> Variab
     return EnvironVariable(value, source)
 
 
+def _wrap_autocast(tx: Tracer, value: Any, source: Source) -> VariableTracker:
+    """The autocast object a decorator's closure holds: its arguments, fixed when it was made."""
+    _guard(tx, IdGuard, source, value)
+    vt = amp_object(value)
+    vt.source = source
+    return vt
+
+
 def _refuse(tx: Tracer, value: Any, source: Source) -> VariableTracker:
     raise Unsupported("input_type", f"pdyn cannot guard a {type(value).__name__} input ({source}) yet",
                       loc=tx.loc())
@@ -196,7 +205,7 @@ WRAP_BY_TYPE: dict[type, WrapFn] = {
     int: _wrap_int, torch.Size: _wrap_size, tuple: _wrap_sequence, list: _wrap_sequence,
     dict: _wrap_dict, collections.OrderedDict: _wrap_dict, functools.partial: _wrap_partial,
     types.CodeType: _wrap_by_identity,   # immutable: which code object is all there is to know
-    set: _wrap_set, frozenset: _wrap_set, os._Environ: _wrap_environ,
+    set: _wrap_set, frozenset: _wrap_set, os._Environ: _wrap_environ, torch.autocast: _wrap_autocast,
     **{kind: _refuse for kind in (torch.finfo, torch.iinfo)},
 }
 # then the first base class that matches, in this order
