@@ -24,6 +24,7 @@ from pdyn.trace.variables.base import VariableTracker, fold
 from pdyn.trace.variables.semantics import contains
 from pdyn.trace.variables.stdlib import STDLIB_RULES, dict_items
 from pdyn.trace.variables.symint import UNARY_SYMPY_OPS, SymIntVariable, sym_binary
+from pdyn.trace.variables.deleted import is_deleted
 from pdyn.trace.variables.constant import CONSTANT_TYPES, ConstantVariable, ObjectConstantVariable, is_constant_value
 from pdyn.trace.variables.functions import PartialVariable, UserFunctionVariable, UserMethodVariable
 from pdyn.trace.variables.nn_module import NNModuleVariable
@@ -157,6 +158,8 @@ def _guard_presence(tx: Tracer, obj: VariableTracker, name: str, found: Variable
             return
         if tx.ctx.side_effects.load_attr(obj, name) is found:
             return  # the trace set it itself
+    elif is_deleted(tx.ctx.side_effects.load_attr(obj, name)):
+        return  # the trace deleted it itself
     tx.ctx.add_guard(HasAttrGuard(obj.source, name=name, present=found is not None, loc=tx.loc()))
 
 
