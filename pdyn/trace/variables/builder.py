@@ -22,6 +22,8 @@ from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.builtins import RULES, BuiltinVariable, ClassVariable
 from pdyn.trace.variables.constant import CONSTANT_TYPES, ConstantVariable, ObjectConstantVariable, is_constant_value
 from pdyn.trace.variables.amp_modes import amp_object
+from pdyn.trace.variables.collections_more import wrap_defaultdict, wrap_deque
+from pdyn.trace.variables.stdlib_more import GETTER_TYPES, getter_of
 from pdyn.trace.variables.context_managers import ContextClassVariable, context_object, is_context_class, is_context_object
 from pdyn.trace.variables.environ import EnvironVariable
 from pdyn.trace.variables.containers import DictVariable, ListVariable, SetVariable, SizeVariable, TupleVariable
@@ -171,6 +173,13 @@ def _wrap_autocast(tx: Tracer, value: Any, source: Source) -> VariableTracker:
     return vt
 
 
+def _wrap_getter(tx: Tracer, value: Any, source: Source) -> VariableTracker:
+    _guard(tx, IdGuard, source, value)  # an operator getter is immutable: which one is all there is
+    vt = getter_of(tx, value)
+    vt.source = source
+    return vt
+
+
 def _refuse(tx: Tracer, value: Any, source: Source) -> VariableTracker:
     raise Unsupported("input_type", f"pdyn cannot guard a {type(value).__name__} input ({source}) yet",
                       loc=tx.loc())
@@ -206,6 +215,8 @@ WRAP_BY_TYPE: dict[type, WrapFn] = {
     dict: _wrap_dict, collections.OrderedDict: _wrap_dict, functools.partial: _wrap_partial,
     types.CodeType: _wrap_by_identity,   # immutable: which code object is all there is to know
     set: _wrap_set, frozenset: _wrap_set, os._Environ: _wrap_environ, torch.autocast: _wrap_autocast,
+    collections.defaultdict: wrap_defaultdict, collections.deque: wrap_deque,
+    **{kind: _wrap_getter for kind in GETTER_TYPES},
     **{kind: _refuse for kind in (torch.finfo, torch.iinfo)},
 }
 # then the first base class that matches, in this order
