@@ -23,6 +23,7 @@ from pdyn.trace.variables.builtins import RULES, BuiltinVariable, ClassVariable
 from pdyn.trace.variables.constant import CONSTANT_TYPES, ConstantVariable, ObjectConstantVariable, is_constant_value
 from pdyn.trace.variables.amp_modes import amp_object
 from pdyn.trace.variables.collections_more import wrap_defaultdict, wrap_deque
+from pdyn.trace.variables.numpy_values import NumpyVariable, is_numpy, wrap_numpy
 from pdyn.trace.variables.stdlib_more import GETTER_TYPES, getter_of
 from pdyn.trace.variables.context_managers import ContextClassVariable, context_object, is_context_class, is_context_object
 from pdyn.trace.variables.environ import EnvironVariable
@@ -78,6 +79,8 @@ def _wrap(tx: Tracer, value: Any, source: Source) -> VariableTracker:
     """Dispatch on the value's exact type, then on the first base class listed, else a user object."""
     kind = type(value)
     fn = WRAP_BY_TYPE.get(kind)
+    if fn is None and is_numpy(value):
+        fn = wrap_numpy
     if fn is None:
         fn = next((fn for base, fn in WRAP_BY_BASE if isinstance(value, base)), _wrap_object)
     return fn(tx, value, source)
@@ -253,6 +256,8 @@ def wrap_constant_result(value: Any) -> VariableTracker:
     if kind in (set, frozenset):
         vt = SetVariable([wrap_constant_result(v) for v in value])
         return vt if kind is set else ConstantVariable(value)
+    if is_numpy(value):
+        return NumpyVariable(value)
     if isinstance(value, types.ModuleType):
         return PythonModuleVariable(value)
     if kind is os._Environ:
