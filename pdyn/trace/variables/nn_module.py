@@ -36,8 +36,10 @@ DICT_METHODS = ("keys", "values", "items")  # of ModuleDict
 
 
 def lookup_class_attr(tx: Tracer, owner: VariableTracker, cls: type, name: str) -> VariableTracker | None:
-    """A class attribute seen through an instance: methods bind, properties run, constants wrap."""
-    attr = mro_lookup(cls, name)
+    """A class attribute seen through an instance: methods bind, properties run, constants wrap.
+    Of a user's class the lookup is guarded (ClassAttrGuard: `Model.helper = other` recompiles);
+    torch's own classes are not checked on each call."""
+    attr = class_attr(tx, cls, name) if not cls.__module__.startswith("torch.") else mro_lookup(cls, name)
     if attr is None:
         return None
     if isinstance(attr, staticmethod):
