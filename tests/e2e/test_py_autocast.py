@@ -165,3 +165,13 @@ def test_inference_mode_graph_nodes():
     assert calls[0] is torch.autograd.grad_mode._enter_inference_mode
     assert calls[-1] is torch.autograd.grad_mode._exit_inference_mode
     assert not torch.is_inference_mode_enabled()
+
+
+def test_deprecated_cpu_amp_autocast_spelling():
+    def f(x):
+        with torch.cpu.amp.autocast(dtype=torch.bfloat16):
+            return x @ x, torch.is_autocast_enabled("cpu")
+
+    with pytest.warns(FutureWarning):
+        opt = check_calls(f, (torch.randn(3, 3),), (torch.randn(4, 4),), compiles=1)
+    _no_breaks(opt)

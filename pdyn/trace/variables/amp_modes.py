@@ -133,12 +133,16 @@ def _build_inference_mode(tx: Tracer, cls: type, args: list[VariableTracker],
     return InferenceModeVariable(cls, mode.as_python_constant())
 
 
-BUILDERS.update({torch.autocast: _build_autocast, torch.inference_mode: _build_inference_mode})
+# torch.cpu.amp.autocast and torch.cuda.amp.autocast: deprecated subclasses that fill in the device
+AUTOCAST_TYPES = tuple(dict.fromkeys(getattr(m, "autocast") for m in (torch, torch.cpu.amp, torch.cuda.amp)
+                                     if isinstance(getattr(m, "autocast", None), type)))
+BUILDERS.update({kind: _build_autocast for kind in AUTOCAST_TYPES})
+BUILDERS[torch.inference_mode] = _build_inference_mode
 
 
 def is_amp_object(value: Any) -> bool:
     """An autocast or inference_mode object made before the trace (a decorator's), or its `clone`."""
-    return type(getattr(value, "__self__", value)) in (torch.autocast, torch.inference_mode)
+    return type(getattr(value, "__self__", value)) in (*AUTOCAST_TYPES, torch.inference_mode)
 
 
 def amp_object(value: Any) -> VariableTracker:

@@ -21,7 +21,7 @@ from pdyn.sources import AttrSource, ItemSource, LocalSource, Source
 from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.builtins import RULES, BuiltinVariable, ClassVariable
 from pdyn.trace.variables.constant import CONSTANT_TYPES, ConstantVariable, ObjectConstantVariable, is_constant_value
-from pdyn.trace.variables.amp_modes import amp_object
+from pdyn.trace.variables.amp_modes import AUTOCAST_TYPES, amp_object
 from pdyn.trace.variables.collections_more import wrap_defaultdict, wrap_deque
 from pdyn.trace.variables.numpy_values import NumpyVariable, is_numpy, wrap_numpy
 from pdyn.trace.variables.stdlib_more import GETTER_TYPES, getter_of
@@ -217,7 +217,7 @@ WRAP_BY_TYPE: dict[type, WrapFn] = {
     int: _wrap_int, torch.Size: _wrap_size, tuple: _wrap_sequence, list: _wrap_sequence,
     dict: _wrap_dict, collections.OrderedDict: _wrap_dict, functools.partial: _wrap_partial,
     types.CodeType: _wrap_by_identity,   # immutable: which code object is all there is to know
-    set: _wrap_set, frozenset: _wrap_set, os._Environ: _wrap_environ, torch.autocast: _wrap_autocast,
+    set: _wrap_set, frozenset: _wrap_set, os._Environ: _wrap_environ, **{kind: _wrap_autocast for kind in AUTOCAST_TYPES},
     collections.defaultdict: wrap_defaultdict, collections.deque: wrap_deque,
     **{kind: _wrap_getter for kind in GETTER_TYPES},
     **{kind: _refuse for kind in (torch.finfo, torch.iinfo)},
