@@ -3,6 +3,8 @@ replayed after the graph) and on modules; `del d[k]` on dicts made in the trace 
 
 from __future__ import annotations
 
+import copy
+
 import torch
 from torch import nn
 
@@ -28,6 +30,13 @@ def _no_breaks(opt):
     assert stats["graph_breaks"] == 0 and stats["eager_fallbacks"] == 0, stats
 
 
+def _captured(fn, *calls, compiles):
+    """check_calls, no break or fallback, then `fullgraph=True` captures the first call whole."""
+    _no_breaks(check_calls(fn, *calls, compiles=compiles))
+    args = copy.deepcopy(calls[0])
+    pdyn.optimize(fn, backend="eager", fullgraph=True)(*args)
+
+
 def test_del_attr_of_an_object_made_in_the_trace():
     def f(x):
         o = Obj(a=x, b=2)
@@ -36,7 +45,7 @@ def test_del_attr_of_an_object_made_in_the_trace():
         del o.kind  # the class attribute shows again
         return x * o.b, hasattr(o, "a"), o.kind, getattr(o, "a", None)
 
-    _no_breaks(check_calls(f, (torch.randn(3),), (torch.randn(5),), compiles=1))
+    _captured(f, (torch.randn(3),), (torch.randn(5),), compiles=1)
 
 
 def test_del_attr_of_an_input_is_replayed_after_the_graph():
@@ -49,7 +58,7 @@ def test_del_attr_of_an_input_is_replayed_after_the_graph():
         return y * 2, missing, getattr(o, "w", None), o.kind
 
     calls = [(torch.randn(3), Obj(w=torch.randn(3))), (torch.randn(4), Obj(w=torch.randn(4)))]
-    _no_breaks(check_calls(f, *calls, compiles=1))
+    _captured(f, *calls, compiles=1)
 
 
 def test_del_missing_attr_raises_attribute_error_like_eager():
@@ -131,4 +140,4 @@ def test_del_dict_items_made_in_the_trace_and_of_inputs():
         return local, x + d["keep"]
 
     calls = [(torch.randn(2), {"drop": 2, "keep": 2.0}), (torch.randn(3), {"drop": 7, "keep": 2.0})]
-    _no_breaks(check_calls(f, *calls, compiles=1))
+    _captured(f, *calls, compiles=1)

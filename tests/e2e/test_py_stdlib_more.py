@@ -4,6 +4,7 @@ of the standard library helpers model code uses: outputs vs eager, no breaks, co
 from __future__ import annotations
 
 import collections
+import copy
 import functools
 import itertools
 import math
@@ -18,6 +19,13 @@ from tests.helpers import check_calls
 def _no_breaks(opt, compiles=1):
     stats = pdyn.stats(opt)
     assert stats["graph_breaks"] == 0 and stats["eager_fallbacks"] == 0 and stats["compiles"] == compiles, stats
+
+
+def _captured(fn, *calls, compiles):
+    """check_calls, no break or fallback, then `fullgraph=True` captures the first call whole."""
+    _no_breaks(check_calls(fn, *calls, compiles=compiles))
+    args = copy.deepcopy(calls[0])
+    pdyn.optimize(fn, backend="eager", fullgraph=True)(*args)
 
 
 def _shapes(*sizes):
@@ -38,7 +46,7 @@ def test_defaultdict_made_in_the_trace_and_returned():
         nested["n"]["m"] = x
         return d, counts, lazy["z"], dict(lazy), nested, d.get("zz"), "zz" in d, counts.default_factory is int
 
-    _no_breaks(check_calls(f, *_shapes(2, 3, 5), compiles=1))
+    _captured(f, *_shapes(2, 3, 5), compiles=1)
     out = pdyn.optimize(f, backend="eager")(torch.randn(2))
     assert type(out[0]) is collections.defaultdict and out[0].default_factory is list
     out[0]["new"].append(1)  # the rebuilt one still has its factory
@@ -61,7 +69,7 @@ def test_defaultdict_input_reads_and_missing_key_insert_replayed():
         return x + d["a"] + d["missing"], "a" in d, len(d)
 
     calls = [(torch.randn(2), collections.defaultdict(int, a=2)), (torch.randn(3), collections.defaultdict(int, a=5))]
-    _no_breaks(check_calls(f, *calls, compiles=1))
+    _captured(f, *calls, compiles=1)
     d = collections.defaultdict(int, a=2)
     pdyn.optimize(f, backend="eager")(torch.randn(2), d)
     assert dict(d) == {"a": 2, "missing": 0}
@@ -83,7 +91,7 @@ def test_deque_methods_maxlen_iteration():
         return (list(q), len(q), q[0], q[-1], r.index(3), a, b, [v for v in r], list(r), q.maxlen, 2 in r,
                 total, bool(collections.deque()))
 
-    _no_breaks(check_calls(f, *_shapes(2, 3, 4), compiles=1))
+    _captured(f, *_shapes(2, 3, 4), compiles=1)
 
 
 def test_deque_returned_and_errors():
@@ -113,7 +121,7 @@ def test_deque_input_read_only_and_mutation_breaks_cleanly():
         return x * q[0] + len(q) + q[-1], q.maxlen, list(q)
 
     calls = [(torch.randn(2), collections.deque([2, 3], maxlen=4)), (torch.randn(3), collections.deque([5, 6], maxlen=4))]
-    _no_breaks(check_calls(f, *calls, compiles=1))
+    _captured(f, *calls, compiles=1)
 
     def g(x, q):
         q.append(x)
@@ -141,7 +149,7 @@ def test_operator_getters_and_methodcaller():
                 max(pairs, key=g), min(pairs, key=lambda p: -p[0]), min([], default=x.shape[0]))
 
     calls = [(torch.randn(3, 4), [(1, 5), (2, 3), (3, 4)]), (torch.randn(5, 6), [(1, 5), (2, 3), (3, 4)])]
-    _no_breaks(check_calls(f, *calls, compiles=1))
+    _captured(f, *calls, compiles=1)
 
 
 def test_itertools_starmap_groupby_and_friends():
@@ -159,7 +167,7 @@ def test_itertools_starmap_groupby_and_friends():
         red = functools.reduce(operator.mul, x.shape)
         return s, scaled, groups, by_len, chained, window, longest, prod, acc, pairs, x * red
 
-    _no_breaks(check_calls(f, *[(torch.randn(n, 3),) for n in (2, 4, 5)], compiles=1))
+    _captured(f, *[(torch.randn(n, 3),) for n in (2, 4, 5)], compiles=1)
 
 
 def test_math_on_sizes_and_frozenset_and_namedtuple_made_inside():
@@ -171,7 +179,7 @@ def test_math_on_sizes_and_frozenset_and_namedtuple_made_inside():
         return (x * math.prod(x.shape), math.ceil(n / 2), math.floor(n / 3), math.sqrt(4), p.a + p.b,
                 len(fs), 2 in fs, fs | {3}, math.gcd(6, 4), math.isfinite(1.0))
 
-    _no_breaks(check_calls(f, *[(torch.randn(n, 3),) for n in (4, 6, 8)], compiles=1))
+    _captured(f, *[(torch.randn(n, 3),) for n in (4, 6, 8)], compiles=1)
 
 
 def test_in_over_sizes_specializes_only_what_the_comparison_needs():
