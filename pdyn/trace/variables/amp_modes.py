@@ -13,16 +13,19 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from pdyn.base.errors import Unsupported, UserException
+from pdyn.trace.variables.amp_state import OPEN, pin_entry_state
 from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.constant import ConstantVariable
-from pdyn.trace.variables.amp_state import OPEN, pin_entry_state
 from pdyn.trace.variables.context_base import BUILDERS, ContextManagerVariable
 
 if TYPE_CHECKING:
     from pdyn.trace.translator import InstructionTranslator as Tracer
 
 NONE = ConstantVariable(None)
+
+
 def _enter(mode: Any) -> None:
+    """Enter for real at trace time, remembered so that a trace that ends early leaves it."""
     mode.__enter__()
     if OPEN:
         OPEN[-1].append(mode)

@@ -60,7 +60,10 @@ def object_delattr(tx: Tracer, obj: UserObjectVariable, name: str) -> None:
     stored = tx.ctx.side_effects.load_attr(obj, name)
     if stored is None:  # only its presence is guarded, not its value
         instance_dict = getattr(obj.value, "__dict__", None)
-        present = isinstance(instance_dict, dict) and name in instance_dict
+        if not isinstance(instance_dict, dict):
+            raise Unsupported("delattr", f"pdyn cannot trace deleting {name!r} of a {obj.cls.__name__} without "
+                              "an instance dict", loc=tx.loc())
+        present = name in instance_dict
         tx.ctx.add_guard(KeyPresenceGuard(AttrSource(obj.source, "__dict__"), key_name=name, present=present,
                                           loc=tx.loc()))
     else:

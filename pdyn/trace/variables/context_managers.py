@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 import torch
 
-from pdyn.base.errors import Unsupported, UserException
+from pdyn.base.errors import UserException
 from pdyn.trace.variables.amp_modes import amp_object, is_amp_object
 from pdyn.trace.variables.amp_state import preserved_amp_state
 from pdyn.trace.variables.base import VariableTracker
