@@ -39,6 +39,7 @@ from pdyn.sources import LocalSource, SizeSource
 from pdyn.trace.variables.base import NULL, VariableTracker
 from pdyn.trace.variables.cell import CellVariable
 from pdyn.trace.variables.containers import DictVariable, IteratorVariable, ListVariable
+from pdyn.trace.variables.deleted import is_deleted, replay_delete
 from pdyn.trace.variables.functions import UserFunctionVariable, UserMethodVariable
 from pdyn.trace.variables.generator import GeneratorVariable
 from pdyn.trace.variables.symint import SymIntVariable
@@ -398,6 +399,11 @@ def _side_effects(output: OutputGraph, codegen: FrameCodegen) -> list[str]:
                 statements += [f"{target}.clear()", f"{target}.update({value})"]
         elif kind == "attr":
             obj, stored = effects.attrs[key]
+            if is_deleted(stored):  # `del obj.name` was the last change
+                raw = isinstance(obj, UserObjectVariable)
+                statements.append(f"{codegen.constant(replay_delete, 'replay_delete')}"
+                                  f"({codegen.reconstruct(obj)}, {key[1]!r}, {raw})")
+                continue
             codegen.lines.append(f"{value} = {codegen.reconstruct(stored)}")
             # a user object's own `__setattr__` already ran in the trace: replay the raw store
             setter = codegen.constant(object.__setattr__, "object_setattr") \

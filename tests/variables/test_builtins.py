@@ -156,12 +156,17 @@ def test_max_of_constants_and_of_an_empty_list():
     assert isinstance(error.value.exc, ValueError)
 
 
-def test_min_with_a_key_is_unsupported():
+def test_min_max_with_key_and_default():
     def f(xs):
-        return min(xs, key=abs)
+        return min(xs, key=abs), max(xs, key=abs), min((), default=7), max(xs, key=None)
+
+    assert trace(f, (1.5, -2.5)).result.as_python_constant() == (1.5, -2.5, 7, 1.5)
+
+    def g(xs):
+        return min(1, 2, default=0)  # Python refuses default= with several arguments; pdyn breaks
 
     with pytest.raises(Unsupported) as error:
-        trace(f, (1.5, 2.5))
+        trace(g, (1.5,))
     assert error.value.key == "minmax_kwargs"
 
 

@@ -78,7 +78,7 @@ def _entry(compiled: CompiledGraph) -> Callable[..., Any]:
 
 def _eager_reason(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> str | None:
     """Graphs this backend leaves to torch entirely: mutation (the IR reads lazily, so a write
-    could be observed too early or too late), module calls, and autograd (grad mode with an input
+    could be observed too early or too late), module calls, autocast blocks, and autograd (grad mode with an input
     that requires grad: the entry's guard checks both, so this holds on every call it serves)."""
     if torch.is_grad_enabled() and any(isinstance(a, torch.Tensor) and a.requires_grad for a in example_inputs):
         log.warning("pdyn triton backend: an input requires grad; running the graph "
@@ -87,6 +87,8 @@ def _eager_reason(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> str | 
     for node in gm.graph.nodes:
         if node.op == "call_module":
             return f"module call {node.target}"
+        if node.target is torch.amp._enter_autocast:  # autocast casts inside ops: the graph does not show them
+            return "an autocast block"
         if mutates(node):
             name = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
             return f"in-place op {name}"

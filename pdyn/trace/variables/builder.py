@@ -21,6 +21,10 @@ from pdyn.sources import AttrSource, ItemSource, LocalSource, Source
 from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.builtins import RULES, BuiltinVariable, ClassVariable
 from pdyn.trace.variables.constant import CONSTANT_TYPES, ConstantVariable, ObjectConstantVariable, is_constant_value
+from pdyn.trace.variables.amp_modes import AUTOCAST_TYPES, amp_object
+from pdyn.trace.variables.collections_more import wrap_defaultdict, wrap_deque
+from pdyn.trace.variables.numpy_values import NumpyVariable, is_numpy, wrap_numpy
+from pdyn.trace.variables.stdlib_more import GETTER_TYPES, getter_of
 from pdyn.trace.variables.context_managers import ContextClassVariable, context_object, is_context_class, is_context_object
 from pdyn.trace.variables.environ import EnvironVariable
 from pdyn.trace.variables.containers import DictVariable, ListVariable, SetVariable, SizeVariable, TupleVariable
@@ -75,6 +79,8 @@ def _wrap(tx: Tracer, value: Any, source: Source) -> VariableTracker:
     """Dispatch on the value's exact type, then on the first base class listed, else a user object."""
     kind = type(value)
     fn = WRAP_BY_TYPE.get(kind)
+    if fn is None and is_numpy(value):
+        fn = wrap_numpy
     if fn is None:
         fn = next((fn for base, fn in WRAP_BY_BASE if isinstance(value, base)), _wrap_object)
     return fn(tx, value, source)
@@ -162,6 +168,21 @@ def _wrap_environ(tx: Tracer, value: os._Environ[Any], source: Source) -> Variab
     return EnvironVariable(value, source)
 
 
+def _wrap_autocast(tx: Tracer, value: Any, source: Source) -> VariableTracker:
+    """The autocast object a decorator's closure holds: its arguments, fixed when it was made."""
+    _guard(tx, IdGuard, source, value)
+    vt = amp_object(value)
+    vt.source = source
+    return vt
+
+
+def _wrap_getter(tx: Tracer, value: Any, source: Source) -> VariableTracker:
+    _guard(tx, IdGuard, source, value)  # an operator getter is immutable: which one is all there is
+    vt = getter_of(tx, value)
+    vt.source = source
+    return vt
+
+
 def _refuse(tx: Tracer, value: Any, source: Source) -> VariableTracker:
     raise Unsupported("input_type", f"pdyn cannot guard a {type(value).__name__} input ({source}) yet",
                       loc=tx.loc())
@@ -196,7 +217,9 @@ WRAP_BY_TYPE: dict[type, WrapFn] = {
     int: _wrap_int, torch.Size: _wrap_size, tuple: _wrap_sequence, list: _wrap_sequence,
     dict: _wrap_dict, collections.OrderedDict: _wrap_dict, functools.partial: _wrap_partial,
     types.CodeType: _wrap_by_identity,   # immutable: which code object is all there is to know
-    set: _wrap_set, frozenset: _wrap_set, os._Environ: _wrap_environ,
+    set: _wrap_set, frozenset: _wrap_set, os._Environ: _wrap_environ, **{kind: _wrap_autocast for kind in AUTOCAST_TYPES},
+    collections.defaultdict: wrap_defaultdict, collections.deque: wrap_deque,
+    **{kind: _wrap_getter for kind in GETTER_TYPES},
     **{kind: _refuse for kind in (torch.finfo, torch.iinfo)},
 }
 # then the first base class that matches, in this order
@@ -233,6 +256,8 @@ def wrap_constant_result(value: Any) -> VariableTracker:
     if kind in (set, frozenset):
         vt = SetVariable([wrap_constant_result(v) for v in value])
         return vt if kind is set else ConstantVariable(value)
+    if is_numpy(value):
+        return NumpyVariable(value)
     if isinstance(value, types.ModuleType):
         return PythonModuleVariable(value)
     if kind is os._Environ:

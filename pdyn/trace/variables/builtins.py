@@ -24,6 +24,7 @@ from pdyn.trace.variables.base import VariableTracker, fold
 from pdyn.trace.variables.semantics import contains
 from pdyn.trace.variables.stdlib import STDLIB_RULES, dict_items
 from pdyn.trace.variables.symint import UNARY_SYMPY_OPS, SymIntVariable, sym_binary
+from pdyn.trace.variables.deleted import is_deleted
 from pdyn.trace.variables.constant import CONSTANT_TYPES, ConstantVariable, ObjectConstantVariable, is_constant_value
 from pdyn.trace.variables.functions import PartialVariable, UserFunctionVariable, UserMethodVariable
 from pdyn.trace.variables.nn_module import NNModuleVariable
@@ -157,6 +158,8 @@ def _guard_presence(tx: Tracer, obj: VariableTracker, name: str, found: Variable
             return
         if tx.ctx.side_effects.load_attr(obj, name) is found:
             return  # the trace set it itself
+    elif is_deleted(tx.ctx.side_effects.load_attr(obj, name)):
+        return  # the trace deleted it itself
     tx.ctx.add_guard(HasAttrGuard(obj.source, name=name, present=found is not None, loc=tx.loc()))
 
 
@@ -287,11 +290,23 @@ def _sum(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTrac
 
 def _minmax(pick_left: Callable[[Any, Any], Any]) -> Rule:
     def run(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
-        if kwargs:
-            raise Unsupported("minmax_kwargs", "pdyn traces min()/max() without key= or default=", loc=tx.loc())
+        if set(kwargs) - {"key", "default"} or (len(args) > 1 and "default" in kwargs):
+            raise Unsupported("minmax_kwargs", "pdyn traces min()/max() with key= and default= only",
+                              loc=tx.loc())
         items = tx.iterate(args[0]) if len(args) == 1 else list(args)
+        key = kwargs.get("key")
+        key = None if key is not None and key.is_python_constant() and key.as_python_constant() is None else key
         if not items:
+            if "default" in kwargs:
+                return kwargs["default"]
             raise UserException(ValueError("min()/max() arg is an empty sequence"))
+        if key is not None:  # the first item with the least (greatest) key, keys compared as Python does
+            keys = [key.call(tx, [i], {}) for i in items]
+            best_at = 0
+            for at in range(1, len(items)):
+                if tx.binary(pick_left, keys[at], keys[best_at]).truth(tx):
+                    best_at = at
+            return items[best_at]
         if any(isinstance(i, SymIntVariable) for i in items) and all(  # ints only: min(n, 2.5) has n's or 2.5's type
                 i.pytype is int if isinstance(i, SymIntVariable) else type(i.as_python_constant()) is int for i in items):
             best = items[0]  # sizes: min(n, 4) stays symbolic (sympy Min), no guard

@@ -1,4 +1,5 @@
-"""Context managers pdyn models itself: torch's grad-mode managers and contextlib.nullcontext.
+"""Context managers pdyn models itself: torch's grad-mode managers, contextlib.nullcontext and
+@contextlib.contextmanager functions (autocast and inference_mode: amp_modes.py).
 
 Entering one changes torch's global state for real at trace time (so fake tensors get eager's
 `requires_grad`, and `torch.is_grad_enabled()` answers as eager's would) and records the same
@@ -14,10 +15,13 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 import torch
 
-from pdyn.base.errors import Unsupported, UserException
+from pdyn.base.errors import UserException
+from pdyn.trace.variables.amp_modes import amp_object, is_amp_object
+from pdyn.trace.variables.amp_state import preserved_amp_state
 from pdyn.trace.variables.base import VariableTracker
-from pdyn.trace.variables.builtins import ClassVariable
 from pdyn.trace.variables.constant import ConstantVariable
+from pdyn.trace.variables.context_base import (BUILDERS, BoundHook, ContextClassVariable,  # noqa: F401
+                                               ContextManagerVariable)
 from pdyn.trace.variables.containers import DictVariable
 from pdyn.trace.variables.generator import GeneratorVariable
 
@@ -32,7 +36,8 @@ def preserved_global_state() -> Iterator[None]:
     """Whatever the trace entered and did not leave (a break, an error), torch's state is put back."""
     grad = torch.is_grad_enabled()
     try:
-        yield
+        with preserved_amp_state():
+            yield
     finally:
         torch._C._set_grad_enabled(grad)
 
@@ -44,59 +49,6 @@ def set_grad_mode(tx: Tracer, mode: bool) -> None:
     node = tx.output.graph.call_function(torch._C._set_grad_enabled, (mode,))
     tx.output.annotate(node, tx.loc())
     torch._C._set_grad_enabled(mode)
-
-
-class ContextManagerVariable(VariableTracker):
-    """A context manager whose `__enter__` and `__exit__` pdyn runs itself."""
-
-    def __init__(self, cls: type):
-        self.cls = cls
-
-    def python_type(self) -> type:
-        return self.cls
-
-    def enter(self, tx: Tracer) -> VariableTracker:
-        return NONE
-
-    def exit(self, tx: Tracer, exc: VariableTracker) -> VariableTracker:
-        """Leave the block (`exc` None, or the exception raised in it); the value says whether
-        to suppress the exception."""
-        return NONE
-
-    def getattr(self, tx: Tracer, name: str) -> VariableTracker:
-        if name in ("__enter__", "__exit__", "clone"):
-            return BoundHook(self, name.strip("_"))
-        if name == "__class__":
-            return ContextClassVariable(self.cls)
-        return super().getattr(tx, name)
-
-    def clone(self, tx: Tracer) -> VariableTracker:
-        raise Unsupported("context_manager", f"pdyn cannot copy {self}", loc=tx.loc())
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.cls.__name__})"
-
-
-class BoundHook(VariableTracker):
-    """`manager.__enter__` or `manager.__exit__` (what BEFORE_WITH leaves on the stack)."""
-
-    def __init__(self, manager: ContextManagerVariable, which: str):
-        self.manager = manager
-        self.which = which
-
-    def call(self, tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
-        if self.which == "exit":
-            return self.manager.exit(tx, args[1] if len(args) > 1 else NONE)
-        return getattr(self.manager, self.which)(tx)  # type: ignore[no-any-return]
-
-    def is_python_constant(self) -> bool:
-        return self.manager.is_python_constant()
-
-    def as_python_constant(self) -> Any:
-        return getattr(self.manager.as_python_constant(), self.which if self.which == "clone" else f"__{self.which}__")
-
-    def __repr__(self) -> str:
-        return f"BoundHook({self.manager}.{self.which})"
 
 
 class NullContextVariable(ContextManagerVariable):
@@ -216,20 +168,11 @@ def _build_null(tx: Tracer, cls: type, args: list[VariableTracker],
     return NullContextVariable(cls, value)
 
 
-BUILDERS: dict[type, Any] = {
+BUILDERS.update({
     torch.no_grad: _build_grad_mode, torch.enable_grad: _build_grad_mode,
     torch.set_grad_enabled: _build_grad_mode, contextlib.nullcontext: _build_null,
     contextlib._GeneratorContextManager: _build_generator_context,
-}
-
-
-class ContextClassVariable(ClassVariable):
-    """A context manager class pdyn models: calling it builds the tracker above; anything else
-    (isinstance, class attributes) is the class's."""
-
-    def call(self, tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
-        vt = BUILDERS[self.value](tx, self.value, args, kwargs)
-        return vt if vt is not None else super().call(tx, args, kwargs)
+})
 
 
 def is_context_class(value: Any) -> bool:
@@ -239,6 +182,8 @@ def is_context_class(value: Any) -> bool:
 def is_context_object(value: Any) -> bool:
     """A grad-mode manager made before the trace (the one a `@torch.no_grad()` decorator holds),
     or a bound method of one (its `clone`)."""
+    if is_amp_object(value):
+        return True
     value = getattr(value, "__self__", value)
     return type(value) in (torch.no_grad, torch.enable_grad, torch.set_grad_enabled)
 
@@ -247,5 +192,7 @@ def context_object(value: Any) -> VariableTracker:
     """The tracker of such a manager: no_grad and enable_grad hold no state; set_grad_enabled its mode."""
     if hasattr(value, "__func__"):
         return BoundHook(context_object(value.__self__), value.__func__.__name__.strip("_"))  # type: ignore[arg-type]
+    if is_amp_object(value):
+        return amp_object(value)  # its arguments are fixed when made; NOTE: not guarded against edits
     kind = type(value)
     return GradModeVariable(kind, bool(value.mode) if kind is torch.set_grad_enabled else kind is torch.enable_grad)

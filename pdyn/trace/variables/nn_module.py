@@ -17,6 +17,7 @@ from pdyn.base.errors import Unsupported, UserException
 from pdyn.guards.guards import DictKeysGuard, LenGuard, NoGlobalHooksGuard, NoHooksGuard
 from pdyn.sources import AttrSource, ItemSource, ModuleMemberSource, Source
 from pdyn.trace.variables.base import VariableTracker
+from pdyn.trace.variables.deleted import is_deleted
 from pdyn.trace.variables.constant import ConstantVariable, is_constant_value
 from pdyn.trace.variables.containers import IteratorVariable, ListVariable, TupleVariable
 from pdyn.trace.variables.functions import UserMethodVariable
@@ -35,8 +36,10 @@ DICT_METHODS = ("keys", "values", "items")  # of ModuleDict
 
 
 def lookup_class_attr(tx: Tracer, owner: VariableTracker, cls: type, name: str) -> VariableTracker | None:
-    """A class attribute seen through an instance: methods bind, properties run, constants wrap."""
-    attr = mro_lookup(cls, name)
+    """A class attribute seen through an instance: methods bind, properties run, constants wrap.
+    Of a user's class the lookup is guarded (ClassAttrGuard: `Model.helper = other` recompiles);
+    torch's own classes are not checked on each call."""
+    attr = class_attr(tx, cls, name) if not cls.__module__.startswith("torch.") else mro_lookup(cls, name)
     if attr is None:
         return None
     if isinstance(attr, staticmethod):
@@ -77,14 +80,14 @@ class NNModuleVariable(VariableTracker):
 
     def getattr(self, tx: Tracer, name: str) -> VariableTracker:
         stored = tx.ctx.side_effects.load_attr(self, name)
-        if stored is not None:
+        if stored is not None and not is_deleted(stored):
             return stored
         m = self.value
         for table in ("_parameters", "_buffers", "_modules"):
             members = m.__dict__.get(table, {})
             if name in members:
                 return self._read(tx, members[name], lambda s: ModuleMemberSource(s, name, table))
-        if name in m.__dict__:
+        if name in m.__dict__ and stored is None:  # not deleted earlier in the trace
             return self._read(tx, m.__dict__[name], lambda s: AttrSource(s, name))
         if name == "__class__":  # the module is guarded by identity; its class is a constant with it
             return tx.wrap_constant(type(m))

@@ -1,5 +1,6 @@
 """Rules for the standard library's iteration and reduction helpers (itertools, functools.reduce,
-math.prod, dict.fromkeys, collections.OrderedDict), `copy.copy`/`copy.deepcopy` (copying.py) and
+math.prod, dict.fromkeys, collections.OrderedDict; defaultdict and deque in collections_more.py,
+operator's getters, starmap and groupby in stdlib_more.py), `copy.copy`/`copy.deepcopy` (copying.py) and
 `id`, over trackers. `builtins.py` adds
 them to its rule table. Like `zip`, the iterators here read finite inputs when made.
 """
@@ -18,6 +19,8 @@ from typing import TYPE_CHECKING, Any, Callable
 from pdyn.base.errors import Unsupported, UserException
 from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.attr_delete import delete_attr
+from pdyn.trace.variables.collections_more import COLLECTION_RULES
+from pdyn.trace.variables.stdlib_more import MORE_RULES
 from pdyn.trace.variables.copying import deep_copy, shallow_copy
 from pdyn.trace.variables.constant import ConstantVariable, ObjectConstantVariable
 from pdyn.trace.variables.functions import UserFunctionVariable, UserMethodVariable
@@ -29,7 +32,7 @@ if TYPE_CHECKING:
     from pdyn.trace.translator import InstructionTranslator as Tracer
 
 Rule = Callable[["Tracer", list[VariableTracker], dict[str, VariableTracker]], VariableTracker]
-STDLIB_RULES: dict[Any, Rule] = {}
+STDLIB_RULES: dict[Any, Rule] = {**COLLECTION_RULES, **MORE_RULES}
 NONE = ConstantVariable(None)
 
 

@@ -14,6 +14,7 @@ import torch.fx
 
 from pdyn.base.errors import Unsupported, UserException
 from pdyn.guards.guards import CallResultGuard
+from pdyn.trace.variables.amp_state import AUTOCAST_QUERIES, autocast_query
 from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.constant import ConstantVariable
 from pdyn.trace.variables.containers import ListVariable, TupleVariable, is_known, python_value
@@ -41,7 +42,7 @@ READ_ONLY_QUERIES = frozenset(_present(
     "compiler.is_dynamo_compiling", "jit.is_tracing", "jit.is_scripting", "_C._get_tracing_state",
     "fx._symbolic_trace.is_fx_tracing", "distributed.is_available", "distributed.is_initialized",
     "is_grad_enabled", "is_inference_mode_enabled", "is_autocast_enabled", "is_autocast_cpu_enabled",
-    "get_autocast_dtype", "get_autocast_gpu_dtype", "get_autocast_cpu_dtype", "get_default_dtype",
+    "get_autocast_dtype", "get_autocast_gpu_dtype", "is_autocast_cache_enabled", "get_autocast_cpu_dtype", "get_default_dtype",
     "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled",
     "cuda.is_available", "cuda.device_count", "cuda.is_initialized", "backends.cudnn.is_available",
     "backends.mps.is_available", "is_anomaly_enabled", "get_num_threads",
@@ -63,6 +64,8 @@ def query(tx: Tracer, fn: Callable[..., Any], args: list[VariableTracker],
     values = tuple(a.as_python_constant() for a in args)
     if fn in COMPILING:
         return tx.wrap_constant(True)
+    if fn in AUTOCAST_QUERIES:  # the trace's own autocast blocks change the answer: one guard on the start
+        return autocast_query(tx, fn, values)
     try:
         result = fn(*values)
     except Exception as e:

@@ -18,7 +18,8 @@ from pdyn.base.errors import Unsupported, UserException
 from pdyn.guards.guards import AliasGuard, ClassAttrGuard, IdGuard, KeyPresenceGuard, class_may_change
 from pdyn.sources import AttrSource, ItemSource, Source
 from pdyn.trace.variables.base import VariableTracker
-from pdyn.trace.variables.constant import ConstantVariable
+from pdyn.trace.variables.constant import ConstantVariable, is_constant_value
+from pdyn.trace.variables.deleted import is_deleted
 from pdyn.trace.variables.functions import UserFunctionVariable, UserMethodVariable
 
 if TYPE_CHECKING:
@@ -71,6 +72,14 @@ def class_attr(tx: Tracer, cls: type, name: str) -> Any:
     if any(class_may_change(klass) for klass in searched):
         tx.ctx.add_guard(ClassAttrGuard(None, cls=cls, name=name, owner=owner, attr=attr, loc=tx.loc()))
     return attr
+
+
+def _class_value(tx: Tracer, cls: type, name: str, attr: Any) -> VariableTracker:
+    """A plain class attribute's value (`class_attr` guarded which one it is): a constant only."""
+    if not is_constant_value(attr):
+        raise Unsupported("class_attr", f"pdyn cannot read {cls.__qualname__}.{name} through an instance whose "
+                          "own attribute the trace deleted", loc=tx.loc())
+    return tx.wrap_constant(attr)
 
 
 def is_data_descriptor(attr: Any) -> bool:
@@ -140,6 +149,8 @@ class UserObjectVariable(VariableTracker):
     def generic_getattr(self, tx: Tracer, name: str) -> VariableTracker:
         """`object.__getattribute__(self, name)`: data descriptors, instance dict, class attributes."""
         stored = self._stored(tx, name)
+        deleted = is_deleted(stored)  # `del self.name` earlier in the trace: the class's, if any
+        stored = None if deleted else stored
         attr = class_attr(tx, self.cls, name)
         if is_data_descriptor(attr):
             if isinstance(attr, property):
@@ -162,9 +173,11 @@ class UserObjectVariable(VariableTracker):
                               f"({type(attr).__name__})", loc=tx.loc())
         if stored is not None:
             return stored
-        found = self._instance_attr(tx, name, slot=False)
+        found = None if deleted else self._instance_attr(tx, name, slot=False)
         if found is not None:
             return found
+        if deleted and attr is not None and not hasattr(type(attr), "__get__"):
+            return _class_value(tx, self.cls, name, attr)  # not through the instance: its own is gone
         if attr is not None:
             return bind_class_attr(tx, self, self.cls, name, attr)
         raise self._missing(tx, name)
@@ -192,7 +205,7 @@ class UserObjectVariable(VariableTracker):
         """`self.__dict__.get(name)`: read through the dict itself, its presence (or absence) guarded."""
         stored = self._stored(tx, name)
         if stored is not None or self.is_fresh:
-            return stored
+            return None if is_deleted(stored) else stored
         instance_dict = _instance_dict(self.value)
         if not isinstance(instance_dict, dict) or type(name) is not str:
             raise Unsupported("instance_dict", f"pdyn cannot read {self.cls.__name__}.__dict__[{name!r}]",
