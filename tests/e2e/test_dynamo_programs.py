@@ -112,8 +112,6 @@ TORCH_COUNTS = {
 # (strict xfail: the test fails once the construct is traced, so this table shrinks with the fix).
 KNOWN_GAPS = {
     "builtin_map_filter": "map() and filter() objects are not traced (builtins.py has no lazy rule for them)",
-    "deque_ops": "collections.deque is not traced",
-    "ordered_dict_and_defaultdict": "collections.defaultdict is not traced",
 }
 
 
