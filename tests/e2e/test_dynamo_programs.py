@@ -110,8 +110,7 @@ TORCH_COUNTS = {
 
 # Programs where pdyn still breaks more often than torch.compile, each with the construct it lacks
 # (strict xfail: the test fails once the construct is traced, so this table shrinks with the fix).
-KNOWN_GAPS = {
-    "builtin_map_filter": "map() and filter() objects are not traced (builtins.py has no lazy rule for them)",
+KNOWN_GAPS: dict[str, str] = {  # program name -> why pdyn still breaks more than torch.compile
 }
 
 

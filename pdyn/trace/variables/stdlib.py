@@ -20,6 +20,7 @@ from pdyn.base.errors import Unsupported, UserException
 from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.attr_delete import delete_attr
 from pdyn.trace.variables.collections_more import COLLECTION_RULES
+from pdyn.trace.variables.lazy_iterators import LAZY_RULES
 from pdyn.trace.variables.stdlib_more import MORE_RULES
 from pdyn.trace.variables.copying import deep_copy, shallow_copy
 from pdyn.trace.variables.constant import ConstantVariable, ObjectConstantVariable
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
     from pdyn.trace.translator import InstructionTranslator as Tracer
 
 Rule = Callable[["Tracer", list[VariableTracker], dict[str, VariableTracker]], VariableTracker]
-STDLIB_RULES: dict[Any, Rule] = {**COLLECTION_RULES, **MORE_RULES}
+STDLIB_RULES: dict[Any, Rule] = {**COLLECTION_RULES, **MORE_RULES, **LAZY_RULES}
 NONE = ConstantVariable(None)
 
 

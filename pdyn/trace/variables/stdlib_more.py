@@ -1,5 +1,5 @@
 """`operator.itemgetter` / `attrgetter` / `methodcaller` objects made in the trace, and
-`itertools.starmap` / `groupby`. Like the iterators in stdlib.py, these read finite inputs when made.
+`itertools.groupby` (starmap is lazy: lazy_iterators.py). Like the iterators in stdlib.py, these read finite inputs when made.
 """
 
 from __future__ import annotations
@@ -74,11 +74,6 @@ def _getter(kind: type) -> Rule:
     return build
 
 
-def _starmap(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
-    fn, iterable = args
-    return IteratorVariable([fn.call(tx, tx.iterate(item), {}) for item in tx.iterate(iterable)])
-
-
 def _groupby(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
     """Runs of equal keys, each a (key, iterator over the run) pair; keys compared with `==` as
     groupby does (a guarded comparison on sizes)."""
@@ -116,5 +111,5 @@ def getter_of(tx: Tracer, value: Any) -> VariableTracker:
 
 MORE_RULES: dict[Any, Rule] = {
     operator.itemgetter: _getter(operator.itemgetter), operator.attrgetter: _getter(operator.attrgetter),
-    operator.methodcaller: _getter(operator.methodcaller), itertools.starmap: _starmap, itertools.groupby: _groupby,
+    operator.methodcaller: _getter(operator.methodcaller), itertools.groupby: _groupby,
 }
