@@ -218,6 +218,14 @@ class GraphLowering:
         self.scheduled.append(call)
         return call
 
+    def check_indices(self, node: torch.fx.Node, index: Pointwise, bound: sympy.Expr,
+                      ignored: int | None = None, error: type = RuntimeError) -> None:
+        """Before a kernel gathers with `index`: the wrapper checks its values lie in [0, bound),
+        as eager does (the kernel's loads are masked to the bounds, so nothing reads outside)."""
+        expr = self.runtime(index)
+        self.scheduled.append(TorchCall("check", node, self.new_name("chk"), [expr], frozenset([expr]),
+                                        check=(bound, ignored, error)))
+
     def fallback(self, node: torch.fx.Node, kind: str = "fallback") -> Any:
         if node.op != "get_attr":
             self.fallbacks.append(node.format_node())

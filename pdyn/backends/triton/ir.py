@@ -38,6 +38,7 @@ class Handler(Protocol):
     def cast(self, v: Val, dtype: torch.dtype) -> Val: ...
     def op(self, name: str, dtype: torch.dtype, *args: Val) -> Val: ...
     def masked(self, mask: Val, body: Callable[[], Val], other: Any) -> Val: ...
+    def indirect_index(self, v: Val, at: list[sympy.Expr], bound: sympy.Expr) -> sympy.Expr: ...
 
 
 Index = list[sympy.Expr]
@@ -147,8 +148,8 @@ class ComputedBuffer:
 
 @dataclass(eq=False)
 class TorchCall:
-    """A call into torch from the wrapper: `kind` is extern (matmuls), fallback (no lowering) or
-    view (a view op replayed on a realized tensor). `inputs` are wrapper expressions substituted,
+    """A call into torch from the wrapper: `kind` is extern (matmuls), fallback (no lowering),
+    view (a view op replayed on a realized tensor) or check (indices in range before a gather). `inputs` are wrapper expressions substituted,
     in order, for the node's input nodes; the result is bound to `name`."""
 
     kind: str
@@ -161,6 +162,7 @@ class TorchCall:
     target: Any = None  # overrides node.target (extern calls may call a simpler op)
     args: tuple[Any, ...] | None = None  # overrides node.args (with fx Nodes as placeholders)
     kwargs: dict[str, Any] | None = None
+    check: tuple[sympy.Expr, int | None, type] | None = None  # kind "check": (bound, ignored, error)
 
 
 @dataclass(frozen=True)

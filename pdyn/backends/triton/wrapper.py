@@ -74,6 +74,12 @@ class WrapperCode:
             self.add(f"{symbol.name} = {expr}")
 
     def torch_call(self, call: TorchCall) -> None:
+        if call.kind == "check":
+            assert call.check is not None
+            bound, ignored, error = call.check
+            self.globals[error.__name__] = error
+            self.add(f"_rt.check_index({call.inputs[0]}, {pexpr(bound)}, {ignored!r}, {error.__name__})")
+            return
         op = f"_op_{call.name}"
         self.globals[op] = runtime.TorchOp(call.node, self.lx.gm, call.target, call.args, call.kwargs)
         self.add(f"{call.name} = {op}({', '.join(call.inputs)})  # {call.kind}: {_describe(call)}")

@@ -29,6 +29,20 @@ def contiguous(t: Any) -> Any:
     return t.contiguous() if isinstance(t, torch.Tensor) and not t.is_contiguous() else t
 
 
+def check_index(idx: torch.Tensor, bound: int, ignored: int | None, error: type) -> None:
+    """Indices a kernel gathers with are in [0, bound) (or `ignored`). On the GPU an assert on the
+    device, as eager's kernels fail (no sync); elsewhere the error eager raises."""
+    if idx.numel() == 0:
+        return
+    ok = (idx >= 0) & (idx < bound)
+    if ignored is not None:
+        ok |= idx == ignored
+    if idx.is_cuda:
+        torch._assert_async(ok.all(), "index out of range")
+    elif not bool(ok.all()):
+        raise error(f"index out of range: an index outside [0, {bound})")
+
+
 class TorchOp:
     """One fx node run with torch: `values` replace the node's input nodes in order."""
 
