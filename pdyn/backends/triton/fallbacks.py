@@ -40,10 +40,10 @@ fallback("alpha_dropout", "feature_alpha_dropout", "rand", "randn", "randint", "
          "randn_like", "randint_like", why="draws from torch's random generator")
 fallback("short", "char", "byte", "cfloat", why="a cast to a dtype the kernels do not compute in")
 fallback("cpu", "cuda", why="a device move")
-fallback("nansum", "nanmean", "any", "all", "count_nonzero", "logsumexp", "norm", "cumsum", "cumprod",
+fallback("nansum", "nanmean", "any", "all", "count_nonzero", "norm", "cumsum", "cumprod",
          "logcumsumexp", why="reduction without a lowering yet")
 fallback("dot", "vdot", "mv", "baddbmm", "addmv", "outer", "ger", "__rmatmul__", "conv1d", "conv2d", "conv3d",
-         "scaled_dot_product_attention", "_native_multi_head_attention", "_transformer_encoder_layer_fwd",
+         "_native_multi_head_attention", "_transformer_encoder_layer_fwd",
          why="a library kernel (torch's)")
 fallback("empty", "empty_like", "new_empty", why="uninitialized memory: nothing to compute")
 fallback("eye", "linspace", "logspace", "tril", "triu", why="index-valued factory without a lowering yet")
@@ -51,7 +51,6 @@ fallback("repeat", "swapdims", "movedim", "moveaxis", "split", "split_with_sizes
          "getattr", "pad", why="view or gather without a lowering yet")
 fallback("group_norm", "batch_norm", "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d",
          "adaptive_avg_pool2d", "adaptive_max_pool2d", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
-         "cross_entropy", "nll_loss",
          why="nn op without a lowering yet")
 fallback("scatter", "scatter_add", "scatter_reduce", "take_along_dim", "index_add",
          "index_copy", "index_fill", "roll", "tile", why="indexing along a dim without a lowering yet")

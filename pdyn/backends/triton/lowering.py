@@ -325,5 +325,5 @@ def lower_full(lx: GraphLowering, node: Any, *args: Any, **kwargs: Any) -> Point
 
 
 from pdyn.backends.triton import (  # noqa: E402,F401  # registers
-    fallbacks, lowering_indexing, lowering_reductions, lowering_views,
+    fallbacks, lowering_indexing, lowering_losses, lowering_reductions, lowering_views,
 )

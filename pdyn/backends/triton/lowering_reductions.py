@@ -292,4 +292,15 @@ def lower_addmm(lx: GraphLowering, node: Any, bias: Any, a: Any, b: Any, *, beta
     return _extern_then_add(lx, node, torch.mm, (a_node, b_node), bias, beta, alpha)
 
 
+@register("scaled_dot_product_attention")
+def lower_attention(lx: GraphLowering, node: Any, q: Any, k: Any, v: Any, attn_mask: Any = None,
+                    dropout_p: Any = 0.0, *args: Any, **kwargs: Any) -> Any:
+    """torch's fused attention kernel (extern): the ops producing q, k, v and the mask run as one
+    kernel per input before it, what consumes the result fuses into the kernels after it."""
+    if kwargs.get("dropout_p", dropout_p) != 0.0:
+        raise NotLowered("attention dropout draws from torch's generator")
+    call = lx.torch_call("extern", node)
+    return lx.result_value(node, call, lx.fake(node))
+
+
 _ = math
