@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import sympy
 import torch
 
-from pdyn.backends.triton.ir import ComputedBuffer, Pointwise, Reduction, Val
+from pdyn.backends.triton.ir import ComputedBuffer, Pointwise, Reduction, Scan, Val
 from pdyn.backends.triton.kernel_builder import CannotFuse, KernelArgs, KernelBuilder, Local, Scope
 from pdyn.backends.triton.symbolic import floordiv, index_var, moddim
 from pdyn.backends.triton.triton_ops import PREAMBLE, constant_text, dtype_text
@@ -48,7 +48,7 @@ class Tiling:
 
 def tiling_of(nodes: list[ComputedBuffer]) -> Tiling:
     for node in nodes:
-        if isinstance(node.data, Reduction):
+        if isinstance(node.data, (Reduction, Scan)):
             return Tiling(tuple(node.data.src_ranges), node.data.red_dims)
     assert isinstance(nodes[0].data, Pointwise), nodes[0]
     return Tiling(tuple(nodes[0].data.ranges), ())
@@ -57,6 +57,8 @@ def tiling_of(nodes: list[ComputedBuffer]) -> Tiling:
 def fit(tiling: Tiling, node: ComputedBuffer) -> str | None:
     """How `node` runs in `tiling`: 'red', 'full' (over x and r), 'x' (over x only), or None."""
     data = node.data
+    if isinstance(data, Scan):
+        return "scan" if tuple(data.src_ranges) == tiling.src_ranges and data.red_dims == tiling.red_dims else None
     if isinstance(data, Reduction):
         same = tuple(data.src_ranges) == tiling.src_ranges and data.red_dims == tiling.red_dims
         return "red" if same and tiling.is_reduction else None
@@ -158,6 +160,12 @@ class KernelCodegen:
         how = fit(self.tiling, node)
         if how is None:
             raise CannotFuse(f"{node.name} does not fit {self.tiling}")
+        if len(self.nodes) > 1 and any(isinstance(n.data, Scan) for n in self.nodes):
+            raise CannotFuse("a scan runs in a kernel of its own")
+        if how == "scan":
+            self.open_phase()
+            self.scan(node)
+            return
         if how == "x":
             self.close_phase()
             self.pointwise(node, self.xs, "xmask")
@@ -234,6 +242,27 @@ class KernelCodegen:
             self.finish(node, result, self.xs)
         else:
             self.pending.append((node, final_lines, result))
+
+    def scan(self, node: ComputedBuffer) -> None:
+        """Persistent: the row scanned at once. Looped: each chunk scanned and combined with the
+        carry of the chunks before it."""
+        data = node.data
+        assert isinstance(data, Scan)
+        b = self.b
+        val = b.cast(data.value(b, data.src_index(self.xs, self.rs)), data.acc_dtype)
+        init = neutral("sum" if data.kind == "cumsum" else "prod", data.acc_dtype)
+        masked = b.emit(f"tl.where(xmask & rmask, {val.text}, {init})", data.acc_dtype)
+        scan = "tl.cumsum({0}, 1)" if data.kind == "cumsum" else "tl.associative_scan({0}, 1, _prod_combine)"
+        result = b.emit(scan.format(masked.text), data.acc_dtype, cse=False)
+        if not b.persistent:
+            carry = f"carry{b.counter}"
+            b.counter += 1
+            b.top.lines.append(f"{carry} = tl.full([XBLOCK, 1], {init}, {dtype_text(data.acc_dtype)})")
+            op = "+" if data.kind == "cumsum" else "*"
+            result = b.emit(f"{result.text} {op} {carry}", data.acc_dtype, cse=False)
+            total = "tl.sum({0}, 1)" if data.kind == "cumsum" else "tl.reduce({0}, 1, _prod_combine)"
+            b.line(f"{carry} = {carry} {op} {total.format(masked.text)}[:, None]")
+        self.finish(node, result, data.src_index(self.xs, self.rs), "xmask & rmask")
 
     def function(self, name: str) -> str:
         t, b = self.tiling, self.b

@@ -40,8 +40,7 @@ fallback("alpha_dropout", "feature_alpha_dropout", "rand", "randn", "randint", "
          "randn_like", "randint_like", why="draws from torch's random generator")
 fallback("short", "char", "byte", "cfloat", why="a cast to a dtype the kernels do not compute in")
 fallback("cpu", "cuda", why="a device move")
-fallback("nansum", "nanmean", "any", "all", "count_nonzero", "norm", "cumsum", "cumprod",
-         "logcumsumexp", why="reduction without a lowering yet")
+fallback("nansum", "nanmean", "any", "all", "count_nonzero", "norm", "logcumsumexp", why="reduction without a lowering yet")
 fallback("dot", "vdot", "mv", "baddbmm", "addmv", "outer", "ger", "__rmatmul__", "conv1d", "conv2d", "conv3d",
          "_native_multi_head_attention", "_transformer_encoder_layer_fwd",
          why="a library kernel (torch's)")

@@ -132,12 +132,33 @@ class Reduction:
 
 
 @dataclass(eq=False)
+class Scan:
+    """An inclusive scan (`kind` cumsum or cumprod) of `value` along dim `dim` of `src_ranges`; the
+    result has the source's ranges. Its kernel runs x over the other dims, r along `dim`."""
+
+    kind: str
+    src_ranges: list[sympy.Expr]
+    dim: int
+    value: ElementFn
+    acc_dtype: torch.dtype
+
+    @property
+    def red_dims(self) -> tuple[int, ...]:
+        return (self.dim,)
+
+    def src_index(self, xs: Index, rs: Index) -> Index:
+        out = list(xs)
+        out.insert(self.dim, rs[0])
+        return out
+
+
+@dataclass(eq=False)
 class ComputedBuffer:
     """A buffer a kernel writes: `data` is a Pointwise (stored over its ranges) or a Reduction
     (stored over its kept dims; `keep_index` maps those to the buffer's dims, keepdim included)."""
 
     buffer: Buffer
-    data: Pointwise | Reduction
+    data: Pointwise | Reduction | Scan
     reads: frozenset[str]
     keep_index: Callable[[Index], Index] | None = None
 

@@ -65,7 +65,8 @@ def lower_index_select(lx: GraphLowering, node: Any, x: Any, dim: Any, index: An
     def where(idx: Index) -> tuple[Index, Index]:
         return idx, [idx[d]] if index.ranges else []
 
-    value = gathered(lx, node, x, index, lx.ranges(node), where, d, IndexError)
+    error = IndexError if d == 0 else RuntimeError  # NOTE: as torch's CPU kernels raise
+    value = gathered(lx, node, x, index, lx.ranges(node), where, d, error)
     return lx.maybe_realize(node, value)
 
 
@@ -96,7 +97,7 @@ def lower_masked_fill(lx: GraphLowering, node: Any, x: Any, mask: Any, value: An
     if isinstance(value, Pointwise) and value.ranges:
         raise NotLowered("masked_fill with a value of dims")
     dtype = compute_dtype(lx.fake(node).dtype)
-    return composite(lx, node, [mask, value, x], dtype, lambda h, m, v, y: h.op("where", dtype, m, v, y))
+    return composite(lx, node, [mask, value, x], dtype, lambda h, m, v, y: h.op("where", dtype, h.cast(m, torch.bool), v, y))
 
 
 @register("clamp_min", "clamp_max")

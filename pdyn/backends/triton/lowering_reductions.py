@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 
 from pdyn.backends.triton.graph_lowering import GraphLowering, NotLowered
-from pdyn.backends.triton.ir import Handler, Index, Pointwise, Reduction, Scalar, Val, compute_dtype
+from pdyn.backends.triton.ir import ComputedBuffer, Handler, Index, Pointwise, Reduction, Scalar, Scan, Val, buffer_value, compute_dtype
 from pdyn.backends.triton.lowering import operand, register
 from pdyn.ops import op_of
 
@@ -151,6 +151,22 @@ def lower_var(lx: GraphLowering, node: Any, x: Any, dim: Any = None, unbiased: A
         load, reads, ops = operand(var, ranges, compute_dtype(out0.dtype))
         var = Pointwise(ranges, out0.dtype, lambda h, i: h.op("sqrt", compute_dtype(out0.dtype), load(h, i)), reads, ops + 1)
     return (var, mean) if name.endswith("_mean") else var
+
+
+@register("cumsum", "cumprod")
+def lower_scan(lx: GraphLowering, node: Any, x: Any, dim: Any, *, dtype: Any = None, **kwargs: Any) -> Pointwise:
+    """A scan kernel along `dim` (tl.cumsum / tl.associative_scan), stored with eager's strides."""
+    if not isinstance(x, Pointwise) or not x.ranges or not isinstance(dim, int) or kwargs:
+        raise NotLowered("scan of a 0-dim tensor")
+    out = lx.fake(node)
+    acc = compute_dtype(out.dtype)
+    if acc == torch.bool:
+        raise NotLowered("bool scan")
+    load = operand(x, list(x.ranges), acc)[0]
+    scan = Scan(op_of(node).name, list(x.ranges), dim % len(x.ranges), load, acc)
+    buf = lx.schedule_pointwise(Pointwise(list(x.ranges), out.dtype, load, x.reads), stride=lx.strides(node))
+    lx.scheduled[-1] = ComputedBuffer(buf, scan, x.reads)
+    return buffer_value(buf)
 
 
 def _softmax_parts(lx: GraphLowering, x: Pointwise, dim: int, dtype: torch.dtype) -> tuple[Any, ...]:
