@@ -82,6 +82,7 @@ class KernelBuilder:
         self.locals: dict[str, Local] = {}
         self.x_syms: set[sympy.Symbol] = set()
         self.r_syms: set[sympy.Symbol] = set()
+        self.y_syms: set[sympy.Symbol] = set()  # the outer dims of a 2-D tiled pointwise kernel
         self.extra_masks: list[str] = []
         # (flat symbol, its dim symbols, innermost dim symbol, flat index over the dims)
         self.flats: list[tuple[sympy.Symbol, set[sympy.Symbol], sympy.Symbol, sympy.Expr]] = []
@@ -89,7 +90,8 @@ class KernelBuilder:
         # indirect index symbols (a loaded index value used in an address): symbol -> (the index
         # symbols the value varies with, its in-bounds condition)
         self.indirect: dict[sympy.Symbol, tuple[set[sympy.Symbol], str]] = {}
-        self.loads: list[sympy.Expr] = []  # every load's index, for the layout choice of the launch
+        self.accesses: list[sympy.Expr] = []  # every load's index: the layout choice
+        self.stores: list[sympy.Expr] = []  # every store's index
 
     # -- text -------------------------------------------------------------------------------
     def emit(self, text: str, dtype: torch.dtype, cse: bool = True, block: bool = True) -> Val:
@@ -117,10 +119,12 @@ class KernelBuilder:
     def index_text(self, expr: sympy.Expr) -> str:
         return KERNEL_PRINTER.doprint(self.hoist(self.flatten(sympy.expand(expr))))
 
-    def block_index(self, expr: sympy.Expr, x: bool, r: bool) -> str:
-        """Index text that spans the x lanes (and the r lanes) even where `expr` does not vary along
-        them (size-1 dims): Triton needs a pointer block at least as large as its mask."""
+    def block_index(self, expr: sympy.Expr, x: bool, r: bool, y: bool = False) -> str:
+        """Index text that spans the x lanes (and the r or y lanes) even where `expr` does not vary
+        along them (size-1 dims): Triton needs a pointer block at least as large as its mask."""
         text = self.index_text(expr)
+        if y and not self.deps(expr) & self.y_syms:
+            text += " + 0 * yindex"
         if x and not self.deps(expr) & self.x_syms:
             text += " + 0 * xindex"
         if r and not self.deps(expr) & self.r_syms:
@@ -135,7 +139,7 @@ class KernelBuilder:
             if last not in expr.free_symbols:
                 continue
             c = expr.coeff(last)
-            if c == 0 or c.free_symbols & (self.x_syms | self.r_syms):
+            if c == 0 or c.free_symbols & (self.x_syms | self.r_syms | self.y_syms):
                 continue
             rest = sympy.expand(expr - c * flat)
             if rest.free_symbols & syms:
@@ -145,7 +149,8 @@ class KernelBuilder:
 
     def hoist(self, e: sympy.Expr) -> sympy.Expr:
         """Replace each index-free part of `e` with a size argument."""
-        index_syms = self.x_syms | self.r_syms | set(self.indirect) | {sympy.Symbol("xindex"), sympy.Symbol("rindex")}
+        index_syms = self.x_syms | self.r_syms | self.y_syms | set(self.indirect) | {
+            sympy.Symbol("xindex"), sympy.Symbol("rindex"), sympy.Symbol("yindex")}
         if e.is_Integer or e in index_syms:
             return e
         if not (e.free_symbols & index_syms):
@@ -162,6 +167,8 @@ class KernelBuilder:
     def mask_for(self, expr: sympy.Expr) -> str | None:
         syms = self.deps(expr)
         parts = []
+        if syms & self.y_syms:
+            parts.append("ymask")
         if syms & self.x_syms:
             parts.append("xmask")
         if syms & self.r_syms:
@@ -178,7 +185,7 @@ class KernelBuilder:
         if local is not None:
             return self._local(buffer, local, index)
         ptr = self.args.pointer(buffer)
-        self.loads.append(sympy.expand(index))
+        self.accesses.append(sympy.expand(index))
         mask = self.mask_for(index)
         # NOTE: a constant index still loads a block: Triton's interpreter gets the dtype of a
         # comparison of 0-d values wrong once it is broadcast
@@ -203,7 +210,7 @@ class KernelBuilder:
         for e in at:
             deps |= self.deps(sympy.sympify(e))
         hi = KERNEL_PRINTER.doprint(self.args.size(sympy.sympify(bound)))
-        self.indirect[sym] = (deps & (self.x_syms | self.r_syms), f"({v.text} >= 0) & ({v.text} < {hi})")
+        self.indirect[sym] = (deps & (self.x_syms | self.r_syms | self.y_syms), f"({v.text} >= 0) & ({v.text} < {hi})")
         return sym
 
     def constant(self, value: Any, dtype: torch.dtype) -> Val:

@@ -46,7 +46,7 @@ def can_fuse(nodes: list[ComputedBuffer], interpret: bool) -> bool:
     if len(nodes) > MAX_FUSED:
         return False
     try:
-        generate_kernel(nodes, {n.name for n in nodes}, interpret)
+        generate_kernel(nodes, {n.name for n in nodes}, interpret, layout=False)
     except CannotFuse as e:
         log.debug("not fused: %s", e)
         return False
