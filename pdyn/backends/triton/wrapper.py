@@ -78,7 +78,8 @@ class WrapperCode:
             assert call.check is not None
             bound, ignored, error = call.check
             self.globals[error.__name__] = error
-            self.add(f"_rt.check_index({call.inputs[0]}, {pexpr(bound)}, {ignored!r}, {error.__name__})")
+            self.add(f"_rt.check_index({call.inputs[0]}, {error.__name__})  # indices in [0, {pexpr(bound)})"
+                     + ("" if ignored is None else f" or {ignored}"))
             return
         op = f"_op_{call.name}"
         self.globals[op] = runtime.TorchOp(call.node, self.lx.gm, call.target, call.args, call.kwargs)

@@ -29,18 +29,13 @@ def contiguous(t: Any) -> Any:
     return t.contiguous() if isinstance(t, torch.Tensor) and not t.is_contiguous() else t
 
 
-def check_index(idx: torch.Tensor, bound: int, ignored: int | None, error: type) -> None:
-    """Indices a kernel gathers with are in [0, bound) (or `ignored`). On the GPU an assert on the
-    device, as eager's kernels fail (no sync); elsewhere the error eager raises."""
-    if idx.numel() == 0:
-        return
-    ok = (idx >= 0) & (idx < bound)
-    if ignored is not None:
-        ok |= idx == ignored
-    if idx.is_cuda:
-        torch._assert_async(ok.all(), "index out of range")
-    elif not bool(ok.all()):
-        raise error(f"index out of range: an index outside [0, {bound})")
+def check_index(flag: torch.Tensor, error: type) -> None:
+    """`flag` (0-d) is nonzero where every index a kernel gathers with is in range. On the GPU an
+    assert on the device, as eager's kernels fail (no sync); elsewhere the error eager raises."""
+    if flag.is_cuda:
+        torch._assert_async(flag, "index out of range")
+    elif not bool(flag):
+        raise error("index out of range")
 
 
 class TorchOp:
