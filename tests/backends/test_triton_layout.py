@@ -78,3 +78,12 @@ def test_reduction_over_a_channels_last_dim():
     check(lambda x: x.sum((2, 3)), (x,), (y,))
     rec = check(lambda x: x.mean(1), (x,), (y,))
     assert rec.last.launchers[0].inner is True  # channels are the contiguous dim
+
+
+def test_tiled_kernels_with_cat_broadcasts_and_half_precision():
+    fn = lambda x, y, b: torch.cat([x.t(), y], 1) * b[:, None] + 1  # noqa: E731
+    rec = check(fn, (randn(6, 4), randn(4, 3), randn(4)), (randn(9, 5), randn(5, 2), randn(5)))
+    assert tiled(rec)
+    rec = check(lambda x, y: (x.t() + y) * 0.5, (randn(6, 4, dtype=torch.float16), randn(4, 6, dtype=torch.float16)),
+                (randn(9, 5, dtype=torch.float16), randn(5, 9, dtype=torch.float16)))
+    assert tiled(rec)

@@ -2,7 +2,9 @@
 
 A tensor value is a `Pointwise`: sympy `ranges` plus `fn(h, index) -> Val`, a closure that computes
 one element through an ops handler `h` (the kernel builder in codegen.py). Views are Pointwise
-values whose `fn` re-indexes their base; a `Reduction` reduces a source closure over some dims.
+values whose `fn` re-indexes their base; a `Reduction` reduces a source closure over some dims, a
+`Scan` accumulates one along a dim. An element closure may load through an index it loaded first
+(gather, embedding): `Handler.indirect_index` turns the loaded value into an index symbol.
 Realized storage is a `Buffer`; `ComputedBuffer`s (kernels), `TorchCall`s (extern matmuls and
 fallbacks into torch) are the nodes the scheduler orders and fuses. Lowering builds these.
 """

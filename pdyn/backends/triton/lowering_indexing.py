@@ -126,8 +126,7 @@ def lower_arange(lx: GraphLowering, node: Any, *args: Any, **kwargs: Any) -> Poi
     if "start" in kwargs:
         bounds = [kwargs["start"]] + bounds
     start, step = (0, 1) if len(bounds) == 1 else (bounds[0], bounds[2] if len(bounds) > 2 else kwargs.get("step", 1))
-    if any(isinstance(v, float) for v in (start, step)) or not fake.dtype.is_floating_point and \
-            any(isinstance(v, Scalar) and v.is_float for v in (start, step)):
+    if any(isinstance(v, float) or isinstance(v, Scalar) and v.is_float for v in (start, step)):
         raise NotLowered("float bounds: eager computes them in double")
     dtype = fake.dtype
     load_start, _, _ = operand(start, [], torch.int64)
