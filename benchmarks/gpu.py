@@ -144,6 +144,26 @@ def mlp_block(x: torch.Tensor, g: torch.Tensor, beta: torch.Tensor, w1: torch.Te
     return x + F.linear(F.gelu(F.linear(h, w1, b1)), w2, b2)
 
 
+def transposed_add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    return (x.t() + y) * 0.5  # x (n, h), y (h, n): the operands disagree on the contiguous dim
+
+
+def strided_sum(x: torch.Tensor) -> torch.Tensor:
+    return x.t().sum(-1)  # reduces x (n, h) over its strided dim n
+
+
+def strided_softmax(x: torch.Tensor) -> torch.Tensor:
+    return torch.softmax(x, dim=0)  # reduces and writes along the strided dim
+
+
+def masked_softmax(x: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
+    return x.masked_fill(m, float("-inf")).softmax(-1)
+
+
+def cross_entropy(x: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+    return (torch.logsumexp(x, -1) - x.gather(1, t[:, None])[:, 0]).mean()
+
+
 def r(*shape: int, dtype: torch.dtype) -> torch.Tensor:
     return torch.randn(*shape, device=DEVICE, dtype=dtype)
 
@@ -159,10 +179,18 @@ def workloads(dtype: torch.dtype) -> dict[str, tuple[Callable[..., Any], Callabl
         "MLP block": (mlp_block, lambda n, h: (r(n, h, dtype=dtype), r(h, dtype=dtype), r(h, dtype=dtype),
                                                r(4 * h, h, dtype=dtype), r(4 * h, dtype=dtype),
                                                r(h, 4 * h, dtype=dtype), r(h, dtype=dtype))),
+        "transposed add": (transposed_add, lambda n, h: (r(n, h, dtype=dtype), r(h, n, dtype=dtype))),
+        "strided sum": (strided_sum, lambda n, h: (r(n, h, dtype=dtype),)),
+        "softmax over dim 0": (strided_softmax, lambda n, h: (r(n, h, dtype=dtype),)),
+        "masked softmax": (masked_softmax, lambda n, h: (r(n, h, dtype=dtype),
+                                                         torch.rand(n, h, device=DEVICE) < 0.1)),
+        "cross-entropy (logsumexp+gather)": (cross_entropy, lambda n, h: (
+            r(n, h, dtype=dtype), torch.randint(0, h, (n,), device=DEVICE))),
     }
 
 
-MEMORY_BOUND = {"pointwise chain", "softmax", "layernorm", "column sum"}
+MEMORY_BOUND = {"pointwise chain", "softmax", "layernorm", "column sum", "transposed add", "strided sum",
+                "softmax over dim 0", "masked softmax", "cross-entropy (logsumexp+gather)"}
 
 
 def bytes_moved(args: tuple, out: Any) -> int:

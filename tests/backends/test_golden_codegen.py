@@ -1,5 +1,5 @@
 """Generated Triton code as golden text: one kernel function and its wrapper per kernel family
-(pointwise, persistent reduction, looped reduction, split reduction), so that a change in what
+(pointwise, 2-D tiled pointwise, persistent, looped and split reductions, scan), so that a change in what
 the backend generates shows as a readable diff of tests/backends/golden/<family>.txt.
 
 Regenerate all of them after an intended change, then read the diff:
@@ -29,6 +29,8 @@ FAMILIES: dict[str, tuple[Callable[..., Any], Callable[[], tuple], str]] = {
     "persistent_reduction": (lambda x: torch.softmax(x, -1), lambda: (randn(6, 8),), "kernel_persistent"),
     "looped_reduction": (lambda x: x.abs().amax(-1), lambda: (randn(4, 5000),), "kernel_looped"),
     "split_reduction": (lambda x: x.sum(0), lambda: (randn(5000, 3),), "kernel_split"),
+    "tiled_pointwise": (lambda x, y: (x.t() + y) * 0.5, lambda: (randn(6, 4), randn(4, 6)), "kernel"),
+    "scan": (lambda x: torch.cumsum(x, -1), lambda: (randn(4, 5000).abs(),), "kernel_looped"),
 }
 
 

@@ -167,10 +167,10 @@ def test_wrapper_calls_take_the_bound_launcher_after_the_first(monkeypatch):
 
     real_slow = runtime.KernelLauncher._slow
 
-    def slow(fn, grid, ptrs, ints, consts, warps):
-        real_slow(fn, grid, ptrs, ints, consts, warps)
+    def slow(fn, grid, ptrs, ints, consts, warps, names=None):
+        real_slow(fn, grid, ptrs, ints, consts, warps, names)
         launched.append("slow")
-        names = ("XBLOCK", "INDEX64") if len(consts) == 2 else ("XBLOCK", "RBLOCK", "INDEX64")
+        names = names or (("XBLOCK", "INDEX64") if len(consts) == 2 else ("XBLOCK", "RBLOCK", "INDEX64"))
         return Compiled(fn, grid, {**dict(zip(names, consts)), "num_warps": warps})
 
     monkeypatch.setattr(runtime.launch, "_FAST", _fake_fast(stream=0))

@@ -2,7 +2,8 @@
 Triton kernels whose sizes are run-time arguments, behind a generated Python wrapper.
 
 Pipeline: symbolic.read_stamps (the sympy sizes pdyn's tracer stamped on each node) ->
-GraphLowering (IR) -> scheduler (fusion) -> codegen (kernel text) -> wrapper (Python `call`).
+GraphLowering (IR) -> scheduler (fusion) -> codegen (kernel text; codegen_layout picks 1-D or 2-D
+tiles from the accesses) -> wrapper (Python `call`).
 Without a GPU the kernels run under Triton's interpreter. Whatever this backend cannot handle runs
 with torch: a node (fallback) or the whole graph (eager, with one log line). What the kernels
 assume beyond the entry's guards (the layout of a non-contiguous input) the returned callable

@@ -13,12 +13,13 @@ from dataclasses import dataclass
 import sympy
 import torch
 
-from pdyn.backends.triton.ir import ComputedBuffer, Pointwise, Reduction, Val
+from pdyn.backends.triton.codegen_layout import pointwise_split, reduction_inner, tiled_head
+from pdyn.backends.triton.ir import ComputedBuffer, Pointwise, Reduction, Scan, Val
 from pdyn.backends.triton.kernel_builder import CannotFuse, KernelArgs, KernelBuilder, Local, Scope
 from pdyn.backends.triton.symbolic import floordiv, index_var, moddim
 from pdyn.backends.triton.triton_ops import PREAMBLE, constant_text, dtype_text
 
-XINDEX, RINDEX = sympy.Symbol("xindex"), sympy.Symbol("rindex")
+XINDEX, RINDEX, YINDEX = sympy.Symbol("xindex"), sympy.Symbol("rindex"), sympy.Symbol("yindex")
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,7 @@ class Tiling:
 
 def tiling_of(nodes: list[ComputedBuffer]) -> Tiling:
     for node in nodes:
-        if isinstance(node.data, Reduction):
+        if isinstance(node.data, (Reduction, Scan)):
             return Tiling(tuple(node.data.src_ranges), node.data.red_dims)
     assert isinstance(nodes[0].data, Pointwise), nodes[0]
     return Tiling(tuple(nodes[0].data.ranges), ())
@@ -57,6 +58,8 @@ def tiling_of(nodes: list[ComputedBuffer]) -> Tiling:
 def fit(tiling: Tiling, node: ComputedBuffer) -> str | None:
     """How `node` runs in `tiling`: 'red', 'full' (over x and r), 'x' (over x only), or None."""
     data = node.data
+    if isinstance(data, Scan):
+        return "scan" if tuple(data.src_ranges) == tiling.src_ranges and data.red_dims == tiling.red_dims else None
     if isinstance(data, Reduction):
         same = tuple(data.src_ranges) == tiling.src_ranges and data.red_dims == tiling.red_dims
         return "red" if same and tiling.is_reduction else None
@@ -75,6 +78,8 @@ class KernelSource:
     stored: list[str]
     names: tuple[str, ...]  # kernel functions: (pointwise,) or (persistent, looped[, split])
     split: SplitInfo | None = None
+    inner: bool = True  # a reduction's loads run contiguous along r (else along x)
+    ysplit: int | None = None  # a 2-D tiled pointwise kernel: its leading dims form the y group
 
 
 @dataclass(frozen=True)
@@ -116,8 +121,10 @@ class KernelCodegen:
     """One variant of one kernel; `persistent` is ignored for pointwise kernels."""
 
     def __init__(self, nodes: list[ComputedBuffer], stored: set[str], args: KernelArgs,
-                 interpret: bool, persistent: bool, split: str | None = None) -> None:
+                 interpret: bool, persistent: bool, split: str | None = None,
+                 ysplit: int | None = None) -> None:
         self.nodes, self.stored = nodes, stored
+        self.ysplit = ysplit  # 2-D tiles: the first `ysplit` dims run over y, the others over x
         self.split = split  # the split variant: this node's partial result goes to `psplit`
         self.tiling = tiling_of(nodes)
         self.b = KernelBuilder(args, interpret, self.tiling.is_reduction)
@@ -129,11 +136,20 @@ class KernelCodegen:
 
     def generate(self, name: str) -> str:
         t, b = self.tiling, self.b
-        xs, xdefs = dim_vars("x", XINDEX, t.x_ranges)
+        groups = [(XINDEX, t.x_ranges), (RINDEX, t.r_ranges)]
+        if self.ysplit is not None:  # NOTE: y plays no r role: its dims are the first ones of x
+            groups = [(YINDEX, t.x_ranges[:self.ysplit]), (XINDEX, t.x_ranges[self.ysplit:])]
+        ys, ydefs = dim_vars("y", YINDEX, groups[0][1]) if self.ysplit is not None else ([], [])
+        xs, xdefs = dim_vars("x", XINDEX, groups[-1][1] if self.ysplit is not None else t.x_ranges)
         rs, rdefs = dim_vars("r", RINDEX, t.r_ranges)
         b.x_syms = {s for s in xs if isinstance(s, sympy.Symbol)}
         b.r_syms = {s for s in rs if isinstance(s, sympy.Symbol)}
-        for flat_sym, syms, ranges in ((XINDEX, xs, t.x_ranges), (RINDEX, rs, t.r_ranges)):
+        b.y_syms = {s for s in ys if isinstance(s, sympy.Symbol)}
+        xdefs = ydefs + xdefs
+        lanes = [(YINDEX, ys, groups[0][1])] if self.ysplit is not None else []
+        lanes += [(XINDEX, xs, groups[-1][1] if self.ysplit is not None else t.x_ranges),
+                  (RINDEX, rs, t.r_ranges)]
+        for flat_sym, syms, ranges in lanes:
             real = [s for s in syms if isinstance(s, sympy.Symbol)]
             if real:
                 flat, inner = sympy.Integer(0), sympy.Integer(1)
@@ -141,7 +157,8 @@ class KernelCodegen:
                     flat += sym * inner
                     inner *= n
                 b.flats.append((flat_sym, set(real), real[-1], sympy.expand(flat)))
-        self.xs, self.rs, self.rdefs = xs, rs, rdefs
+        self.xs, self.rs, self.rdefs = ys + xs, rs, rdefs
+        self.xmask = "ymask & xmask" if self.ysplit is not None else "xmask"
         for sym, expr in xdefs:
             b.line(f"{sym} = {b.index_text(expr)}")
         if t.is_reduction and b.persistent:
@@ -158,9 +175,15 @@ class KernelCodegen:
         how = fit(self.tiling, node)
         if how is None:
             raise CannotFuse(f"{node.name} does not fit {self.tiling}")
+        if len(self.nodes) > 1 and any(isinstance(n.data, Scan) for n in self.nodes):
+            raise CannotFuse("a scan runs in a kernel of its own")
+        if how == "scan":
+            self.open_phase()
+            self.scan(node)
+            return
         if how == "x":
             self.close_phase()
-            self.pointwise(node, self.xs, "xmask")
+            self.pointwise(node, self.xs, self.xmask)
             return
         if node.reads & self.phase_reads:
             self.close_phase()
@@ -219,7 +242,8 @@ class KernelCodegen:
         if node.name not in self.stored:
             return
         ptr = self.b.args.pointer(buf)
-        text = self.b.block_index(at, "xmask" in mask, "rmask" in mask)
+        self.b.stores.append(sympy.expand(at))
+        text = self.b.block_index(at, "xmask" in mask, "rmask" in mask, "ymask" in mask)
         value = val.text if val.dtype == buf.dtype else f"{val.text}.to({dtype_text(buf.dtype)})"
         self.b.line(f"tl.store({ptr} + ({text}), {value}, {mask})")
 
@@ -235,20 +259,46 @@ class KernelCodegen:
         else:
             self.pending.append((node, final_lines, result))
 
+    def scan(self, node: ComputedBuffer) -> None:
+        """Persistent: the row scanned at once. Looped: each chunk scanned and combined with the
+        carry of the chunks before it."""
+        data = node.data
+        assert isinstance(data, Scan)
+        b = self.b
+        val = b.cast(data.value(b, data.src_index(self.xs, self.rs)), data.acc_dtype)
+        init = neutral("sum" if data.kind == "cumsum" else "prod", data.acc_dtype)
+        masked = b.emit(f"tl.where(xmask & rmask, {val.text}, {init})", data.acc_dtype)
+        scan = "tl.cumsum({0}, 1)" if data.kind == "cumsum" else "tl.associative_scan({0}, 1, _prod_combine)"
+        result = b.emit(scan.format(masked.text), data.acc_dtype, cse=False)
+        if not b.persistent:
+            carry = f"carry{b.counter}"
+            b.counter += 1
+            b.top.lines.append(f"{carry} = tl.full([XBLOCK, 1], {init}, {dtype_text(data.acc_dtype)})")
+            op = "+" if data.kind == "cumsum" else "*"
+            result = b.emit(f"{result.text} {op} {carry}", data.acc_dtype, cse=False)
+            total = "tl.sum({0}, 1)" if data.kind == "cumsum" else "tl.reduce({0}, 1, _prod_combine)"
+            b.line(f"{carry} = {carry} {op} {total.format(masked.text)}[:, None]")
+        self.finish(node, result, data.src_index(self.xs, self.rs), "xmask & rmask")
+
     def function(self, name: str) -> str:
         t, b = self.tiling, self.b
         ptrs = [f"ptr{i}" for i in range(len(b.args.pointers))]
         sizes = [s.name for s in b.args.sizes.values()]
-        params = ptrs + sizes + ["xnumel"] + (["rnumel"] if t.is_reduction else [])
+        params = ptrs + sizes + (["ynumel"] if self.ysplit is not None else []) + ["xnumel"] + (
+            ["rnumel"] if t.is_reduction else [])
         if self.split:  # pointers first, then ints: the order the launcher passes them in
             params = ptrs + ["psplit"] + sizes + ["xnumel", "rnumel", "rchunk"]
         consts = ["XBLOCK: tl.constexpr"] + (["RBLOCK: tl.constexpr"] if t.is_reduction else [])
+        if self.ysplit is not None:
+            consts = ["YBLOCK: tl.constexpr"] + consts
         # NOTE: sizes are specialized by Triton (== 1, % 16 == 0), checked per call: the multiple-of-16
         # case is what lets strided rows and masked blocks use vector loads
         no_spec = ["rchunk"] if self.split else []
         head = [f"@triton.jit(do_not_specialize={no_spec!r})" if no_spec else "@triton.jit",
-                f"def {name}({', '.join(params + consts + ['INDEX64: tl.constexpr'])}):",
-                "    if INDEX64:",
+                f"def {name}({', '.join(params + consts + ['INDEX64: tl.constexpr'])}):"]
+        if self.ysplit is not None:
+            return "\n".join(head + tiled_head() + ["    " + line for line in b.top.lines]) + "\n"
+        head += ["    if INDEX64:",
                 "        xoffset = tl.program_id(0).to(tl.int64) * XBLOCK",
                 "    else:",
                 "        xoffset = tl.program_id(0) * XBLOCK"]
@@ -270,16 +320,27 @@ class KernelCodegen:
         return "\n".join(head + ["    " + line for line in b.top.lines]) + "\n"
 
 
-def generate_kernel(nodes: list[ComputedBuffer], stored: set[str], interpret: bool) -> KernelSource:
-    """Both variants of a reduction kernel share one KernelArgs, so their signatures agree."""
+def generate_kernel(nodes: list[ComputedBuffer], stored: set[str], interpret: bool,
+                    layout: bool = True) -> KernelSource:
+    """Both variants of a reduction kernel share one KernelArgs, so their signatures agree.
+    `layout`: choose the walk from the accesses (a pointwise kernel tiled 2-D where that reads
+    memory in order); the scheduler's trial generations skip it."""
     args = KernelArgs()
     tiling = tiling_of(nodes)
     split: SplitInfo | None = None
+    inner, ysplit = tiling.inner, None
     if not tiling.is_reduction:
-        body = KernelCodegen(nodes, stored, args, interpret, False).generate("kernel")
+        flat = KernelCodegen(nodes, stored, args, interpret, False)
+        body = flat.generate("kernel")
+        ysplit = pointwise_split(flat.b.accesses + flat.b.stores, flat.xs) if layout else None
+        if ysplit is not None:
+            args = KernelArgs()
+            body = KernelCodegen(nodes, stored, args, interpret, False, ysplit=ysplit).generate("kernel")
         names: tuple[str, ...] = ("kernel",)
     else:
-        looped = KernelCodegen(nodes, stored, args, interpret, False).generate("kernel_looped")
+        looped_gen = KernelCodegen(nodes, stored, args, interpret, False)
+        looped = looped_gen.generate("kernel_looped")
+        inner = reduction_inner(looped_gen.b.accesses, looped_gen.xs, looped_gen.rs, tiling.inner)
         body = KernelCodegen(nodes, stored, args, interpret, True).generate("kernel_persistent")
         body = body + "\n\n" + looped
         names = ("kernel_persistent", "kernel_looped")
@@ -295,7 +356,8 @@ def generate_kernel(nodes: list[ComputedBuffer], stored: set[str], interpret: bo
     if not interpret:
         header += "from triton.language.extra import libdevice\n"
     text = header + PREAMBLE + "\n\n" + body
-    return KernelSource(text, tiling, args, [n.name for n in nodes if n.name in stored], names, split)
+    return KernelSource(text, tiling, args, [n.name for n in nodes if n.name in stored], names, split,
+                        inner, ysplit)
 
 
 SPLIT_KINDS = ("sum", "prod", "max", "min")

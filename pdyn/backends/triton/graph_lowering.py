@@ -218,6 +218,29 @@ class GraphLowering:
         self.scheduled.append(call)
         return call
 
+    def check_indices(self, node: torch.fx.Node, index: Pointwise, bound: sympy.Expr,
+                      ignored: int | None = None, error: type = RuntimeError) -> None:
+        """Before a kernel gathers with `index`: a kernel reduces "every index lies in [0, bound)
+        (or is `ignored`)" to one flag, which the wrapper asserts as eager does (on the GPU without
+        a sync). The gathering kernel's loads are masked to the bounds: nothing reads outside."""
+        def ok(h: Any, idx: list[sympy.Expr]) -> Any:
+            v = h.cast(index.fn(h, idx), torch.int64)
+            inside = h.op("and", torch.bool, h.op("ge", torch.bool, v, h.constant(0, torch.int64)),
+                          h.op("lt", torch.bool, v, h.scalar(bound, torch.int64)))
+            if ignored is not None:
+                inside = h.op("or", torch.bool, inside, h.op("eq", torch.bool, v, h.constant(ignored, torch.int64)))
+            return h.cast(inside, torch.int32)
+
+        if index.ranges:
+            red = Reduction("min", list(index.ranges), tuple(range(len(index.ranges))), ok, torch.int32)
+            flag = self.schedule_reduction(red, torch.int32, index.reads, [], None)
+        else:
+            flag = buffer_value(self.schedule_pointwise(Pointwise([], torch.int32, ok, index.reads)))
+        assert flag.buffer is not None
+        name = flag.buffer.name
+        self.scheduled.append(TorchCall("check", node, self.new_name("chk"), [name], frozenset([name]),
+                                        check=(bound, ignored, error)))
+
     def fallback(self, node: torch.fx.Node, kind: str = "fallback") -> Any:
         if node.op != "get_attr":
             self.fallbacks.append(node.format_node())

@@ -2,7 +2,9 @@
 
 A tensor value is a `Pointwise`: sympy `ranges` plus `fn(h, index) -> Val`, a closure that computes
 one element through an ops handler `h` (the kernel builder in codegen.py). Views are Pointwise
-values whose `fn` re-indexes their base; a `Reduction` reduces a source closure over some dims.
+values whose `fn` re-indexes their base; a `Reduction` reduces a source closure over some dims, a
+`Scan` accumulates one along a dim. An element closure may load through an index it loaded first
+(gather, embedding): `Handler.indirect_index` turns the loaded value into an index symbol.
 Realized storage is a `Buffer`; `ComputedBuffer`s (kernels), `TorchCall`s (extern matmuls and
 fallbacks into torch) are the nodes the scheduler orders and fuses. Lowering builds these.
 """
@@ -38,6 +40,7 @@ class Handler(Protocol):
     def cast(self, v: Val, dtype: torch.dtype) -> Val: ...
     def op(self, name: str, dtype: torch.dtype, *args: Val) -> Val: ...
     def masked(self, mask: Val, body: Callable[[], Val], other: Any) -> Val: ...
+    def indirect_index(self, v: Val, at: list[sympy.Expr], bound: sympy.Expr) -> sympy.Expr: ...
 
 
 Index = list[sympy.Expr]
@@ -131,12 +134,33 @@ class Reduction:
 
 
 @dataclass(eq=False)
+class Scan:
+    """An inclusive scan (`kind` cumsum or cumprod) of `value` along dim `dim` of `src_ranges`; the
+    result has the source's ranges. Its kernel runs x over the other dims, r along `dim`."""
+
+    kind: str
+    src_ranges: list[sympy.Expr]
+    dim: int
+    value: ElementFn
+    acc_dtype: torch.dtype
+
+    @property
+    def red_dims(self) -> tuple[int, ...]:
+        return (self.dim,)
+
+    def src_index(self, xs: Index, rs: Index) -> Index:
+        out = list(xs)
+        out.insert(self.dim, rs[0])
+        return out
+
+
+@dataclass(eq=False)
 class ComputedBuffer:
     """A buffer a kernel writes: `data` is a Pointwise (stored over its ranges) or a Reduction
     (stored over its kept dims; `keep_index` maps those to the buffer's dims, keepdim included)."""
 
     buffer: Buffer
-    data: Pointwise | Reduction
+    data: Pointwise | Reduction | Scan
     reads: frozenset[str]
     keep_index: Callable[[Index], Index] | None = None
 
@@ -147,8 +171,8 @@ class ComputedBuffer:
 
 @dataclass(eq=False)
 class TorchCall:
-    """A call into torch from the wrapper: `kind` is extern (matmuls), fallback (no lowering) or
-    view (a view op replayed on a realized tensor). `inputs` are wrapper expressions substituted,
+    """A call into torch from the wrapper: `kind` is extern (matmuls), fallback (no lowering),
+    view (a view op replayed on a realized tensor) or check (indices in range before a gather). `inputs` are wrapper expressions substituted,
     in order, for the node's input nodes; the result is bound to `name`."""
 
     kind: str
@@ -161,6 +185,7 @@ class TorchCall:
     target: Any = None  # overrides node.target (extern calls may call a simpler op)
     args: tuple[Any, ...] | None = None  # overrides node.args (with fx Nodes as placeholders)
     kwargs: dict[str, Any] | None = None
+    check: tuple[sympy.Expr, int | None, type] | None = None  # kind "check": (bound, ignored, error)
 
 
 @dataclass(frozen=True)

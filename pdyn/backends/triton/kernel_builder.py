@@ -82,10 +82,16 @@ class KernelBuilder:
         self.locals: dict[str, Local] = {}
         self.x_syms: set[sympy.Symbol] = set()
         self.r_syms: set[sympy.Symbol] = set()
+        self.y_syms: set[sympy.Symbol] = set()  # the outer dims of a 2-D tiled pointwise kernel
         self.extra_masks: list[str] = []
         # (flat symbol, its dim symbols, innermost dim symbol, flat index over the dims)
         self.flats: list[tuple[sympy.Symbol, set[sympy.Symbol], sympy.Symbol, sympy.Expr]] = []
         self.persistent = True
+        # indirect index symbols (a loaded index value used in an address): symbol -> (the index
+        # symbols the value varies with, its in-bounds condition)
+        self.indirect: dict[sympy.Symbol, tuple[set[sympy.Symbol], str]] = {}
+        self.accesses: list[sympy.Expr] = []  # every load's index: the layout choice
+        self.stores: list[sympy.Expr] = []  # every store's index
 
     # -- text -------------------------------------------------------------------------------
     def emit(self, text: str, dtype: torch.dtype, cse: bool = True, block: bool = True) -> Val:
@@ -103,16 +109,25 @@ class KernelBuilder:
     def line(self, text: str) -> None:
         self.scope.lines.append(text)
 
+    def deps(self, expr: sympy.Expr) -> set[sympy.Symbol]:
+        """The loop index symbols `expr` varies with, through its indirect symbols too."""
+        out = set()
+        for s in expr.free_symbols:
+            out |= self.indirect[s][0] if s in self.indirect else {s}
+        return out
+
     def index_text(self, expr: sympy.Expr) -> str:
         return KERNEL_PRINTER.doprint(self.hoist(self.flatten(sympy.expand(expr))))
 
-    def block_index(self, expr: sympy.Expr, x: bool, r: bool) -> str:
-        """Index text that spans the x lanes (and the r lanes) even where `expr` does not vary along
-        them (size-1 dims): Triton needs a pointer block at least as large as its mask."""
+    def block_index(self, expr: sympy.Expr, x: bool, r: bool, y: bool = False) -> str:
+        """Index text that spans the x lanes (and the r or y lanes) even where `expr` does not vary
+        along them (size-1 dims): Triton needs a pointer block at least as large as its mask."""
         text = self.index_text(expr)
-        if x and not expr.free_symbols & self.x_syms:
+        if y and not self.deps(expr) & self.y_syms:
+            text += " + 0 * yindex"
+        if x and not self.deps(expr) & self.x_syms:
             text += " + 0 * xindex"
-        if r and not expr.free_symbols & self.r_syms:
+        if r and not self.deps(expr) & self.r_syms:
             text += " + 0 * rindex"
         return text
 
@@ -124,7 +139,7 @@ class KernelBuilder:
             if last not in expr.free_symbols:
                 continue
             c = expr.coeff(last)
-            if c == 0 or c.free_symbols & (self.x_syms | self.r_syms):
+            if c == 0 or c.free_symbols & (self.x_syms | self.r_syms | self.y_syms):
                 continue
             rest = sympy.expand(expr - c * flat)
             if rest.free_symbols & syms:
@@ -134,7 +149,8 @@ class KernelBuilder:
 
     def hoist(self, e: sympy.Expr) -> sympy.Expr:
         """Replace each index-free part of `e` with a size argument."""
-        index_syms = self.x_syms | self.r_syms | {sympy.Symbol("xindex"), sympy.Symbol("rindex")}
+        index_syms = self.x_syms | self.r_syms | self.y_syms | set(self.indirect) | {
+            sympy.Symbol("xindex"), sympy.Symbol("rindex"), sympy.Symbol("yindex")}
         if e.is_Integer or e in index_syms:
             return e
         if not (e.free_symbols & index_syms):
@@ -149,8 +165,10 @@ class KernelBuilder:
         return e.func(*[self.hoist(a) for a in e.args], evaluate=False)
 
     def mask_for(self, expr: sympy.Expr) -> str | None:
-        syms = expr.free_symbols
+        syms = self.deps(expr)
         parts = []
+        if syms & self.y_syms:
+            parts.append("ymask")
         if syms & self.x_syms:
             parts.append("xmask")
         if syms & self.r_syms:
@@ -158,6 +176,7 @@ class KernelBuilder:
         if not parts:
             return None  # a constant index: in bounds whenever the kernel runs at all
         parts += self.extra_masks
+        parts += [f"({self.indirect[s][1]})" for s in sorted(expr.free_symbols & set(self.indirect), key=str)]
         return " & ".join(parts)
 
     # -- Handler ----------------------------------------------------------------------------
@@ -166,6 +185,7 @@ class KernelBuilder:
         if local is not None:
             return self._local(buffer, local, index)
         ptr = self.args.pointer(buffer)
+        self.accesses.append(sympy.expand(index))
         mask = self.mask_for(index)
         # NOTE: a constant index still loads a block: Triton's interpreter gets the dtype of a
         # comparison of 0-d values wrong once it is broadcast
@@ -180,6 +200,18 @@ class KernelBuilder:
         if local.phase != -1 and local.phase != self.scope.phase and not self.persistent:
             raise CannotFuse(f"{buffer.name} lives in an earlier reduction loop")
         return local.val
+
+    def indirect_index(self, v: Val, at: list[sympy.Expr], bound: sympy.Expr) -> sympy.Expr:
+        """A loaded index value `v` (read at index `at`) as a symbol for addresses into a dim of
+        size `bound`. Out-of-range lanes load nothing (the wrapper's check raises for them)."""
+        v = self.cast(v, torch.int64)
+        sym = sympy.Symbol(v.text, integer=True)
+        deps: set[sympy.Symbol] = set()
+        for e in at:
+            deps |= self.deps(sympy.sympify(e))
+        hi = KERNEL_PRINTER.doprint(self.args.size(sympy.sympify(bound)))
+        self.indirect[sym] = (deps & (self.x_syms | self.r_syms | self.y_syms), f"({v.text} >= 0) & ({v.text} < {hi})")
+        return sym
 
     def constant(self, value: Any, dtype: torch.dtype) -> Val:
         dtype = compute_dtype(dtype)

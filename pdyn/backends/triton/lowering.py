@@ -324,4 +324,6 @@ def lower_full(lx: GraphLowering, node: Any, *args: Any, **kwargs: Any) -> Point
     return Pointwise(lx.ranges(node), dtype, fn, frozenset(), 1)
 
 
-from pdyn.backends.triton import fallbacks, lowering_reductions, lowering_views  # noqa: E402,F401  # registers
+from pdyn.backends.triton import (  # noqa: E402,F401  # registers
+    fallbacks, lowering_indexing, lowering_losses, lowering_reductions, lowering_views,
+)

@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 
 from pdyn.backends.triton.graph_lowering import GraphLowering, NotLowered
-from pdyn.backends.triton.ir import Handler, Index, Pointwise, Reduction, Scalar, Val, compute_dtype
+from pdyn.backends.triton.ir import ComputedBuffer, Handler, Index, Pointwise, Reduction, Scalar, Scan, Val, buffer_value, compute_dtype
 from pdyn.backends.triton.lowering import operand, register
 from pdyn.ops import op_of
 
@@ -153,6 +153,22 @@ def lower_var(lx: GraphLowering, node: Any, x: Any, dim: Any = None, unbiased: A
     return (var, mean) if name.endswith("_mean") else var
 
 
+@register("cumsum", "cumprod")
+def lower_scan(lx: GraphLowering, node: Any, x: Any, dim: Any, *, dtype: Any = None, **kwargs: Any) -> Pointwise:
+    """A scan kernel along `dim` (tl.cumsum / tl.associative_scan), stored with eager's strides."""
+    if not isinstance(x, Pointwise) or not x.ranges or not isinstance(dim, int) or kwargs:
+        raise NotLowered("scan of a 0-dim tensor")
+    out = lx.fake(node)
+    acc = compute_dtype(out.dtype)
+    if acc == torch.bool:
+        raise NotLowered("bool scan")
+    load = operand(x, list(x.ranges), acc)[0]
+    scan = Scan(op_of(node).name, list(x.ranges), dim % len(x.ranges), load, acc)
+    buf = lx.schedule_pointwise(Pointwise(list(x.ranges), out.dtype, load, x.reads), stride=lx.strides(node))
+    lx.scheduled[-1] = ComputedBuffer(buf, scan, x.reads)
+    return buffer_value(buf)
+
+
 def _softmax_parts(lx: GraphLowering, x: Pointwise, dim: int, dtype: torch.dtype) -> tuple[Any, ...]:
     compute = compute_dtype(dtype)
     xs = Pointwise(list(x.ranges), dtype, operand(x, list(x.ranges), compute)[0], x.reads, x.ops)
@@ -290,6 +306,17 @@ def lower_addmm(lx: GraphLowering, node: Any, bias: Any, a: Any, b: Any, *, beta
         raise NotLowered("symbolic alpha/beta")
     a_node, b_node = node.args[1], node.args[2]
     return _extern_then_add(lx, node, torch.mm, (a_node, b_node), bias, beta, alpha)
+
+
+@register("scaled_dot_product_attention")
+def lower_attention(lx: GraphLowering, node: Any, q: Any, k: Any, v: Any, attn_mask: Any = None,
+                    dropout_p: Any = 0.0, *args: Any, **kwargs: Any) -> Any:
+    """torch's fused attention kernel (extern): the ops producing q, k, v and the mask run as one
+    kernel per input before it, what consumes the result fuses into the kernels after it."""
+    if kwargs.get("dropout_p", dropout_p) != 0.0:
+        raise NotLowered("attention dropout draws from torch's generator")
+    call = lx.torch_call("extern", node)
+    return lx.result_value(node, call, lx.fake(node))
 
 
 _ = math

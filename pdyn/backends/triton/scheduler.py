@@ -11,9 +11,9 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from pdyn.backends.triton.codegen import KernelSource, generate_kernel
+from pdyn.backends.triton.codegen import KernelSource, generate_kernel, tiling_of
 from pdyn.backends.triton.graph_lowering import GraphLowering
-from pdyn.backends.triton.ir import ComputedBuffer, SchedulerNode, TorchCall
+from pdyn.backends.triton.ir import ComputedBuffer, Reduction, SchedulerNode, TorchCall
 from pdyn.backends.triton.kernel_builder import CannotFuse
 
 log = logging.getLogger("pdyn.lowering")
@@ -42,11 +42,20 @@ def live_nodes(lx: GraphLowering) -> list[SchedulerNode]:
         nodes = keep
 
 
+def keeps_split(nodes: list[ComputedBuffer]) -> bool:
+    """A reduction to one value (no x extent: one program unless split over r) stays the last
+    node of its kernel, so its launch can split r over the GPU; what follows it runs after."""
+    tiling = tiling_of(nodes[:-1])
+    if not tiling.is_reduction or tiling.x_ranges:
+        return True
+    return not any(isinstance(n.data, Reduction) for n in nodes[:-1])
+
+
 def can_fuse(nodes: list[ComputedBuffer], interpret: bool) -> bool:
-    if len(nodes) > MAX_FUSED:
+    if len(nodes) > MAX_FUSED or not keeps_split(nodes):
         return False
     try:
-        generate_kernel(nodes, {n.name for n in nodes}, interpret)
+        generate_kernel(nodes, {n.name for n in nodes}, interpret, layout=False)
     except CannotFuse as e:
         log.debug("not fused: %s", e)
         return False

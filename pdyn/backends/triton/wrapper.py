@@ -74,6 +74,13 @@ class WrapperCode:
             self.add(f"{symbol.name} = {expr}")
 
     def torch_call(self, call: TorchCall) -> None:
+        if call.kind == "check":
+            assert call.check is not None
+            bound, ignored, error = call.check
+            self.globals[error.__name__] = error
+            self.add(f"_rt.check_index({call.inputs[0]}, {error.__name__})  # indices in [0, {pexpr(bound)})"
+                     + ("" if ignored is None else f" or {ignored}"))
+            return
         op = f"_op_{call.name}"
         self.globals[op] = runtime.TorchOp(call.node, self.lx.gm, call.target, call.args, call.kwargs)
         self.add(f"{call.name} = {op}({', '.join(call.inputs)})  # {call.kind}: {_describe(call)}")
@@ -93,12 +100,17 @@ class WrapperCode:
         ptrs = [self.pointer_expr(b) for b in source.args.pointers.values()]
         sizes = [pexpr(e) for e in source.args.sizes]
         t = source.tiling
-        launcher = runtime.KernelLauncher(self.globals[name], t.is_reduction, t.inner, source.split,
+        launcher = runtime.KernelLauncher(self.globals[name], t.is_reduction, source.inner, source.split,
                                           self.interpret)
         self.launchers.append(launcher)
         ptr_tuple = f"({', '.join(ptrs)}{',' if len(ptrs) == 1 else ''})"
         size_tuple = f"({', '.join(sizes)}{',' if len(sizes) == 1 else ''})"
         x = pexpr(_product(t.x_ranges))
+        if source.ysplit is not None:  # 2-D tiles: y over the leading dims, x over the others
+            y, x = (pexpr(_product(t.x_ranges[:source.ysplit])), pexpr(_product(t.x_ranges[source.ysplit:])))
+            self.globals[f"{name}_launch"] = launcher.tiled
+            self.add(f"{name}_launch({ptr_tuple}, {size_tuple}, {y}, {x})")
+            return
         if not t.is_reduction:
             self.globals[f"{name}_launch"] = launcher.pointwise
             self.add(f"{name}_launch({ptr_tuple}, {size_tuple}, {x})")

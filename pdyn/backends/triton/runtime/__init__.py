@@ -16,13 +16,13 @@ from pdyn.backends.triton.runtime import cache, fast_launch, launch, launch_conf
 from pdyn.backends.triton.runtime.cache import cache_dir, load_kernel, prepare_interpreter, use_interpreter
 from pdyn.backends.triton.runtime.launch import KernelLauncher, LaunchPlan
 from pdyn.backends.triton.runtime.launch_config import (
-    INT32_MAX, cdiv, finish_config, int_spec, needs_int64, next_pow2, pointwise_config, reduction_config,
+    INT32_MAX, cdiv, finish_config, int_spec, needs_int64, next_pow2, pointwise_config, reduction_config, tile_config,
 )
-from pdyn.backends.triton.runtime.torch_calls import TorchOp, allocator, contiguous
+from pdyn.backends.triton.runtime.torch_calls import TorchOp, allocator, check_index, contiguous
 
 __all__ = [
     "cache", "fast_launch", "launch", "launch_config", "split_finish", "torch_calls",
     "cache_dir", "load_kernel", "prepare_interpreter", "use_interpreter", "KernelLauncher", "LaunchPlan",
     "INT32_MAX", "cdiv", "finish_config", "int_spec", "needs_int64", "next_pow2", "pointwise_config",
-    "reduction_config", "TorchOp", "allocator", "contiguous",
+    "reduction_config", "tile_config", "TorchOp", "allocator", "check_index", "contiguous",
 ]

@@ -17,7 +17,7 @@ from pdyn.backends.triton.runtime.fast_launch import (
     BoundLauncher, FastLaunch, ReadyLaunch, direct_entry, make_fast_launch,
 )
 from pdyn.backends.triton.runtime.launch_config import (
-    INT32_MAX, cdiv, finish_config, int_spec, needs_int64, pointwise_config, reduction_config,
+    INT32_MAX, cdiv, finish_config, int_spec, needs_int64, pointwise_config, reduction_config, tile_config,
 )
 from pdyn.backends.triton.runtime.split_finish import finish_source
 
@@ -101,6 +101,25 @@ class KernelLauncher:
         if not self._fast_call(plan, ptrs, ints, (sizes, xnumel)):
             index64 = plan.index64 or needs_int64(xnumel, *ptrs)
             self.launch(plan.function, plan.grid, ptrs, ints, plan.constexprs_with(index64), plan.warps)
+
+    def tiled(self, ptrs: tuple, sizes: tuple, ynumel: int, xnumel: int) -> None:
+        """A 2-D tiled pointwise kernel: tiles from the actual extents of y and x."""
+        ready = self.ready.get((sizes, ynumel, xnumel))
+        if ready is not None and self._launch_ready(ready, ptrs):
+            return
+        plan = self.plans.get((ynumel, xnumel))
+        if plan is None:
+            if xnumel <= 0 or ynumel <= 0:
+                return
+            yblock, xblock, warps = tile_config(ynumel, xnumel)
+            plan = self._remember((ynumel, xnumel), LaunchPlan(
+                self.functions["pointwise"], (cdiv(xnumel, xblock) * cdiv(ynumel, yblock), 1, 1),
+                (ynumel, xnumel), (yblock, xblock, False), warps, xnumel * ynumel > INT32_MAX))
+        ints = sizes + plan.trailing_ints
+        if not self._fast_call(plan, ptrs, ints, (sizes, ynumel, xnumel)):
+            index64 = plan.index64 or needs_int64(xnumel * ynumel, *ptrs)
+            self.launch(plan.function, plan.grid, ptrs, ints, plan.constexprs_with(index64), plan.warps,
+                        ("YBLOCK", "XBLOCK", "INDEX64"))
 
     def reduce(self, ptrs: tuple, sizes: tuple, xnumel: int, rnumel: int) -> None:
         ready = self.ready.get((sizes, xnumel, rnumel))
@@ -223,11 +242,11 @@ class KernelLauncher:
                         finish.constexprs_with(index64), finish.warps)
 
     def launch(self, fn: Any, grid: tuple[int, int, int], ptrs: tuple, ints: tuple,
-               consts: tuple, warps: int) -> None:
+               consts: tuple, warps: int, names: tuple[str, ...] | None = None) -> None:
         """The general path: through Triton (binding, specialization, compile on a miss); where the
         call qualifies for the bound path, the compiled kernel's launcher is kept for later calls."""
         fast = None if self.interpret else _fast()
-        kernel = self._slow(fn, grid, ptrs, ints, consts, warps)
+        kernel = self._slow(fn, grid, ptrs, ints, consts, warps, names)
         if fast is None or max(ints) > INT32_MAX or min(ints) < 0 or \
                 any(t.data_ptr() & 15 for t in ptrs):
             return
@@ -241,6 +260,7 @@ class KernelLauncher:
 
     @staticmethod
     def _slow(fn: Any, grid: tuple[int, int, int], ptrs: tuple, ints: tuple, consts: tuple,
-              warps: int) -> Any:
-        names = ("XBLOCK", "INDEX64") if len(consts) == 2 else ("XBLOCK", "RBLOCK", "INDEX64")
+              warps: int, names: tuple[str, ...] | None = None) -> Any:
+        if names is None:
+            names = ("XBLOCK", "INDEX64") if len(consts) == 2 else ("XBLOCK", "RBLOCK", "INDEX64")
         return fn[grid](*ptrs, *ints, **dict(zip(names, consts)), num_warps=warps)

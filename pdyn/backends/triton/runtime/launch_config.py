@@ -50,6 +50,17 @@ def pointwise_config(xnumel: int) -> tuple[int, int]:
     return POINTWISE_CONFIGS[-1][1:]  # type: ignore[return-value]
 
 
+TILE_MAX = 64  # a 2-D tile's side: 64 fp32 = two 128-byte lines per row of either layout
+TILE_ELEMENTS = 4096  # elements per tile at most (a thin x gets a longer y)
+
+
+def tile_config(ynumel: int, xnumel: int) -> tuple[int, int, int]:
+    """(YBLOCK, XBLOCK, num_warps) of a 2-D tiled pointwise kernel, from the actual extents."""
+    xblock = min(TILE_MAX, next_pow2(xnumel))
+    yblock = min(next_pow2(ynumel), max(TILE_MAX, TILE_ELEMENTS // xblock) if xblock < TILE_MAX else TILE_MAX)
+    return yblock, xblock, 8 if xblock * yblock >= 4096 else 4
+
+
 OUTER_PERSISTENT_MAX = 64  # an outer (strided) reduction keeps 64 columns per block: coalesced rows
 SPLIT_MIN_R = 2048          # a split pays off only for long reductions (shorter ones narrow instead)
 SPLIT_TARGET_PROGRAMS = 512  # about 4 blocks per SM

@@ -29,6 +29,15 @@ def contiguous(t: Any) -> Any:
     return t.contiguous() if isinstance(t, torch.Tensor) and not t.is_contiguous() else t
 
 
+def check_index(flag: torch.Tensor, error: type) -> None:
+    """`flag` (0-d) is nonzero where every index a kernel gathers with is in range. On the GPU an
+    assert on the device, as eager's kernels fail (no sync); elsewhere the error eager raises."""
+    if flag.is_cuda:
+        torch._assert_async(flag, "index out of range")
+    elif not bool(flag):
+        raise error("index out of range")
+
+
 class TorchOp:
     """One fx node run with torch: `values` replace the node's input nodes in order."""
 
