@@ -1,0 +1,229 @@
+"""A graph break's cache entry: frame code that runs the graph so far, rebuilds the stack and the
+live locals, runs the breaking instruction in a step function, and calls the resume function of
+the branch it took (`pdyn.bytecode.transform` builds both), optimized on its own.
+
+A break inside an inlined call calls the callee optimized on its own instead of as it is.
+"""
+
+from __future__ import annotations
+
+import types
+from typing import TYPE_CHECKING, Any, Callable
+
+import sympy
+
+from pdyn.base.errors import Unsupported
+from pdyn.bytecode.instructions import Instruction
+from pdyn.bytecode.transform import (JUMPED, NEXT, ResumePoint, break_effect, cell_names, is_jump, live_locals,
+                                     original_of, resume_code, resume_index, step_code, why_not_resumable)
+from pdyn.base import logs
+from pdyn.sources import LocalSource, SizeSource
+from pdyn.trace.frame_codegen import ResumeCodegen
+from pdyn.trace.output_graph import OutputGraph
+from pdyn.trace.translator import InstructionTranslator, decoded
+from pdyn.trace.variables.base import NULL, VariableTracker
+from pdyn.trace.variables.containers import IteratorVariable
+from pdyn.trace.variables.functions import UserFunctionVariable, UserMethodVariable
+from pdyn.trace.variables.generator import GeneratorVariable
+from pdyn.trace.variables.symint import SymIntVariable
+from pdyn.trace.variables.tensor import TensorVariable
+
+if TYPE_CHECKING:
+    from pdyn.hook.compile_frame import CacheEntry
+
+breaks_log = logs.topic("graph_breaks")
+
+# (function, its sizes -> this frame's sizes) -> the function under pdyn's hook
+Optimize = Callable[[types.FunctionType, dict[SizeSource, SizeSource]], Any]
+# (the trace stopped at the break, its frame code, the lines after the graph) -> the entry
+Finish = Callable[[OutputGraph, ResumeCodegen, list[str]], "CacheEntry"]
+
+
+# L's entry holding the frame's closure (its cells, in co_freevars order): a resume function shares them
+CLOSURE_KEY = "pdyn closure"
+
+
+class _EmptyCell:
+    """L's value of a free variable whose cell is empty (a local of the parent not yet assigned)."""
+
+    def __repr__(self) -> str:
+        return "<empty cell>"
+
+
+EMPTY_CELL = _EmptyCell()
+
+
+def closure_at_call(fn: types.FunctionType) -> bool:
+    """Whether `fn` is a resume function whose cells each call passes (the frame's, not fixed ones)."""
+    return getattr(fn, "_pdyn_closure_at_call", False)
+
+
+def title_of(code: types.CodeType) -> str:
+    return f"{code.co_name}() at {code.co_filename}:{code.co_firstlineno}"
+
+
+def break_entry(e: Unsupported, code: types.CodeType, retrace: Callable[[int], InstructionTranslator],
+                finish: Finish, optimize: Optimize) -> tuple[CacheEntry | None, str]:
+    """The entry for a graph break at `e`, or (None, why no resume function can be built)."""
+    if e.break_at is None:
+        return None, "the trace stopped before it reached an instruction of this frame"
+    step, inst = e.break_at.step, e.break_at.inst
+    original, index = original_of(code, inst.index)
+    why = why_not_resumable(code, inst) or why_not_resumable(original, decoded(original)[index])
+    if why is not None:
+        return None, why
+    try:
+        tx = retrace(step)
+        entry = _resume_entry(e, tx, inst, original, index, finish, optimize)
+    except Unsupported as failed:
+        return None, failed.message
+    breaks_log.info("graph break in %s: %s", title_of(code), e)
+    return entry, ""
+
+
+def _resume_entry(e: Unsupported, tx: InstructionTranslator, inst: Instruction, original: types.CodeType,
+                  index: int, finish: Finish, optimize: Optimize) -> CacheEntry:
+    """Frame code that runs the graph so far, rebuilds stack and locals, replays side effects,
+    runs `inst` in a step function and returns what the resume function for its branch returns."""
+    taken, after_next, after_jump = break_effect(inst)
+    if taken > len(tx.stack):
+        raise Unsupported("resume", f"`{inst.opname}` takes more values than the stack holds")
+    codegen = ResumeCodegen()
+    cells = _cells(codegen, tx, cell_names(original))   # first: values on the stack may close over them
+    kinds = tuple("null" if vt is NULL else "iter" if isinstance(vt, IteratorVariable) else "value"
+                  for vt in tx.stack)
+    values = [_stack_value(codegen, vt, kind) for vt, kind in zip(tx.stack, kinds)]
+    if e.in_call is not None and inst.opname == "CALL":
+        at = len(values) - taken + (kinds[len(values) - taken] == "null")
+        values[at] = _optimized_callee(codegen, tx.stack[at], optimize) or values[at]
+    split = len(values) - taken
+    below = [v for v in values[:split] if v is not None]
+    below_vts = [vt for vt, kind in zip(tx.stack[:split], kinds[:split]) if kind != "null"]
+    branches = [(NEXT, after_next), (JUMPED, after_jump)] if is_jump(inst) else [(NEXT, after_next)]
+    calls = []
+    first = _first_argument(tx, original)
+    for branch, produced in branches:
+        live = live_locals(original, resume_index(original, index, branch))
+        names = tuple(sorted(n for n in live if n in tx.locals and tx.locals[n] is not NULL and n != first))
+        point = ResumePoint(original, index, branch, kinds[:split] + ("value",) * produced, names, first)
+        head = [first] if first else []
+        resume_fn = _resume_function(resume_code(point), tx.f_globals)
+        resume_fn = optimize(resume_fn, _parent_sizes(tx, point.arg_names(), [_local_tracker(tx, n) for n in head] + below_vts
+                                                      + [None] * produced + [_local_tracker(tx, n) for n in names]))
+        args = [_local_value(codegen, tx, n) for n in head] + below + ["*r[:-1]"] \
+            + [_local_value(codegen, tx, name) for name in names]
+        if cells is not None:
+            args.insert(0, cells)
+        calls.append(f"return {codegen.constant(resume_fn, 'resume')}({', '.join(args)})")
+    step_fn = types.FunctionType(step_code(tx.code, inst, kinds[split:]), tx.f_globals)
+    tail = [f"r = {codegen.constant(step_fn, 'step')}({', '.join(v for v in values[split:] if v is not None)})"]
+    if len(calls) == 2:
+        tail += ["if r[-1]:", f"    {calls[1]}"]
+    tail.append(calls[0])
+    entry = finish(tx.output, codegen, tail)
+    entry.break_reason = e
+    return entry
+
+
+def _resume_function(code: types.CodeType, f_globals: dict[str, Any]) -> types.FunctionType:
+    """The function object pdyn's hook wraps; with cells, each call passes its own (see `closure_at_call`)."""
+    if not code.co_freevars:
+        return types.FunctionType(code, f_globals)
+    fn = types.FunctionType(code, f_globals, code.co_name, None, tuple(types.CellType() for _ in code.co_freevars))
+    fn._pdyn_closure_at_call = True  # type: ignore[attr-defined]
+    return fn
+
+
+def _first_argument(tx: InstructionTranslator, original: types.CodeType) -> str | None:
+    """The method's first argument, where zero-argument super() after the break reads it (the
+    resume function's first argument, as in the frame it continues)."""
+    if "__class__" not in original.co_freevars or not original.co_argcount:
+        return None
+    first = original.co_varnames[0]
+    return first if first in tx.locals and tx.locals[first] is not NULL else None
+
+
+def _cells(codegen: ResumeCodegen, tx: InstructionTranslator, names: tuple[str, ...]) -> str | None:
+    """The tuple of the frame's cells, in the resume function's co_freevars order: a free variable
+    of the traced code is its cell in L; a cell the trace made is made here, holding what it holds."""
+    if not names:
+        return None
+    parts = []
+    for name in names:
+        cell = tx.cells.get(name)
+        if name in tx.code.co_freevars:
+            expr = f"L[{CLOSURE_KEY!r}][{tx.code.co_freevars.index(name)}]"
+        elif cell is None or cell.contents is None:
+            expr = f"{codegen.constant(types.CellType, 'CellType')}()"
+        else:
+            expr = f"{codegen.constant(types.CellType, 'CellType')}({codegen.reconstruct(cell.contents)})"
+        if cell is None:
+            parts.append(expr)
+        else:
+            codegen.cells[id(cell)] = _bind(codegen, expr)
+            parts.append(codegen.cells[id(cell)])
+    return _bind(codegen, f"({', '.join(parts)},)")
+
+
+def _bind(codegen: ResumeCodegen, expr: str) -> str:
+    name = f"v{len(codegen.lines)}"
+    codegen.lines.append(f"{name} = {expr}")
+    return name
+
+
+def _stack_value(codegen: ResumeCodegen, vt: VariableTracker, kind: str) -> str | None:
+    """A name in the frame code bound to one stack value (None for a NULL)."""
+    if kind == "null":
+        return None
+    if isinstance(vt, GeneratorVariable):  # its frame lives only in the trace; it holds no item list
+        raise Unsupported("resume", "pdyn cannot rebuild a generator that the code after the break consumes")
+    expr = codegen.remaining(vt) if kind == "iter" else codegen.reconstruct(vt)
+    name = f"v{len(codegen.lines)}"
+    codegen.lines.append(f"{name} = {expr}")
+    return name
+
+
+def _local_tracker(tx: InstructionTranslator, name: str) -> VariableTracker | None:
+    vt = tx.locals.get(name)
+    if vt is None and name in tx.cells:
+        vt = tx.cells[name].contents
+    return vt
+
+
+def _local_value(codegen: ResumeCodegen, tx: InstructionTranslator, name: str) -> str:
+    vt = _local_tracker(tx, name)
+    if vt is None:
+        raise Unsupported("resume", f"free variable {name!r} is unbound at the break")
+    return _stack_value(codegen, vt, "value")  # type: ignore[return-value]
+
+
+def _parent_sizes(tx: InstructionTranslator, arg_names: list[str],
+                  trackers: list[VariableTracker | None]) -> dict[SizeSource, SizeSource]:
+    """Each size a resume function receives that is one of this frame's input sizes: its own
+    SizeSource (`L['y'].size(0)`) -> this frame's (`L['x'].size(0)`), for the recompile policy."""
+    env = tx.ctx.shape_env
+    out: dict[SizeSource, SizeSource] = {}
+    for name, vt in zip(arg_names, trackers):
+        sizes = list(enumerate(vt.sizes)) if isinstance(vt, TensorVariable) else \
+            [(None, vt.expr)] if isinstance(vt, SymIntVariable) else []
+        for dim, size in sizes:
+            expr = env.simplify(size)
+            if isinstance(expr, sympy.Symbol) and env.origins.get(expr):
+                out[SizeSource(LocalSource(name), dim)] = env.origins[expr][0]
+    return out
+
+
+def _optimized_callee(codegen: ResumeCodegen, vt: VariableTracker,
+                      optimize: Optimize) -> str | None:
+    """The function a break inside an inlined call calls, optimized on its own; None to call it as is."""
+    method_of = None
+    if isinstance(vt, UserMethodVariable):
+        method_of, vt = vt.obj, vt.fn
+    if not isinstance(vt, UserFunctionVariable) or not isinstance(vt.value, types.FunctionType):
+        return None
+    expr = codegen.constant(optimize(vt.value, {}), "callee")
+    if method_of is not None:
+        expr = f"{codegen.constant(types.MethodType, 'MethodType')}({expr}, {codegen.reconstruct(method_of)})"
+    name = f"v{len(codegen.lines)}"
+    codegen.lines.append(f"{name} = {expr}")
+    return name
