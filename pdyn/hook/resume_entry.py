@@ -11,6 +11,7 @@ import types
 from typing import TYPE_CHECKING, Any, Callable
 
 import sympy
+import torch
 
 from pdyn.base.errors import Unsupported
 from pdyn.bytecode.instructions import Instruction
@@ -25,8 +26,10 @@ from pdyn.trace.variables.base import NULL, VariableTracker
 from pdyn.trace.variables.containers import IteratorVariable
 from pdyn.trace.variables.functions import UserFunctionVariable, UserMethodVariable
 from pdyn.trace.variables.generator import GeneratorVariable
+from pdyn.trace.variables.nn_module import NNModuleVariable
 from pdyn.trace.variables.symint import SymIntVariable
 from pdyn.trace.variables.tensor import TensorVariable
+from pdyn.trace.variables.user_objects import UserObjectVariable, mro_lookup
 
 if TYPE_CHECKING:
     from pdyn.hook.compile_frame import CacheEntry
@@ -93,7 +96,7 @@ def _resume_entry(e: Unsupported, tx: InstructionTranslator, inst: Instruction, 
     kinds = tuple("null" if vt is NULL else "iter" if isinstance(vt, IteratorVariable) else "value"
                   for vt in tx.stack)
     values = [_stack_value(codegen, vt, kind) for vt, kind in zip(tx.stack, kinds)]
-    if e.in_call is not None and inst.opname == "CALL":
+    if e.in_call is not None and inst.opname in ("CALL", "CALL_FUNCTION_EX"):
         at = len(values) - taken + (kinds[len(values) - taken] == "null")
         values[at] = _optimized_callee(codegen, tx.stack[at], optimize) or values[at]
     split = len(values) - taken
@@ -215,15 +218,59 @@ def _parent_sizes(tx: InstructionTranslator, arg_names: list[str],
 
 def _optimized_callee(codegen: ResumeCodegen, vt: VariableTracker,
                       optimize: Optimize) -> str | None:
-    """The function a break inside an inlined call calls, optimized on its own; None to call it as is."""
+    """The callable a break inside an inlined call calls instead of the callee: the same call with
+    the callee's own code optimized on its own (so its code around its break is compiled); None to
+    call it as it is."""
     method_of = None
     if isinstance(vt, UserMethodVariable):
         method_of, vt = vt.obj, vt.fn
-    if not isinstance(vt, UserFunctionVariable) or not isinstance(vt.value, types.FunctionType):
+    if isinstance(vt, NNModuleVariable):
+        module_call = _module_call(vt.value, optimize)
+        expr = None if module_call is None else f"{codegen.constant(module_call, 'module_call')}"
+    elif isinstance(vt, UserObjectVariable) and not vt.is_fresh and vt.source is not None:
+        call = mro_lookup(vt.cls, "__call__")  # `obj(...)` runs `type(obj).__call__(obj, ...)`
+        if not isinstance(call, types.FunctionType):
+            return None
+        method_of, expr = vt, codegen.constant(optimize(call, {}), "callee")
+    elif isinstance(vt, UserFunctionVariable) and isinstance(vt.value, types.FunctionType):
+        expr = codegen.constant(optimize(vt.value, {}), "callee")
+    else:
         return None
-    expr = codegen.constant(optimize(vt.value, {}), "callee")
+    if expr is None:
+        return None
     if method_of is not None:
         expr = f"{codegen.constant(types.MethodType, 'MethodType')}({expr}, {codegen.reconstruct(method_of)})"
     name = f"v{len(codegen.lines)}"
     codegen.lines.append(f"{name} = {expr}")
     return name
+
+
+def _module_call(module: torch.nn.Module, optimize: Optimize) -> Callable[..., Any] | None:
+    """`module(...)` with the code its `__call__` runs optimized: a Python `__call__` of its class,
+    else its class's `forward` where nn.Module's `__call__` would call only forward."""
+    call = mro_lookup(type(module), "__call__")
+    if call is not torch.nn.Module.__call__:
+        return types.MethodType(optimize(call, {}), module) if isinstance(call, types.FunctionType) else None
+    forward = mro_lookup(type(module), "forward")
+    if not isinstance(forward, types.FunctionType) or "forward" in module.__dict__:
+        return None
+    return ModuleCall(module, optimize(forward, {}))
+
+
+class ModuleCall:
+    """Calls `module` as nn.Module's `__call__` does where it has no hooks (each call checks, as
+    `_call_impl` does): straight to forward, here the optimized one; else `module(...)` itself."""
+
+    def __init__(self, module: torch.nn.Module, forward: Callable[..., Any]):
+        self.module = module
+        self.forward = forward
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        m = self.module
+        hooks = torch.nn.modules.module
+        if m._compiled_call_impl is not None or torch._C._get_tracing_state() or "forward" in m.__dict__ \
+                or m._backward_hooks or m._backward_pre_hooks or m._forward_hooks or m._forward_pre_hooks \
+                or hooks._global_backward_pre_hooks or hooks._global_backward_hooks \
+                or hooks._global_forward_hooks or hooks._global_forward_pre_hooks:
+            return m(*args, **kwargs)
+        return self.forward(m, *args, **kwargs)
