@@ -18,12 +18,13 @@ from pdyn.bytecode.instructions import Instruction
 from pdyn.bytecode.transform import (JUMPED, NEXT, ResumePoint, break_effect, cell_names, is_jump, live_locals,
                                      original_of, resume_code, resume_index, step_code, why_not_resumable)
 from pdyn.base import logs
-from pdyn.sources import LocalSource, SizeSource
+from pdyn.sources import AttrSource, ItemSource, LocalSource, SizeSource, Source
 from pdyn.trace.frame_codegen import ResumeCodegen
 from pdyn.trace.output_graph import OutputGraph
 from pdyn.trace.translator import InstructionTranslator, decoded
 from pdyn.trace.variables.base import NULL, VariableTracker
-from pdyn.trace.variables.containers import IteratorVariable
+from pdyn.trace.variables.constant import is_constant_value
+from pdyn.trace.variables.containers import DictVariable, IteratorVariable, ListVariable, TupleVariable
 from pdyn.trace.variables.functions import UserFunctionVariable, UserMethodVariable
 from pdyn.trace.variables.generator import GeneratorVariable
 from pdyn.trace.variables.nn_module import NNModuleVariable
@@ -203,17 +204,34 @@ def _local_value(codegen: ResumeCodegen, tx: InstructionTranslator, name: str) -
 def _parent_sizes(tx: InstructionTranslator, arg_names: list[str],
                   trackers: list[VariableTracker | None]) -> dict[SizeSource, SizeSource]:
     """Each size a resume function receives that is one of this frame's input sizes: its own
-    SizeSource (`L['y'].size(0)`) -> this frame's (`L['x'].size(0)`), for the recompile policy."""
+    SizeSource (`L['y'].size(0)`, `L['shape'][1]`) -> this frame's (`L['x'].size(0)`), for the
+    recompile policy; sizes inside tuples, lists, dicts and objects made in the trace included."""
     env = tx.ctx.shape_env
     out: dict[SizeSource, SizeSource] = {}
     for name, vt in zip(arg_names, trackers):
-        sizes = list(enumerate(vt.sizes)) if isinstance(vt, TensorVariable) else \
-            [(None, vt.expr)] if isinstance(vt, SymIntVariable) else []
-        for dim, size in sizes:
+        for own, size in _sizes_in(vt, LocalSource(name), depth=4):
             expr = env.simplify(size)
             if isinstance(expr, sympy.Symbol) and env.origins.get(expr):
-                out[SizeSource(LocalSource(name), dim)] = env.origins[expr][0]
+                out[own] = env.origins[expr][0]
     return out
+
+
+def _sizes_in(vt: VariableTracker | None, source: Source, depth: int) -> list[tuple[SizeSource, Any]]:
+    """(where the resume function reads it, its expression) of each size `vt` holds."""
+    if isinstance(vt, TensorVariable):
+        return [(SizeSource(source, dim), size) for dim, size in enumerate(vt.sizes)]
+    if isinstance(vt, SymIntVariable):
+        return [(SizeSource(source, None), vt.expr)]
+    if depth == 0:
+        return []
+    parts: list[tuple[Source, VariableTracker]] = []
+    if isinstance(vt, (TupleVariable, ListVariable)):
+        parts = [(ItemSource(source, i), item) for i, item in enumerate(vt.items)]
+    elif isinstance(vt, DictVariable):
+        parts = [(ItemSource(source, key), item) for key, item in vt.items.items() if is_constant_value(key)]
+    elif isinstance(vt, UserObjectVariable) and vt.is_fresh:
+        parts = [(AttrSource(source, attr), item) for attr, item in vt.fields.items()]
+    return [found for part, item in parts for found in _sizes_in(item, part, depth - 1)]
 
 
 def _optimized_callee(codegen: ResumeCodegen, vt: VariableTracker,
