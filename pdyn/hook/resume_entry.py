@@ -94,8 +94,12 @@ def _resume_entry(e: Unsupported, tx: InstructionTranslator, inst: Instruction, 
         raise Unsupported("resume", f"`{inst.opname}` takes more values than the stack holds")
     codegen = ResumeCodegen()
     cells = _cells(codegen, tx, cell_names(original))   # first: values on the stack may close over them
-    kinds = tuple("null" if vt is NULL else "iter" if isinstance(vt, IteratorVariable) else "value"
-                  for vt in tx.stack)
+    codegen.written_lists = set(tx.ctx.side_effects.containers)
+    # an iterator on the stack goes as its items left (the prologue's GET_ITER makes it again) unless a
+    # live local holds it too: then as the one real iterator both share
+    held = {id(vt) for vt in tx.locals.values()} | {id(c.contents) for c in tx.cells.values()}
+    kinds = tuple("null" if vt is NULL else "iter" if isinstance(vt, IteratorVariable) and id(vt) not in held
+                  else "value" for vt in tx.stack)
     values = [_stack_value(codegen, vt, kind) for vt, kind in zip(tx.stack, kinds)]
     if e.in_call is not None and inst.opname in ("CALL", "CALL_FUNCTION_EX"):
         at = len(values) - taken + (kinds[len(values) - taken] == "null")
