@@ -7,6 +7,7 @@ A break inside an inlined call calls the callee optimized on its own instead of 
 
 from __future__ import annotations
 
+import inspect
 import types
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -15,8 +16,9 @@ import torch
 
 from pdyn.base.errors import Unsupported
 from pdyn.bytecode.instructions import Instruction
-from pdyn.bytecode.transform import (JUMPED, NEXT, ResumePoint, break_effect, cell_names, is_jump, live_locals,
-                                     original_of, resume_code, resume_index, step_code, why_not_resumable)
+from pdyn.bytecode.transform import (JUMPED, NEXT, NOT_FRAMES, ResumePoint, break_effect, cell_names, is_jump,
+                                     live_locals, original_of, resume_code, resume_index, step_code,
+                                     why_not_resumable)
 from pdyn.base import logs
 from pdyn.sources import AttrSource, ItemSource, LocalSource, SizeSource, Source
 from pdyn.trace.frame_codegen import ResumeCodegen
@@ -251,10 +253,12 @@ def _optimized_callee(codegen: ResumeCodegen, vt: VariableTracker,
         expr = None if module_call is None else f"{codegen.constant(module_call, 'module_call')}"
     elif isinstance(vt, UserObjectVariable) and not vt.is_fresh and vt.source is not None:
         call = mro_lookup(vt.cls, "__call__")  # `obj(...)` runs `type(obj).__call__(obj, ...)`
-        if not isinstance(call, types.FunctionType):
+        if not _optimizable(call):
             return None
         method_of, expr = vt, codegen.constant(optimize(call, {}), "callee")
     elif isinstance(vt, UserFunctionVariable) and isinstance(vt.value, types.FunctionType):
+        if not _optimizable(vt.value):
+            return None
         expr = codegen.constant(optimize(vt.value, {}), "callee")
     else:
         return None
@@ -272,11 +276,22 @@ def _module_call(module: torch.nn.Module, optimize: Optimize) -> Callable[..., A
     else its class's `forward` where nn.Module's `__call__` would call only forward."""
     call = mro_lookup(type(module), "__call__")
     if call is not torch.nn.Module.__call__:
-        return types.MethodType(optimize(call, {}), module) if isinstance(call, types.FunctionType) else None
+        return types.MethodType(optimize(call, {}), module) if _optimizable(call) else None
     forward = mro_lookup(type(module), "forward")
-    if not isinstance(forward, types.FunctionType) or "forward" in module.__dict__:
+    if not _optimizable(forward) or "forward" in module.__dict__:
         return None
     return ModuleCall(module, optimize(forward, {}))
+
+
+def _optimizable(fn: Any) -> bool:
+    """A plain function pdyn's hook can wrap: not a generator or coroutine, and parameters a
+    signature can spell (a comprehension's `.0` is none)."""
+    if not isinstance(fn, types.FunctionType) or fn.__code__.co_flags & NOT_FRAMES:
+        return False
+    code = fn.__code__
+    count = code.co_argcount + code.co_kwonlyargcount + bool(code.co_flags & inspect.CO_VARARGS) \
+        + bool(code.co_flags & inspect.CO_VARKEYWORDS)
+    return all(name.isidentifier() for name in code.co_varnames[:count])
 
 
 class ModuleCall:

@@ -7,11 +7,15 @@ from __future__ import annotations
 
 import functools
 
+import pytest
 import torch
 
 import pdyn
 from tests.break_counts import by_code, compiles_by_code
 from tests.helpers import check_calls
+
+# an internal error (pdyn runs the code eagerly and warns) fails the test
+pytestmark = pytest.mark.filterwarnings("error:pdyn")
 
 X, Y = torch.randn(3), torch.randn(3)
 CALLS = [(X, Y), (X + 1, Y), (X, Y * 2)]     # same sizes: one compile per code object

@@ -9,12 +9,16 @@ from __future__ import annotations
 import io
 import math
 
+import pytest
 import torch
 
 import pdyn
 from pdyn.sources import ItemSource, LocalSource, SizeSource
 from tests.break_counts import by_code, compiles_by_code
 from tests.helpers import check_calls
+
+# an internal error (pdyn runs the code eagerly and warns) fails the test
+pytestmark = pytest.mark.filterwarnings("error:pdyn")
 
 SINK = io.StringIO()
 ONCE = (1, 1, 0), (1, 0, 0)   # the function: one compile that breaks; its resume function: one compile
