@@ -105,7 +105,10 @@ def _resume_entry(e: Unsupported, tx: InstructionTranslator, inst: Instruction, 
     values = [_stack_value(codegen, vt, kind) for vt, kind in zip(tx.stack, kinds)]
     if e.in_call is not None and inst.opname in ("CALL", "CALL_FUNCTION_EX"):
         at = len(values) - taken + (kinds[len(values) - taken] == "null")
-        values[at] = _optimized_callee(codegen, tx.stack[at], optimize) or values[at]
+        args = _call_arguments(inst, tx.stack[at + 1:])
+        sizes = lambda fn, first: _callee_sizes(tx, fn, first, args)  # noqa: E731
+        values[at] = _optimized_callee(codegen, tx.stack[at], lambda fn, first=None: optimize(fn, sizes(fn, first))) \
+            or values[at]
     split = len(values) - taken
     below = [v for v in values[:split] if v is not None]
     below_vts = [vt for vt, kind in zip(tx.stack[:split], kinds[:split]) if kind != "null"]
@@ -212,14 +215,55 @@ def _parent_sizes(tx: InstructionTranslator, arg_names: list[str],
     """Each size a resume function receives that is one of this frame's input sizes: its own
     SizeSource (`L['y'].size(0)`, `L['shape'][1]`) -> this frame's (`L['x'].size(0)`), for the
     recompile policy; sizes inside tuples, lists, dicts and objects made in the trace included."""
+    return _origins(tx, [(LocalSource(name), vt) for name, vt in zip(arg_names, trackers)])
+
+
+def _origins(tx: InstructionTranslator, received: list[tuple[Source, Any]]) -> dict[SizeSource, SizeSource]:
     env = tx.ctx.shape_env
     out: dict[SizeSource, SizeSource] = {}
-    for name, vt in zip(arg_names, trackers):
-        for own, size in _sizes_in(vt, LocalSource(name), depth=4):
+    for source, vt in received:
+        for own, size in _sizes_in(vt, source, depth=4):
             expr = env.simplify(size)
             if isinstance(expr, sympy.Symbol) and env.origins.get(expr):
                 out[own] = env.origins[expr][0]
     return out
+
+
+def _call_arguments(inst: Instruction, rest: list[VariableTracker]) -> tuple[list[Any], dict[str, Any]] | None:
+    """(positional, keyword) argument trackers of the call `inst` over the stack above the callee
+    (a method's `self` first); None where they are not known one by one."""
+    if inst.opname == "CALL":
+        cut = len(rest) - len(inst.kw_names)
+        return list(rest[:cut]), dict(zip(inst.kw_names, rest[cut:]))
+    args, kwargs = rest[0], rest[1] if len(rest) > 1 else None
+    if not isinstance(args, (TupleVariable, ListVariable)) or \
+            not (kwargs is None or isinstance(kwargs, DictVariable) and all(type(k) is str for k in kwargs.items)):
+        return None
+    return list(args.items), dict(kwargs.items) if kwargs is not None else {}
+
+
+def _callee_sizes(tx: InstructionTranslator, fn: types.FunctionType, first: VariableTracker | None,
+                  args: tuple[list[Any], dict[str, Any]] | None) -> dict[SizeSource, SizeSource]:
+    """A callee's sizes (`L['h'].size(0)`, `L['args'][0].size(1)`) -> this frame's, by binding the
+    call's argument trackers to its parameters as the call will."""
+    if args is None:
+        return {}
+    positional, keywords = args
+    signature = inspect.signature(fn, follow_wrapped=False)
+    try:
+        bound = signature.bind(*([first] if first is not None else []), *positional, **keywords)
+    except TypeError:
+        return {}
+    received: list[tuple[Source, Any]] = []
+    for name, value in bound.arguments.items():
+        kind = signature.parameters[name].kind
+        if kind is inspect.Parameter.VAR_POSITIONAL:
+            received += [(ItemSource(LocalSource(name), i), v) for i, v in enumerate(value)]
+        elif kind is inspect.Parameter.VAR_KEYWORD:
+            received += [(ItemSource(LocalSource(name), k), v) for k, v in value.items()]
+        else:
+            received.append((LocalSource(name), value))
+    return _origins(tx, received)
 
 
 def _sizes_in(vt: VariableTracker | None, source: Source, depth: int) -> list[tuple[SizeSource, Any]]:
@@ -241,7 +285,7 @@ def _sizes_in(vt: VariableTracker | None, source: Source, depth: int) -> list[tu
 
 
 def _optimized_callee(codegen: ResumeCodegen, vt: VariableTracker,
-                      optimize: Optimize) -> str | None:
+                      optimize: Callable[..., Any]) -> str | None:
     """The callable a break inside an inlined call calls instead of the callee: the same call with
     the callee's own code optimized on its own (so its code around its break is compiled); None to
     call it as it is."""
@@ -249,17 +293,17 @@ def _optimized_callee(codegen: ResumeCodegen, vt: VariableTracker,
     if isinstance(vt, UserMethodVariable):
         method_of, vt = vt.obj, vt.fn
     if isinstance(vt, NNModuleVariable):
-        module_call = _module_call(vt.value, optimize)
+        module_call = _module_call(vt.value, lambda fn: optimize(fn, vt))
         expr = None if module_call is None else f"{codegen.constant(module_call, 'module_call')}"
     elif isinstance(vt, UserObjectVariable) and not vt.is_fresh and vt.source is not None:
         call = mro_lookup(vt.cls, "__call__")  # `obj(...)` runs `type(obj).__call__(obj, ...)`
         if not _optimizable(call):
             return None
-        method_of, expr = vt, codegen.constant(optimize(call, {}), "callee")
+        method_of, expr = vt, codegen.constant(optimize(call, vt), "callee")
     elif isinstance(vt, UserFunctionVariable) and isinstance(vt.value, types.FunctionType):
         if not _optimizable(vt.value):
             return None
-        expr = codegen.constant(optimize(vt.value, {}), "callee")
+        expr = codegen.constant(optimize(vt.value, method_of), "callee")
     else:
         return None
     if expr is None:
@@ -271,16 +315,16 @@ def _optimized_callee(codegen: ResumeCodegen, vt: VariableTracker,
     return name
 
 
-def _module_call(module: torch.nn.Module, optimize: Optimize) -> Callable[..., Any] | None:
+def _module_call(module: torch.nn.Module, optimize: Callable[[Any], Any]) -> Callable[..., Any] | None:
     """`module(...)` with the code its `__call__` runs optimized: a Python `__call__` of its class,
     else its class's `forward` where nn.Module's `__call__` would call only forward."""
     call = mro_lookup(type(module), "__call__")
     if call is not torch.nn.Module.__call__:
-        return types.MethodType(optimize(call, {}), module) if _optimizable(call) else None
+        return types.MethodType(optimize(call), module) if _optimizable(call) else None
     forward = mro_lookup(type(module), "forward")
     if not _optimizable(forward) or "forward" in module.__dict__:
         return None
-    return ModuleCall(module, optimize(forward, {}))
+    return ModuleCall(module, optimize(forward))
 
 
 def _optimizable(fn: Any) -> bool:

@@ -208,3 +208,22 @@ def test_values_of_other_types_cross():
     run(f, [(torch.randn(3),)] * 3)
     name = "test_values_of_other_types_cross.<locals>.f"
     assert compiles_by_code() == {name: ONCE[0], f"{name}.<resume 1>": ONCE[1]}
+
+
+def _helper(a, *rest, scale):
+    print("break", file=SINK)
+    return a * scale + rest[0].sum()
+
+
+def test_a_callee_a_break_calls_knows_its_callers_sizes():
+    def f(x, h):
+        return _helper(x, *[h], scale=x.size(1)) * 2
+
+    opt = run(f, [(torch.randn(3, 4), torch.randn(5))])
+    callee = [frame for frame in _resume_frames(opt) if frame.code is _helper.__code__]
+    assert len(callee) == 1
+    x, h = LocalSource("x"), LocalSource("h")
+    assert callee[0].inherited.parent_of == {
+        SizeSource(LocalSource("a"), 0): SizeSource(x, 0), SizeSource(LocalSource("a"), 1): SizeSource(x, 1),
+        SizeSource(ItemSource(LocalSource("rest"), 0), 0): SizeSource(h, 0),
+        SizeSource(LocalSource("scale"), None): SizeSource(x, 1)}
