@@ -179,7 +179,7 @@ class Frame:
         if CACHES.get((self.code, self.backend)) is not self.cache:
             private = self.cache.private
             cache = private.setdefault(fn.__code__, CodeCache(fn.__code__, private=private))
-        inherited = InheritedSizes(sizes, self.cache.history) if sizes else None
+        inherited = InheritedSizes(sizes, self.cache.history, self.inherited) if sizes else None
         return make_wrapper(Frame(fn, self.backend, self.config, self.fullgraph, cache, self.dynamic,
                                   caller=self.call_original.__module__, inherited=inherited), nesting_limit=NESTING_LIMIT)
 
