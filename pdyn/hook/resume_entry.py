@@ -105,10 +105,9 @@ def _resume_entry(e: Unsupported, tx: InstructionTranslator, inst: Instruction, 
     values = [_stack_value(codegen, vt, kind) for vt, kind in zip(tx.stack, kinds)]
     if e.in_call is not None and inst.opname in ("CALL", "CALL_FUNCTION_EX"):
         at = len(values) - taken + (kinds[len(values) - taken] == "null")
-        args = _call_arguments(inst, tx.stack[at + 1:])
-        sizes = lambda fn, first: _callee_sizes(tx, fn, first, args)  # noqa: E731
-        values[at] = _optimized_callee(codegen, tx.stack[at], lambda fn, first=None: optimize(fn, sizes(fn, first))) \
-            or values[at]
+        call_args = _call_arguments(inst, tx.stack[at + 1:])
+        optimize_callee = lambda fn, first=None: optimize(fn, _callee_sizes(tx, fn, first, call_args))  # noqa: E731
+        values[at] = _optimized_callee(codegen, tx.stack[at], optimize_callee) or values[at]
     split = len(values) - taken
     below = [v for v in values[:split] if v is not None]
     below_vts = [vt for vt, kind in zip(tx.stack[:split], kinds[:split]) if kind != "null"]
