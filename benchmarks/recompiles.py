@@ -11,6 +11,7 @@ workload is called once per size in its list; each cell counts the graphs handed
 
 from __future__ import annotations
 
+import io
 import math
 import time
 from typing import Any, Callable
@@ -75,6 +76,54 @@ def norm_linear(x, w):
     return F.linear(F.layer_norm(x, (x.size(-1),)), w)
 
 
+# -- graph breaks: values that cross a break (a print to a buffer: both frontends break on it) -------
+
+SINK = io.StringIO()
+
+
+def size_crosses_break(x):
+    new = x.size()[:-1] + (4, 8)
+    print("break", file=SINK)
+    return x.view(*new)
+
+
+def range_after_break(x):
+    y = x * 2
+    print("break", file=SINK)
+    for _ in range(x.size(0)):
+        y = y + 1
+    return y
+
+
+def int_crosses_break(x):
+    n = x.size(0) * 2
+    print("break", file=SINK)
+    return x.new_zeros(n) + n
+
+
+def iterator_crosses_break(x, y):
+    it = iter((x, y))
+    a = next(it)
+    print("break", file=SINK)
+    return a + next(it)
+
+
+def _breaking_callee(x, scale):
+    x = x.sin()
+    print("break", file=SINK)
+    return x * scale
+
+
+def break_in_kwargs_callee(x):
+    return _breaking_callee(*(x,), **{"scale": 2.0}).relu()
+
+
+def sizes_in_list_cross_break(x, y):
+    shapes = [x.shape, y.shape]
+    print("break", file=SINK)
+    return x.reshape(shapes[1]).t() + y.reshape(shapes[0])
+
+
 W1, W2, WC, WL = torch.randn(16, 32), torch.randn(32, 8), torch.randn(4, 3, 3, 3), torch.randn(16, 16)
 SIZES = [3, 5, 8, 13, 21, 34]
 WORKLOADS: list[tuple[str, Callable[..., Any], Callable[[int], tuple]]] = [
@@ -90,6 +139,12 @@ WORKLOADS: list[tuple[str, Callable[..., Any], Callable[[int], tuple]]] = [
     ("attention over seq lens", attention, lambda n: tuple(torch.randn(2, n, 8) for _ in range(3))),
     ("masked mean over seq lens", masked_mean, lambda n: (torch.randn(2, n, 8), torch.rand(2, n) > 0.5)),
     ("layer_norm + linear", norm_linear, lambda n: (torch.randn(n, 16), WL)),
+    ("torch.Size crosses a break", size_crosses_break, lambda n: (torch.randn(2, n, 32),)),
+    ("range(x.size(0)) after a break", range_after_break, lambda n: (torch.randn(n, 3),)),
+    ("int crosses a break", int_crosses_break, lambda n: (torch.randn(n, 3),)),
+    ("iterator crosses a break", iterator_crosses_break, lambda n: (torch.randn(n), torch.randn(n))),
+    ("break in a **kwargs callee", break_in_kwargs_callee, lambda n: (torch.randn(n),)),
+    ("list of sizes crosses a break", sizes_in_list_cross_break, lambda n: (torch.randn(n, 3), torch.randn(3, n))),
 ]
 
 

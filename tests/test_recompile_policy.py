@@ -146,6 +146,16 @@ def test_a_resume_function_starts_with_the_sizes_its_parent_saw_changing_as_chan
     assert plan.decisions == ("L['pdyn_stack0'].size(0): changing in the parent frame (L['x'].size(0))",)
 
 
+def test_a_resume_function_of_a_resume_function_inherits_what_the_first_frame_saw_changing():
+    root = CodeHistory(changed={X0})
+    middle_own = SizeSource(LocalSource("pdyn_stack0"), 0)
+    middle = InheritedSizes({middle_own: X0}, root)       # the middle frame itself never saw it change
+    own = SizeSource(LocalSource("h"), 0)
+    inherited = InheritedSizes({own: middle_own}, CodeHistory(), middle)
+    assert decide(Config(), CodeHistory(), None, now(), inherited).changing == frozenset({own})
+    assert InheritedSizes({own: middle_own}, CodeHistory()).changing() == []
+
+
 def test_decide_reads_sizes_through_their_sources_whatever_the_key():
     """A dict key that is no literal (an enum member) is read, not evaluated as text."""
     import enum

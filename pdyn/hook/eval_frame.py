@@ -263,7 +263,7 @@ class Frame:
         if CACHES.get((self.code, self.backend)) is not self.cache:
             private = self.cache.private
             cache = private.setdefault(fn.__code__, CodeCache(fn.__code__, private=private))
-        inherited = InheritedSizes(sizes, self.cache.history) if sizes else None
+        inherited = InheritedSizes(sizes, self.cache.history, self.inherited) if sizes else None
         frame = Frame(fn, self.backend, self.config, self.fullgraph, cache, self.dynamic,
                       caller=self.call_original.__module__, inherited=inherited)
         if frame.cache is not self.cache and all(c is not frame.cache for c in self.cache.children):

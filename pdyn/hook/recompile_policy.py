@@ -51,10 +51,15 @@ class InheritedSizes:
 
     parent_of: dict[SizeSource, SizeSource]
     parent: CodeHistory
+    grandparent: InheritedSizes | None = None   # what the parent knows of its own parent, and so on
 
     def changing(self) -> list[SizeSource]:
-        """This frame's sizes whose parent size the parent has seen changing."""
-        return [own for own, parent in self.parent_of.items() if parent in self.parent.changed]
+        """This frame's sizes whose parent size the parent, or a frame it inherits from, has seen
+        changing (a resume function of a resume function, a callee's resume function)."""
+        changed = set(self.parent.changed)
+        if self.grandparent is not None:
+            changed |= set(self.grandparent.changing())
+        return [own for own, parent in self.parent_of.items() if parent in changed]
 
 
 def decide(config: Config, history: CodeHistory, dynamic: bool | None,

@@ -18,7 +18,7 @@ from pdyn.base.errors import InternalError, Unsupported
 from pdyn.sources import Source
 from pdyn.shapes.shape_env import to_python
 from pdyn.trace.variables.base import VariableTracker
-from pdyn.trace.variables.containers import IteratorVariable
+from pdyn.trace.variables.containers import IteratorVariable, ListVariable
 from pdyn.trace.variables.cell import CellVariable
 from pdyn.trace.variables.functions import UserFunctionVariable, UserMethodVariable
 from pdyn.trace.variables.symint import SymIntVariable
@@ -81,6 +81,7 @@ class ResumeCodegen(FrameCodegen):
         super().__init__()
         self._symbols: set[str] = set()
         self.cells: dict[int, str] = {}   # id of a CellVariable -> the name of its cell in the frame code
+        self.written_lists: set[int] = set()   # ids of the ListVariables whose writes replay after the graph
 
     def reconstruct(self, vt: VariableTracker) -> str:
         if isinstance(vt, SymIntVariable) and not vt.is_python_constant():
@@ -92,7 +93,7 @@ class ResumeCodegen(FrameCodegen):
         if isinstance(vt, UserMethodVariable):
             return f"{self.constant(types.MethodType, 'MethodType')}({self.reconstruct(vt.fn)}, {self.reconstruct(vt.obj)})"
         if isinstance(vt, IteratorVariable):
-            raise Unsupported("reconstruct", "pdyn cannot rebuild an iterator held anywhere but on the stack")
+            return self.iterator(vt)
         try:
             return vt.reconstruct(self)
         except Unsupported:
@@ -125,6 +126,16 @@ class ResumeCodegen(FrameCodegen):
             self.lines.append(f"{name}.__kwdefaults__ = {{{items}}}")
         return name
 
+    def iterator(self, vt: IteratorVariable) -> str:
+        """A real iterator at the trace's position, made once (aliases of it stay one iterator): over
+        a list the trace reads live, that list's own iterator moved on; else one over the items left."""
+        if isinstance(vt.items, ListVariable):
+            if id(vt.items) in self.written_lists:  # its items change after the graph: the position would not
+                raise Unsupported("reconstruct", "pdyn cannot rebuild an iterator over a list the trace changed")
+            return self.once(vt, f"{self.constant(iterator_at, 'iterator_at')}({self.reconstruct(vt.items)}, "
+                                 f"{vt.index})")
+        return self.once(vt, f"iter({self.remaining(vt)})")
+
     def remaining(self, vt: Any) -> str:
         """The items an iterator on the stack has left, as a list (the code it goes to iterates it)."""
         items = vt.items.items if hasattr(vt.items, "items") else vt.items
@@ -147,6 +158,14 @@ class ResumeCodegen(FrameCodegen):
         text = to_python(expr)
         kind = "int" if vt.python_type() is int else "float" if vt.python_type() is float else "bool"
         return f"{kind}({text})"
+
+
+def iterator_at(items: list[Any], index: int) -> Any:
+    """`iter(items)` moved on by `index` items."""
+    it = iter(items)
+    if index:
+        it.__setstate__(index)
+    return it
 
 
 REBUILT_BY_IDENTITY = (types.FunctionType, types.BuiltinFunctionType, types.ModuleType, type,

@@ -121,11 +121,15 @@ def test_float_and_string_are_constants_guarded_by_value():
     assert [(g.source, g.value) for g in guards(tx)] == [(X, 0.5), (LocalSource("act"), "relu")]
 
 
-def test_torch_size_is_a_size_of_constants_guarded_by_value():
+def test_torch_size_is_a_tuple_of_sizes_guarded_by_type_and_length():
     tx = tracer()
-    vt = wrap(tx, torch.Size([2, 3]), X)
-    assert isinstance(vt, SizeVariable) and vt.as_python_constant() == torch.Size([2, 3])
-    assert isinstance(guards(tx)[0], EqualsGuard)
+    vt = wrap(tx, torch.Size([1, 3]), X)
+    assert isinstance(vt, SizeVariable) and vt.python_type() is torch.Size
+    one, three = vt.items
+    assert one.as_python_constant() == 1    # 0 and 1 stay constants, as int inputs do
+    assert isinstance(three, SymIntVariable) and not three.is_python_constant()
+    assert [type(g).__name__ for g in guards(tx)] == ["LenGuard", "EqualsGuard", "TypeGuard"]
+    assert guards(tx)[0].type is torch.Size and guards(tx)[0].length == 2
 
 
 def test_module_is_guarded_by_identity():

@@ -103,8 +103,10 @@ def _wrap_tensor(tx: Tracer, value: torch.Tensor, source: Source) -> VariableTra
 
 
 def _wrap_size(tx: Tracer, value: torch.Size, source: Source) -> VariableTracker:
-    _guard(tx, EqualsGuard, source, value)
-    return SizeVariable([ConstantVariable(v) for v in value], source)
+    """A torch.Size is a tuple of sizes: each an int input, symbolic until Python reads it (a size
+    that crossed a graph break stays a size)."""
+    _guard(tx, LenGuard, source, torch.Size, len(value))
+    return SizeVariable([wrap(tx, v, ItemSource(source, i)) for i, v in enumerate(value)], source)
 
 
 def _wrap_int(tx: Tracer, value: int, source: Source) -> VariableTracker:
