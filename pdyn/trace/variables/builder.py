@@ -20,7 +20,8 @@ from pdyn.guards.guards import AliasGuard, DictKeysGuard, EqualsGuard, IdGuard, 
 from pdyn.sources import AttrSource, ItemSource, LocalSource, Source
 from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.builtins import RULES, BuiltinVariable, ClassVariable
-from pdyn.trace.variables.constant import CONSTANT_TYPES, ConstantVariable, ObjectConstantVariable, is_constant_value
+from pdyn.trace.variables.constant import (CONSTANT_TYPES, ConstantVariable, ObjectConstantVariable, is_constant_value,
+                                           is_identity_key)
 from pdyn.trace.variables.context_managers import ContextClassVariable, context_object, is_context_class, is_context_object
 from pdyn.trace.variables.environ import EnvironVariable
 from pdyn.trace.variables.containers import DictVariable, ListVariable, SetVariable, SizeVariable, TupleVariable
@@ -128,8 +129,9 @@ def _wrap_sequence(tx: Tracer, value: tuple[Any, ...] | list[Any], source: Sourc
 
 
 def _wrap_dict(tx: Tracer, value: dict[Any, Any], source: Source) -> VariableTracker:
-    if not all(is_constant_value(k) for k in value):
-        raise Unsupported("dict_keys", f"pdyn needs constant keys in dict {source}", loc=tx.loc())
+    if not all(is_constant_value(k) or is_identity_key(k) for k in value):
+        raise Unsupported("dict_keys", f"pdyn needs constant keys or keys compared by identity in dict {source}",
+                          loc=tx.loc())
     _guard(tx, DictKeysGuard, source, type(value), tuple(value))
     return DictVariable({k: wrap(tx, v, ItemSource(source, k)) for k, v in value.items()}, source, type(value))
 
