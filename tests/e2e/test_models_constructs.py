@@ -175,3 +175,17 @@ def test_a_key_read_from_an_argument_is_pinned_by_identity():
 
     check_calls(f, (torch.ones(2), typing.Optional[int]), (torch.ones(2), list[int]),
                 (torch.ones(2), typing.Union[int, str]), (torch.ones(2), tuple[int]), compiles=4)
+
+
+def test_a_list_of_ints_in_an_index_keeps_the_other_dims_dynamic():
+    """Falcon's `fused_qkv[..., [-2], :]`: a list of ints indexes as a 1-d tensor; the batch stays
+    symbolic (one compile over four batch sizes) and each value is guarded in range of its dim."""
+    def f(x):
+        return x[..., :-2, :], x[..., [-2], :], x[..., [-1, 0], :], x[[0, -1]], x[:, [1], [2, 0]]
+
+    check_calls(f, *[(torch.randn(b, 5, 6, 4),) for b in (2, 3, 4, 5)], compiles=1)
+
+
+def test_a_list_index_out_of_range_raises_as_eager():
+    check_calls(lambda x: x[:, [7]] * 2, (torch.randn(2, 8),), (torch.randn(3, 9),), (torch.randn(2, 7),),
+                compiles=2)
