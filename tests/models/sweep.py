@@ -16,15 +16,15 @@ import time
 import traceback
 
 from tests.models.cases import INFERENCE
-from tests.models.harness import CALLS, ModelCase, first_breaks, run_inference
-from tests.models.wide_cases import WIDE
+from tests.models.harness import ModelCase, first_breaks, run_inference
+from tests.models.wide_cases import WIDE, WIDE_CALLS
 
 
 def sweep_one(case: ModelCase) -> tuple[str, str]:
     """(the row, the detail to print under it: break reasons or the error)."""
     start = time.perf_counter()
     try:
-        report = run_inference(case)
+        report = run_inference(case, WIDE_CALLS)
         error = None
     except Exception as e:  # a mismatch or an error is one row of the table, not the sweep's end
         report, error = None, e
@@ -36,7 +36,7 @@ def sweep_one(case: ModelCase) -> tuple[str, str]:
     whole = (report.first_graphs, report.first_breaks, report.first_fallbacks) == (1, 0, 0) and report.compiles <= 2
     row = (f"{case.name:<26}{report.first_graphs:>7}{report.first_breaks:>7}{report.first_fallbacks:>10}"
            f"{report.compiles:>9}  {'ok' if whole else 'part':<6}{seconds:>7.1f}")
-    batch, seq = CALLS[0]
+    batch, seq = WIDE_CALLS[0]
     return row, "" if whole else first_breaks(case.build(), case.inputs(batch, seq, 0))
 
 
