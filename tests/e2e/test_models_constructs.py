@@ -189,3 +189,18 @@ def test_a_list_of_ints_in_an_index_keeps_the_other_dims_dynamic():
 def test_a_list_index_out_of_range_raises_as_eager():
     check_calls(lambda x: x[:, [7]] * 2, (torch.randn(2, 8),), (torch.randn(3, 9),), (torch.randn(2, 7),),
                 compiles=2)
+
+
+@torch.jit.script
+def _scripted_scale(x: torch.Tensor, n: int) -> torch.Tensor:
+    return x * n + 1
+
+
+def test_a_torch_jit_script_function_is_traced_as_its_python_function():
+    """DeBERTa-v2 in transformers 4.x/5.17 calls @torch.jit.script helpers: the Python function torch
+    keeps for frontends (`_torchdynamo_inline`) is inlined, with the sizes symbolic."""
+    def f(x):
+        return _scripted_scale(x.sin(), x.size(1))
+
+    optimized = check_calls(f, (torch.randn(2, 3),), (torch.randn(4, 5),), (torch.randn(3, 6),), compiles=1)
+    assert pdyn.stats(optimized)["graph_breaks"] == 0

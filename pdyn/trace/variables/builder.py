@@ -75,6 +75,10 @@ def _guard(tx: Tracer, guard_type: Callable[..., Any], source: Source, *args: An
 def _wrap(tx: Tracer, value: Any, source: Source) -> VariableTracker:
     """Dispatch on the value's exact type, then on the first base class listed, else a user object."""
     kind = type(value)
+    if kind is torch.jit.ScriptFunction and hasattr(value, "_torchdynamo_inline"):
+        # torch.jit.script keeps the Python function it compiled for frontends to trace instead
+        _guard(tx, IdGuard, source, value)
+        return wrap(tx, value._torchdynamo_inline, AttrSource(source, "_torchdynamo_inline"))
     fn = WRAP_BY_TYPE.get(kind)
     if fn is None:
         fn = next((fn for base, fn in WRAP_BY_BASE if isinstance(value, base)), _wrap_object)
@@ -222,6 +226,8 @@ def _has_rule(value: Any) -> bool:
 def wrap_constant_result(value: Any) -> VariableTracker:
     """The tracker for a value made during the trace, which needs no guard."""
     kind = type(value)
+    if kind is torch.jit.ScriptFunction and hasattr(value, "_torchdynamo_inline"):
+        return wrap_constant_result(value._torchdynamo_inline)
     if kind is torch.Size:
         return SizeVariable([ConstantVariable(v) for v in value])
     if (is_constant_value(value) and kind not in (tuple, frozenset)) or kind is types.CodeType:
