@@ -256,7 +256,16 @@ def test_conv2d_output_is_a_formula_of_the_input():
 def test_unknown_op_has_no_rule():
     env = ShapeEnv()
     assert infer_sizes(env, torch.nonzero, (sym_tensor(env, (3,), "x"),), {}, None) is None
-    assert infer_sizes(env, operator.getitem, (sym_tensor(env, (3,), "x"), [0, 1]), {}, None) is None
+    assert infer_sizes(env, operator.getitem, (sym_tensor(env, (3,), "x"), [True, False, True]), {}, None) is None
+    assert infer_sizes(env, operator.getitem, (sym_tensor(env, (3,), "x"), [[0], [1]]), {}, None) is None
+
+
+def test_a_list_of_ints_indexes_as_a_1d_tensor():
+    env = ShapeEnv()
+    x = sym_tensor(env, (3, 4, 5), "x")
+    assert infer_sizes(env, operator.getitem, (x, [0, 1]), {}, None) == [(2, x.sizes[1], x.sizes[2])]
+    assert infer_sizes(env, operator.getitem, (x, (Ellipsis, [-1], slice(None))), {}, None) == \
+        [(x.sizes[0], 1, x.sizes[2])]
 
 
 @pytest.mark.parametrize("target", [torch.sum, "sum"])

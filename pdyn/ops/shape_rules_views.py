@@ -379,15 +379,26 @@ def index_sizes(c: OpCall, x: SymTensor, index: Any) -> Sizes | None:
     return tuple(out)
 
 
+def _int_list(it: Any) -> bool:
+    """A non-empty list of Python ints in an index: torch indexes with it as a 1-d int64 tensor."""
+    return type(it) is list and bool(it) and all(type(v) is int for v in it)
+
+
 def _is_index_item(it: Any) -> bool:
-    return it is None or it is Ellipsis or isinstance(it, slice) or isinstance(it, SymTensor) or is_size(it)
+    return (it is None or it is Ellipsis or isinstance(it, slice) or isinstance(it, SymTensor) or is_size(it)
+            or _int_list(it))
+
+
+def _index_shape(it: Any) -> Sizes:
+    return it.sizes if isinstance(it, SymTensor) else (sympy.Integer(len(it)),)
 
 
 def advanced_index_sizes(c: OpCall, x: SymTensor, index: Any) -> Sizes | None:
     """Sizes of `x[index]` where some items are integer tensors, as torch computes them: ints
     select first (their dims go), then the tensors broadcast together, and the broadcast shape
-    takes the place of the first tensor when the tensors are adjacent, else it goes first. None for
-    a bool mask (its size depends on the data), a 0-d tensor (torch reads its value) and lists."""
+    takes the place of the first tensor when the tensors are adjacent, else it goes first. A list of
+    ints is such a tensor (each value checked in range like an int index). None for a bool mask (its
+    size depends on the data), a 0-d tensor (torch reads its value) and other lists."""
     items = list(index) if isinstance(index, tuple) else [index]
     if not all(_is_index_item(it) for it in items) or items.count(Ellipsis) > 1:
         return None
@@ -415,9 +426,13 @@ def advanced_index_sizes(c: OpCall, x: SymTensor, index: Any) -> Sizes | None:
             parts.append(slice_size(c, size, it))
         elif isinstance(it, SymTensor):
             parts.append(None)
+        elif isinstance(it, list):
+            for v in it:
+                index_sizes(c, SymTensor((size,), x.dtype), v)
+            parts.append(None)
         else:  # an int selects: checked like a plain index, its dim goes
             index_sizes(c, SymTensor((size,), x.dtype), it)
-    shape = list(broadcast(c, *(it.sizes for it in items if isinstance(it, SymTensor))))
+    shape = list(broadcast(c, *(_index_shape(it) for it in items if isinstance(it, (SymTensor, list)))))
     at = [i for i, p in enumerate(parts) if p is None]
     basic = [p for p in parts if p is not None]
     if at == list(range(at[0], at[-1] + 1)):

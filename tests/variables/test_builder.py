@@ -2,6 +2,7 @@
 (pdyn/variables/builder.py)."""
 
 import collections
+import dataclasses
 import functools
 import math
 
@@ -27,6 +28,11 @@ from pdyn.trace.variables.tensor import TensorUnboundMethodVariable, TensorVaria
 from pdyn.trace.variables.torch import PythonModuleVariable, TorchFunctionVariable
 
 X = LocalSource("x")
+
+
+@dataclasses.dataclass(frozen=True)
+class ValueKey:
+    n: int
 
 
 def noop(x):
@@ -174,10 +180,21 @@ def test_ordered_dict_keeps_its_type():
     assert guards(tx)[0].type is collections.OrderedDict
 
 
-def test_dict_with_a_non_constant_key_is_unsupported():
+def test_dict_with_a_key_compared_by_value_is_unsupported():
+    """A key with its own `==` (a frozen dataclass, a tensor) is neither a constant nor pinned by identity."""
     with pytest.raises(Unsupported) as error:
-        wrap(tracer(), {object(): 1}, X)
+        wrap(tracer(), {ValueKey(1): 1}, X)
     assert error.value.key == "dict_keys"
+    with pytest.raises(Unsupported):
+        wrap(tracer(), {torch.ones(1): 1}, X)
+
+
+def test_dict_keyed_by_classes_and_identity_objects_is_guarded_by_its_keys():
+    tx, marker = tracer(), object()
+    vt = wrap(tx, {int: 1.5, marker: 2.5}, X)
+    assert isinstance(vt, DictVariable) and list(vt.items) == [int, marker]
+    (guard,) = [g for g in tx.ctx.guards if isinstance(g, DictKeysGuard)]
+    assert guard.keys == (int, marker)
 
 
 def test_same_list_under_two_names_is_one_tracker_and_an_alias_guard():

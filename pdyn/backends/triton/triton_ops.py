@@ -118,7 +118,7 @@ FLOAT_OPS = frozenset({
     "tanh", "gelu", "gelu_tanh", "silu", "pow", "log1p", "expm1", "reciprocal", "truediv",
     "floordiv_float", "mod_float", "truncdiv_float"})
 INTEGER_OPS = frozenset({"and", "or", "xor", "invert", "floordiv_int", "mod_int", "truncdiv_int"})
-NUMBER_OPS = frozenset({"relu", "neg", "sign"})  # not on bool (the templates subtract)
+NUMBER_OPS = frozenset({"relu", "neg", "sign", "sub"})  # not on bool (torch and numpy refuse bool subtraction)
 BOOL_RESULT_OPS = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "not", "isnan"})
 
 

@@ -88,6 +88,12 @@ class VariableTracker:
     def truth(self, tx: Tracer) -> bool:
         if self.is_python_constant():
             return bool(self.as_python_constant())
+        try:
+            kind: type | None = self.python_type()
+        except Unsupported:
+            kind = None
+        if kind is not None and not hasattr(kind, "__bool__") and not hasattr(kind, "__len__"):
+            return True  # object's truth: a function, a class's instance without either method
         raise Unsupported("truth", f"pdyn cannot decide the truth of {type(self).__name__} at trace time")
 
     def reconstruct(self, codegen: FrameCodegen) -> str:

@@ -20,7 +20,8 @@ from pdyn.guards.guards import AliasGuard, DictKeysGuard, EqualsGuard, IdGuard, 
 from pdyn.sources import AttrSource, ItemSource, LocalSource, Source
 from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.builtins import RULES, BuiltinVariable, ClassVariable
-from pdyn.trace.variables.constant import CONSTANT_TYPES, ConstantVariable, ObjectConstantVariable, is_constant_value
+from pdyn.trace.variables.constant import (CONSTANT_TYPES, ConstantVariable, ObjectConstantVariable, is_constant_value,
+                                           is_identity_key)
 from pdyn.trace.variables.amp_modes import AUTOCAST_TYPES, amp_object
 from pdyn.trace.variables.collections_more import wrap_defaultdict, wrap_deque
 from pdyn.trace.variables.numpy_values import NumpyVariable, is_numpy, wrap_numpy
@@ -78,6 +79,10 @@ def _guard(tx: Tracer, guard_type: Callable[..., Any], source: Source, *args: An
 def _wrap(tx: Tracer, value: Any, source: Source) -> VariableTracker:
     """Dispatch on the value's exact type, then on the first base class listed, else a user object."""
     kind = type(value)
+    if kind is torch.jit.ScriptFunction and hasattr(value, "_torchdynamo_inline"):
+        # torch.jit.script keeps the Python function it compiled for frontends to trace instead
+        _guard(tx, IdGuard, source, value)
+        return wrap(tx, value._torchdynamo_inline, AttrSource(source, "_torchdynamo_inline"))
     fn = WRAP_BY_TYPE.get(kind)
     if fn is None and is_numpy(value):
         fn = wrap_numpy
@@ -136,8 +141,9 @@ def _wrap_sequence(tx: Tracer, value: tuple[Any, ...] | list[Any], source: Sourc
 
 
 def _wrap_dict(tx: Tracer, value: dict[Any, Any], source: Source) -> VariableTracker:
-    if not all(is_constant_value(k) for k in value):
-        raise Unsupported("dict_keys", f"pdyn needs constant keys in dict {source}", loc=tx.loc())
+    if not all(is_constant_value(k) or is_identity_key(k) for k in value):
+        raise Unsupported("dict_keys", f"pdyn needs constant keys or keys compared by identity in dict {source}",
+                          loc=tx.loc())
     _guard(tx, DictKeysGuard, source, type(value), tuple(value))
     return DictVariable({k: wrap(tx, v, ItemSource(source, k)) for k, v in value.items()}, source, type(value))
 
@@ -245,6 +251,8 @@ def _has_rule(value: Any) -> bool:
 def wrap_constant_result(value: Any) -> VariableTracker:
     """The tracker for a value made during the trace, which needs no guard."""
     kind = type(value)
+    if kind is torch.jit.ScriptFunction and hasattr(value, "_torchdynamo_inline"):
+        return wrap_constant_result(value._torchdynamo_inline)
     if kind is torch.Size:
         return SizeVariable([ConstantVariable(v) for v in value])
     if (is_constant_value(value) and kind not in (tuple, frozenset)) or kind is types.CodeType:

@@ -8,6 +8,7 @@ the builder. Operations on constants are folded.
 from __future__ import annotations
 
 import enum
+import types
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -36,6 +37,23 @@ def is_constant_value(value: Any) -> bool:
     if isinstance(value, (tuple, frozenset)):
         return all(is_constant_value(v) for v in value)
     return type(value) in CONSTANT_TYPES
+
+
+# Objects fixed for the program's life that pdyn can stand for at trace time (their trackers fold
+# attribute reads), so a dict key of these kinds is pinned by identity and may be iterated.
+FIXED_KEY_TYPES = (type, types.FunctionType, types.BuiltinFunctionType, types.ModuleType)
+
+
+def is_identity_key(value: Any) -> bool:
+    """A dict key that Python finds by identity (its class keeps object's `==` and hash, or it is a
+    class, function, builtin or module): the keys guard pins the very object, so a lookup with it is
+    exact. Tensors and nn.Modules are excluded (they have trackers of their own)."""
+    if isinstance(value, (torch.Tensor, torch.nn.Module)):
+        return False
+    if isinstance(value, FIXED_KEY_TYPES):
+        return True
+    kind = type(value)
+    return kind.__eq__ is object.__eq__ and kind.__hash__ is object.__hash__
 
 
 class ObjectConstantVariable(VariableTracker):

@@ -16,7 +16,8 @@ import torch
 from pdyn.base.errors import SourceLoc, Unsupported, UserException
 from pdyn.sources import Source
 from pdyn.trace.variables.base import VariableTracker
-from pdyn.trace.variables.constant import ConstantVariable
+from pdyn.guards.guards import IdGuard
+from pdyn.trace.variables.constant import FIXED_KEY_TYPES, ConstantVariable, is_constant_value, is_identity_key
 from pdyn.trace.variables.symint import SymIntVariable
 
 if TYPE_CHECKING:
@@ -36,6 +37,26 @@ def python_value(vt: VariableTracker, why: str, loc: SourceLoc | None = None) ->
     if isinstance(vt, SequenceVariable) and any(isinstance(i, SymIntVariable) for i in vt.items):
         return vt.python_type()(python_value(i, why, loc) for i in vt.items)
     return vt.as_python_constant()
+
+
+def key_tracker(tx: Tracer, key: Any) -> VariableTracker:
+    """The tracker of a dict key met by iterating: a constant, or a class/function/module (fixed for
+    the program's life); another object is pinned only by identity, so its attributes are unknown."""
+    if is_constant_value(key):
+        return ConstantVariable(key)
+    if isinstance(key, FIXED_KEY_TYPES):
+        return tx.wrap_constant(key)
+    raise Unsupported("dict_keys", f"pdyn cannot iterate over a dict key that is a {type(key).__name__} object")
+
+
+def _key(tx: Tracer, vt: VariableTracker) -> Any:
+    """A dict key's Python value: a constant, or an object read from the frame that the dict finds by
+    identity (`table.get(tp.__origin__)` with typing.Union): pinned by an IdGuard."""
+    value = getattr(vt, "value", None)
+    if not is_known(vt) and vt.source is not None and value is not None and is_identity_key(value):
+        tx.ctx.add_guard(IdGuard(vt.source, value, loc=tx.loc()))
+        return value
+    return _const(vt, "dict key")
 
 
 def _const(vt: VariableTracker, what: str) -> Any:
@@ -336,7 +357,7 @@ class DictVariable(VariableTracker):
             tx.ctx.side_effects.mutated(self)
 
     def iterate(self, tx: Tracer) -> list[VariableTracker]:
-        return [ConstantVariable(k) for k in self.items]
+        return [key_tracker(tx, k) for k in self.items]
 
     def getattr(self, tx: Tracer, name: str) -> VariableTracker:
         return container_getattr(self, name)
@@ -348,10 +369,10 @@ class DictVariable(VariableTracker):
         return ConstantVariable(len(self.items))
 
     def contains(self, tx: Tracer, item: VariableTracker) -> bool:
-        return _const(item, "dict key") in self.items
+        return _key(tx, item) in self.items
 
     def getitem(self, tx: Tracer, key: VariableTracker) -> VariableTracker:
-        k = _const(key, "dict key")
+        k = _key(tx, key)
         if k not in self.items:
             if hasattr(self.dict_type, "__missing__"):
                 raise Unsupported("dict_missing", f"pdyn cannot trace {self.dict_type.__name__}.__missing__")
@@ -360,11 +381,11 @@ class DictVariable(VariableTracker):
         return self.items[k]
 
     def setitem(self, tx: Tracer, key: VariableTracker, value: VariableTracker) -> None:
-        self.items[_const(key, "dict key")] = value
+        self.items[_key(tx, key)] = value
         self._mutate(tx)
 
     def delitem(self, tx: Tracer, key: VariableTracker) -> None:
-        k = _const(key, "dict key")
+        k = _key(tx, key)
         if k not in self.items:
             raise UserException(KeyError(k))
         del self.items[k]
@@ -374,7 +395,7 @@ class DictVariable(VariableTracker):
         if name in ("keys", "values", "items"):
             return DictViewVariable(self, name)
         if name == "get":
-            k = _const(args[0], "dict key")
+            k = _key(tx, args[0])
             return self.items.get(k, args[1] if len(args) > 1 else ConstantVariable(None))
         if name == "copy":
             return DictVariable(self.items, dict_type=self.dict_type)
@@ -389,12 +410,12 @@ class DictVariable(VariableTracker):
             self.setitem(tx, args[0], args[1])
             return ConstantVariable(None)
         if name == "setdefault":
-            k = _const(args[0], "dict key")
+            k = _key(tx, args[0])
             if k not in self.items:
                 self.setitem(tx, args[0], args[1] if len(args) > 1 else ConstantVariable(None))
             return self.items[k]
         if name == "pop":
-            k = _const(args[0], "dict key")
+            k = _key(tx, args[0])
             if k not in self.items and len(args) < 2:
                 raise UserException(KeyError(k))
             value = self.items.pop(k) if k in self.items else args[1]
@@ -441,10 +462,10 @@ class DictViewVariable(VariableTracker):
     def iterate(self, tx: Tracer) -> list[VariableTracker]:
         items = self.mapping.items
         if self.kind == "keys":
-            return [ConstantVariable(k) for k in items]
+            return [key_tracker(tx, k) for k in items]
         if self.kind == "values":
             return list(items.values())
-        return [TupleVariable([ConstantVariable(k), v]) for k, v in items.items()]
+        return [TupleVariable([key_tracker(tx, k), v]) for k, v in items.items()]
 
     def length(self, tx: Tracer) -> VariableTracker:
         return ConstantVariable(len(self.mapping.items))

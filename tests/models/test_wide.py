@@ -1,0 +1,14 @@
+"""The wider group of transformers architectures (tests/models/wide_cases.py), each checked the
+suite's way over a shorter sequence of (batch, seq) calls with padded masks: outputs equal eager on
+every call, one graph with no break on the first, `fullgraph=True` agrees, two compiles."""
+
+import pytest
+
+from tests.models.cases import WIDE_CAPTURED
+from tests.models.harness import check_inference
+from tests.models.wide_cases import WIDE_CALLS
+
+
+@pytest.mark.parametrize("case", WIDE_CAPTURED, ids=[case.name for case in WIDE_CAPTURED])
+def test_wide_model_is_captured_whole(case):
+    check_inference(case, calls=WIDE_CALLS)
