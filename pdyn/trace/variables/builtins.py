@@ -22,7 +22,8 @@ from pdyn.guards.guards import HasAttrGuard
 from pdyn.sources import AttrSource
 from pdyn.trace.variables.base import VariableTracker, fold
 from pdyn.trace.variables.semantics import contains
-from pdyn.trace.variables.stdlib import STDLIB_RULES, dict_items
+from pdyn.trace.variables.collections_more import dict_items
+from pdyn.trace.variables.stdlib import STDLIB_RULES
 from pdyn.trace.variables.symint import UNARY_SYMPY_OPS, SymIntVariable, sym_binary
 from pdyn.trace.variables.deleted import is_deleted
 from pdyn.trace.variables.constant import CONSTANT_TYPES, ConstantVariable, ObjectConstantVariable, is_constant_value

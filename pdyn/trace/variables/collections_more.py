@@ -183,14 +183,11 @@ class DequeVariable(SequenceVariable):
         return f"DequeVariable({self.items}, maxlen={self.maxlen})"
 
 
-def build_defaultdict(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
-    """`defaultdict(factory, *dict_args, **kwargs)`."""
-    factory = args[0] if args else NONE
-    if len(args) > 2:
-        raise UserException(TypeError(f"defaultdict expected at most 2 arguments, got {len(args)}"), tx.loc())
+def dict_items(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> dict[Any, VariableTracker]:
+    """The items `dict(*args, **kwargs)` would hold: a dict, or an iterable of pairs, then kwargs."""
     items: dict[Any, VariableTracker] = {}
-    if len(args) > 1:
-        source = args[1]
+    if args:
+        source = args[0]
         if isinstance(source, DictVariable):
             items.update(source.items)
         else:
@@ -198,7 +195,15 @@ def build_defaultdict(tx: Tracer, args: list[VariableTracker], kwargs: dict[str,
                 k, v = tx.iterate(pair)
                 items[python_value(k, "a dict key", tx.loc())] = v
     items.update(kwargs)
-    return DefaultDictVariable(factory, items)
+    return items
+
+
+def build_defaultdict(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    """`defaultdict(factory, *dict_args, **kwargs)`."""
+    factory = args[0] if args else NONE
+    if len(args) > 2:
+        raise UserException(TypeError(f"defaultdict expected at most 2 arguments, got {len(args)}"), tx.loc())
+    return DefaultDictVariable(factory, dict_items(tx, args[1:], kwargs))
 
 
 def build_deque(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from pdyn.base.errors import Unsupported, UserException
 from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.attr_delete import delete_attr
-from pdyn.trace.variables.collections_more import COLLECTION_RULES
+from pdyn.trace.variables.collections_more import COLLECTION_RULES, dict_items
 from pdyn.trace.variables.lazy_iterators import LAZY_RULES
 from pdyn.trace.variables.stdlib_more import MORE_RULES
 from pdyn.trace.variables.copying import deep_copy, shallow_copy
@@ -190,21 +190,6 @@ def _fromkeys(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, Variabl
     value = args[1] if len(args) > 1 else NONE  # one object under every key, as in Python
     keys = [python_value(k, "a dict key", tx.loc()) for k in tx.iterate(args[0])]
     return DictVariable({k: value for k in keys})
-
-
-def dict_items(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> dict[Any, VariableTracker]:
-    """The items `dict(*args, **kwargs)` would hold: a dict, or an iterable of pairs, then kwargs."""
-    items: dict[Any, VariableTracker] = {}
-    if args:
-        source = args[0]
-        if isinstance(source, DictVariable):
-            items.update(source.items)
-        else:
-            for pair in tx.iterate(source):
-                k, v = tx.iterate(pair)
-                items[python_value(k, "a dict key", tx.loc())] = v
-    items.update(kwargs)
-    return items
 
 
 @rule(collections.OrderedDict)
