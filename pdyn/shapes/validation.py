@@ -89,6 +89,8 @@ class ToZ3:
         if expr.is_Number:
             raise Untranslatable(f"a float {expr}")
         name = type(expr).__name__
+        if expr.func is sympy.Piecewise:
+            return self._piecewise(expr)
         args = [self(a) for a in expr.args]
         if expr.func is sympy.Add:
             return sum(args[1:], args[0])
@@ -132,14 +134,16 @@ class ToZ3:
             return z3.Or(*args)
         if expr.func is sympy.Not:
             return z3.Not(args[0])
-        if expr.func is sympy.Piecewise:
-            out = None
-            for value, cond in reversed(list(zip(args[0::2], args[1::2]))):
-                out = value if out is None else z3.If(cond, value, out)
-            return out
         if isinstance(expr, sym_float.TruncToInt) or type(expr) in sym_float.OPS:
             raise Untranslatable(f"a float op {name}")
         raise Untranslatable(f"no z3 rule for {name}")
+
+    def _piecewise(self, expr: sympy.Piecewise) -> Any:
+        out = None
+        for pair in reversed(expr.args):
+            value, cond = self(pair.expr), self(pair.cond)
+            out = value if out is None else self.z3.If(cond, value, out)
+        return out
 
 
 @dataclass
