@@ -281,3 +281,14 @@ def _range_facts(sym: sympy.Symbol, lo: float, hi: float) -> list[sympy.Basic]:
 def range_claim(sym: sympy.Symbol, lo: float, hi: float) -> sympy.Basic:
     """`lo <= sym <= hi` (the finite bounds) as one claim."""
     return sympy.And(*_range_facts(sym, lo, hi)) if (lo > -math.inf or hi < math.inf) else sympy.true
+
+
+def trace_facts(env: Any) -> tuple[list[Fact], dict[sympy.Symbol, Any]]:
+    """What a finished trace relied on about the sizes it was given (pins, equalities, guards), over
+    its symbols, and each symbol's first origin: `pdyn.debug.bisect` evaluates them on a call."""
+    facts = [Fact(sympy.Eq(s, spec.value, evaluate=False), spec.loc, f"{s} == {spec.value} ({spec.why})")
+             for s, spec in env.specialized.items()]
+    facts += [Fact(sympy.Eq(s, env.replacements[s], evaluate=False), None, f"{s} == {env.replacements[s]}")
+              for s in env.unified]
+    facts += [Fact(g.expr, g.loc, f"the guard {g.expr}") for g in env.guards]
+    return facts, {s: origins[0] for s, origins in env.origins.items() if origins}

@@ -311,6 +311,9 @@ class OutputGraph:
             result = data_sizes.data_rule(canonical(target).name, sym_args, sym_kwargs, static)
         agrees = result is not None and len(result) == len(outputs) and all(
             _agrees(env, sizes, fake) for sizes, fake in zip(result, static))
+        if env.validator is not None and result is not None and len(result) == len(outputs):
+            for what, defined, got in shape_definitions(canonical(target).name, tuple(sym_args), sym_kwargs, result):
+                env.validator.check_equal(f"the shape rule's {what}", defined, got, loc)
         if not symbolic:
             if result is not None and not agrees:
                 # NOTE: torch's fake kernels have been wrong in released versions (norm over a
@@ -320,9 +323,6 @@ class OutputGraph:
                                   f"{[tuple(t.shape) for t in outputs]}, pdyn's shape rule "
                                   f"{[tuple(str(d) for d in r) for r in result]}", loc=loc)
             return static
-        if env.validator is not None and result is not None and len(result) == len(outputs):
-            for what, defined, got in shape_definitions(canonical(target).name, tuple(sym_args), sym_kwargs, result):
-                env.validator.check_equal(f"the shape rule's {what}", defined, got, loc)
         if agrees:
             return result
         if result is not None and self.check_hints:
