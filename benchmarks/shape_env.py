@@ -1,7 +1,7 @@
 """How fast the ShapeEnv reasons as programs grow: 1,000 guards over 500 symbols, built, recorded
 (each a bool read with its hint evaluated), simplified after specializations, and printed as Python.
 
-    python benchmarks/shape_env.py
+    python benchmarks/shape_env.py [--validate]
 """
 
 import random
@@ -10,12 +10,14 @@ import time
 import sympy
 
 from pdyn.sources import LocalSource
-from pdyn.shapes.shape_env import ShapeEnv, SymbolOrigin, to_python
+from pdyn.shapes.shape_env import ShapeEnv, to_python
+from pdyn.shapes.validation import Validator
+from pdyn.sources import SizeSource as SymbolOrigin
 
 
-def main(n_symbols: int = 500, n_guards: int = 1000) -> None:
+def main(n_symbols: int = 500, n_guards: int = 1000, validate: bool = False) -> None:
     rng = random.Random(0)
-    env = ShapeEnv()
+    env = ShapeEnv(validator=Validator() if validate else None)
     start = time.perf_counter()
     syms = [env.create_symbol(rng.randint(2, 4096), SymbolOrigin(LocalSource(f"x{i // 4}"), i % 4))
             for i in range(n_symbols)]
@@ -55,4 +57,6 @@ def main(n_symbols: int = 500, n_guards: int = 1000) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    import sys
+
+    main(validate="--validate" in sys.argv)   # --validate: with translation validation (z3) on

@@ -149,3 +149,6 @@ def _code_of(fn: Any) -> Any:
     if isinstance(fn, torch.nn.Module):
         return type(fn).forward.__code__
     return getattr(fn, "__func__", fn).__code__
+
+
+from pdyn import debug  # noqa: E402  # pdyn.debug.bisect (imports the hook, so last)

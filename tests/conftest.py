@@ -1,9 +1,15 @@
 """Shared test setup: every test starts with pdyn's caches and counters empty; hypothesis draws the
-same examples on every run (HYPOTHESIS_PROFILE=explore draws new ones, to look for bugs)."""
+same examples on every run (HYPOTHESIS_PROFILE=explore draws new ones, to look for bugs); shape
+rules are checked against the fake run at every op (PDYN_CHECK_HINTS)."""
 
+import contextlib
 import os
 
-import pytest
+# every shape rule's sizes must equal the fake run's at the call's sizes (else an error, not a
+# silent specialization); read by pdyn's Config, so set before pdyn is imported
+os.environ.setdefault("PDYN_CHECK_HINTS", "1")
+
+import pytest  # noqa: E402
 import torch
 from hypothesis import settings
 
@@ -14,9 +20,21 @@ settings.register_profile("explore")
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "deterministic"))
 
 
+# files that also run under translation validation (z3 checks every symbolic step): CI's share of it
+VALIDATED = {"test_dynamic_shapes.py", "test_never_wrong_sizes.py", "test_data_dependent.py",
+             "test_never_wrong_guards.py", "test_symbolic_shapes.py"}
+try:
+    import z3  # noqa: F401
+    HAVE_Z3 = True
+except ImportError:
+    HAVE_Z3 = False
+
+
 @pytest.fixture(autouse=True)
-def fresh_pdyn():
+def fresh_pdyn(request):
     pdyn.reset()
     torch.manual_seed(0)
-    yield
+    validate = HAVE_Z3 and request.node.path.name in VALIDATED
+    with pdyn.config.patch(translation_validation=True) if validate else contextlib.nullcontext():
+        yield
     pdyn.reset()

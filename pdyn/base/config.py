@@ -37,6 +37,10 @@ def _env_fast_launch() -> bool:
     return os.environ.get("PDYN_TRITON_FAST_LAUNCH", "1") != "0"
 
 
+def _env_flag(name: str) -> bool:
+    return os.environ.get(name, "0") not in ("", "0")
+
+
 def _env_warn_no_graph() -> bool:
     return os.environ.get("PDYN_WARN_NO_GRAPH", "1") != "0"
 
@@ -64,6 +68,11 @@ class Config:
     triton_fast_launch: bool = field(default_factory=_env_fast_launch)
     # PDYN_WARN_NO_GRAPH=0: no warning when an optimized function keeps running without any graph
     warn_no_graph: bool = field(default_factory=_env_warn_no_graph)
+    # PDYN_TRANSLATION_VALIDATION=1: z3 checks every symbolic step of each trace (pip install pdyn[validate])
+    translation_validation: bool = field(default_factory=lambda: _env_flag("PDYN_TRANSLATION_VALIDATION"))
+    # PDYN_CHECK_HINTS=1 (the test suite): a shape rule whose sizes differ from the fake run's at this
+    # call's sizes is an internal error, not a silent specialization
+    check_hints: bool = field(default_factory=lambda: _env_flag("PDYN_CHECK_HINTS"))
 
 
 FIELDS = frozenset(f.name for f in dataclasses.fields(Config))

@@ -30,7 +30,9 @@ from pdyn.ops.effects import draws_random, writes_an_input, written_inputs
 from pdyn.trace.output_graph import OutputGraph
 from pdyn.trace.context import TraceContext
 from pdyn.shapes.trace_plan import TracePlan
+from pdyn.guards.guard_validation import validate_guards
 from pdyn.guards.shape_guards import shape_guards
+from pdyn.shapes import validation
 from pdyn.sources import LocalSource, SizeSource
 from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.cell import CellVariable
@@ -75,7 +77,7 @@ def compile_frame(code: types.CodeType, f_locals: dict[str, Any], f_globals: dic
     graph break runs the frame eagerly."""
     start = time.perf_counter()
     title = f"{title_of(code)}, cache entry {number}"
-    output = OutputGraph(code.co_name, TraceContext(plan))
+    output = _output_graph(code, plan, config)
     tx = InstructionTranslator(code, {}, f_globals, output, config)
     try:
         result = _trace(tx, f_locals)
@@ -116,11 +118,20 @@ def _trace(tx: InstructionTranslator, f_locals: dict[str, Any]) -> VariableTrack
 def _retrace(code: types.CodeType, f_locals: dict[str, Any], f_globals: dict[str, Any], config: Config,
              plan: TracePlan | None, stop_at: int) -> InstructionTranslator:
     """The same trace again, stopped before root step `stop_at` (the one that broke)."""
-    tx = InstructionTranslator(code, {}, f_globals, OutputGraph(code.co_name, TraceContext(plan)), config)
+    tx = InstructionTranslator(code, {}, f_globals, _output_graph(code, plan, config), config)
     tx.stop_at = stop_at
     if _trace(tx, f_locals) is not None:
         raise Unsupported("retrace", "the trace did not reach its graph break again")
     return tx
+
+
+def _output_graph(code: types.CodeType, plan: TracePlan | None, config: Config) -> OutputGraph:
+    """A new trace's graph, with translation validation and the hint check as `config` says."""
+    output = OutputGraph(code.co_name, TraceContext(plan))
+    output.check_hints = config.check_hints
+    if config.translation_validation:
+        output.ctx.shape_env.validator = validation.Validator()
+    return output
 
 
 def _finish(output: OutputGraph, result: VariableTracker | None, backend: Backend, title: str, number: int,
@@ -154,12 +165,16 @@ def _finish(output: OutputGraph, result: VariableTracker | None, backend: Backen
     guards_log.info("%s", guard.source)
     code_log.info("%s", frame_source)
     return CacheEntry(guard, run, gm, frame_source, number, compile_seconds=time.perf_counter() - start,
-                      pinned=pinned_origins(output), shape_decisions=list(output.ctx.shape_env.events))
+                      pinned=pinned_origins(output), shape_decisions=list(output.ctx.shape_env.events),
+                      extra={"shape_facts": validation.trace_facts(output.ctx.shape_env)})   # for pdyn.debug.bisect
 
 
 def _build_guards(output: OutputGraph, title: str) -> GuardCode:
     """The trace's guards, then the size guards its ShapeEnv implies (symbols bound once)."""
-    for guard in shape_guards(output.ctx.shape_env):
+    guards = shape_guards(output.ctx.shape_env)
+    if output.ctx.shape_env.validator is not None:
+        validate_guards(output.ctx.shape_env, guards)
+    for guard in guards:
         output.ctx.add_guard(guard)
     for event in output.ctx.shape_env.events:
         dynamic_log.info("%s: %s", title, event)

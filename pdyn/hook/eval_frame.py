@@ -28,6 +28,7 @@ from pdyn.guards.codegen import origin
 from pdyn.hook.recompile_policy import CodeHistory, InheritedSizes, RunEager, decide
 from pdyn.sources import SizeSource, Source
 from pdyn.shapes.trace_plan import TracePlan
+from pdyn.shapes.validation import ValidationFailure
 
 recompile_log = logs.topic("recompiles")
 log = logging.getLogger(__name__)
@@ -226,7 +227,7 @@ class Frame:
                                   self.call_original, self.fullgraph, plan, optimize=self.optimize_callee)
         except UserException:
             pass  # eager raises the user's exception for real
-        except Unsupported:
+        except (Unsupported, ValidationFailure):
             raise
         except Exception as e:
             if self.fullgraph:

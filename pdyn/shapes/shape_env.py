@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterable
 import sympy
 from sympy.printing.pycode import PythonCodePrinter
 
-from pdyn.shapes import sym_float
+from pdyn.shapes import sym_float, validation
 from pdyn.base.errors import SourceLoc, Unsupported
 from pdyn.sources import SizeSource
 
@@ -91,6 +91,7 @@ class ShapeEnv:
     vehicles: dict[sympy.Symbol, Any] = field(default_factory=dict)   # symbol -> the fake run's SymInt
     runtime_asserts: list[RuntimeAssert] = field(default_factory=list)
     size_like: set[sympy.Symbol] = field(default_factory=set)         # check_is_size: no 0/1 decisions
+    validator: Any = None   # shapes/validation.Validator under pdyn.config.translation_validation
 
     # -- symbols ---------------------------------------------------------------------------------
 
@@ -102,6 +103,8 @@ class ShapeEnv:
         self.hints[sym] = hint
         self.origins[sym] = [origin]
         self.ranges[sym] = (2, INF) if hint >= 2 else (-INF, -1)
+        if self.validator is not None:
+            self.validator.on_symbol(sym, *self.ranges[sym], str(origin))
         return sym
 
     def create_unbacked(self, lo: float, hi: float, why: str) -> sympy.Symbol:
@@ -112,6 +115,8 @@ class ShapeEnv:
         self.ranges[sym] = (lo, hi)
         self.origins[sym] = []
         self.events.append(f"{sym} = {why}, in [{lo}, {hi}]")
+        if self.validator is not None:
+            self.validator.on_symbol(sym, lo, hi, f"{sym} ({why})", given=True)
         return sym
 
     def unbacked_in(self, expr: Any) -> list[sympy.Symbol]:
@@ -155,8 +160,12 @@ class ShapeEnv:
         compiled code check it: failing, it raises `error(message)` as eager would there."""
         fact = sympy.sympify(fact)
         if self.known(fact) is True:
+            if self.validator is not None:
+                self.validator.check_implied("a runtime assert dropped as known", fact, loc)
             return
         self.runtime_asserts.append(RuntimeAssert(fact, loc, error, message))
+        if self.validator is not None:
+            self.validator.assume(fact, loc, f"the runtime assert {fact}")
         self.events.append(f"runtime assert {fact} ({message})" + (f" at {loc}" if loc else ""))
         simple = symbol_first(self.simplify(fact))
         if isinstance(simple, sympy.Eq):
@@ -174,7 +183,10 @@ class ShapeEnv:
         """`expr` with unified and pinned symbols replaced (comparisons of numbers decided)."""
         if not self.replacements or not isinstance(expr, sympy.Basic) or not expr.free_symbols:
             return expr
-        return substitute(expr, self.replacements)
+        out = substitute(expr, self.replacements)
+        if self.validator is not None:
+            self.validator.check_equal("a simplification (substituting pinned and unified sizes)", expr, out)
+        return out
 
     def hint(self, expr: sympy.Basic) -> int | float | bool:
         """The value of `expr` in this call; one that depends on tensor data has none (a read of it
@@ -206,6 +218,8 @@ class ShapeEnv:
         return value
 
     def _pin(self, sym: sympy.Symbol, value: int, loc: SourceLoc | None, why: str, by_value_read: bool = True) -> None:
+        if self.validator is not None:
+            self.validator.assume(sympy.Eq(sym, value, evaluate=False), loc, f"{sym} == {value} ({why})")
         self.specialized[sym] = Specialization(value, loc, why, by_value_read)
         self.replacements[sym] = sympy.Integer(value)
         self._normalize()
@@ -220,12 +234,14 @@ class ShapeEnv:
         if isinstance(expr, sympy.Rel) and expr.lhs == expr.rhs:
             return isinstance(expr, (sympy.Eq, sympy.Ge, sympy.Le))
         decided = self._decide_from_ranges(expr)
-        if decided is not None:
-            return decided
-        if self.unbacked_in(expr):
+        if decided is None and self.unbacked_in(expr):
             decided = self.known(expr)
             if decided is None:
                 self.hint(expr)  # raises DataDependentRead, naming the symbols
+        if decided is not None:
+            if self.validator is not None:
+                self.validator.check_implied(f"{why} decided without a guard", expr if decided else sympy.Not(expr),
+                                             loc)
             return bool(decided)
         if expr in self._bool_cache:
             return self._bool_cache[expr]
@@ -252,6 +268,8 @@ class ShapeEnv:
                 self._unify(lhs, rhs, loc)
                 return
         self.guards.append(ShapeGuard(fact, loc))
+        if self.validator is not None:
+            self.validator.assume(fact, loc, f"the guard {fact} ({why})")
         self._refine_range(fact)
 
     def guard_equal(self, a: Expr, b: Expr, loc: SourceLoc | None) -> Expr:
@@ -266,6 +284,8 @@ class ShapeEnv:
     def _unify(self, keep: sympy.Symbol, drop: sympy.Symbol, loc: SourceLoc | None) -> None:
         if keep.name > drop.name:
             keep, drop = drop, keep
+        if self.validator is not None:
+            self.validator.assume(sympy.Eq(keep, drop, evaluate=False), loc, f"{keep} == {drop} (an equality that held)")
         self.replacements[drop] = keep
         self.unified.add(drop)
         self.origins[keep] += self.origins[drop]
@@ -314,6 +334,8 @@ class ShapeEnv:
             hi = min(hi, c)
         elif isinstance(fact, sympy.Lt):
             hi = min(hi, c - 1)
+        if self.validator is not None:
+            self.validator.check_implied(f"a range refinement from {fact}", validation.range_claim(fact.lhs, lo, hi))
         self.ranges[fact.lhs] = (lo, hi)
 
     # -- what the guard function checks ----------------------------------------------------------

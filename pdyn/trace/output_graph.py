@@ -26,11 +26,13 @@ from torch._subclasses.fake_tensor import (
 )
 
 from pdyn.shapes import graph_meta
+from pdyn.shapes.validation import ValidationFailure
 from pdyn.base import logs
 from pdyn.base.errors import SourceLoc, Unsupported, UserException
 from pdyn.guards.guards import AliasGuard
 from pdyn.ops.effects import mutates as writes
 from pdyn.ops import canonical
+from pdyn.ops.shape_definitions import definitions as shape_definitions
 from pdyn.ops.shape_rules import SymTensor, infer_sizes
 from pdyn.sources import SizeSource, Source
 from pdyn.trace.context import TraceContext
@@ -74,6 +76,7 @@ class OutputGraph:
         self.placeholders: list[tuple[torch.fx.Node, Source, Any]] = []   # node, source, this call's value
         self._input_by_id: dict[int, TensorVariable] = {}
         self._names: set[str] = set()
+        self.check_hints = False   # config.check_hints: a rule that disagrees with the fake run raises
 
     # -- inputs ----------------------------------------------------------------------------------
 
@@ -164,6 +167,8 @@ class OutputGraph:
         """
         fake_args = [as_fake(a) for a in args]
         fake_kwargs = {k: as_fake(v) for k, v in kwargs.items()}
+        if self.ctx.shape_env.validator is not None:
+            self.ctx.shape_env.validator.loc = loc   # the user line a failed check names
         fn = getattr(torch.Tensor, target) if kind == "call_method" else target
         try:
             with _quiet_fake_tensor(), self.fake_mode:
@@ -306,6 +311,9 @@ class OutputGraph:
             result = data_sizes.data_rule(canonical(target).name, sym_args, sym_kwargs, static)
         agrees = result is not None and len(result) == len(outputs) and all(
             _agrees(env, sizes, fake) for sizes, fake in zip(result, static))
+        if env.validator is not None and result is not None and len(result) == len(outputs):
+            for what, defined, got in shape_definitions(canonical(target).name, tuple(sym_args), sym_kwargs, result):
+                env.validator.check_equal(f"the shape rule's {what}", defined, got, loc)
         if not symbolic:
             if result is not None and not agrees:
                 # NOTE: torch's fake kernels have been wrong in released versions (norm over a
@@ -317,6 +325,11 @@ class OutputGraph:
             return static
         if agrees:
             return result
+        if result is not None and self.check_hints:
+            raise ValidationFailure(f"{_target_name(target)}: the shape rule gives sizes "
+                                f"{[tuple(str(d) for d in r) for r in result]}, which are "
+                                f"{[tuple(env.fake_value(d) for d in r) for r in result]} at this call's sizes; "
+                                f"the op produced {[tuple(t.shape) for t in outputs]}")
         why = f"{_target_name(target)}(), which has no symbolic shape rule"
         for expr in symbolic:
             env.specialize(expr, loc, why)
