@@ -51,12 +51,12 @@ DATA_DEPENDENT = (DataDependentOutputException, DynamicOutputShapeException)
 def _quiet_fake_tensor() -> Iterator[None]:
     """FakeTensor logs a traceback for every op that fails; pdyn reports those itself."""
     logger = logging.getLogger("torch._subclasses.fake_tensor")
-    level = logger.level
-    logger.setLevel(logging.CRITICAL)
+    disabled = logger.disabled
+    logger.disabled = True  # (not setLevel: that clears every logger's cache, each op)
     try:
         yield
     finally:
-        logger.setLevel(level)
+        logger.disabled = disabled
 
 
 class OutputGraph:
@@ -69,6 +69,7 @@ class OutputGraph:
         self.graph = torch.fx.Graph()
         # torch's ShapeEnv only gives data-dependent results a size to carry (see trace/unbacked.py)
         self.fake_mode = FakeTensorMode(allow_non_fake_inputs=False, shape_env=TorchShapeEnv())
+        self.fake_mode.cache_enabled = False  # one trace rarely repeats an op exactly; keys cost more
         self.unbacked = data_sizes.Unbacked(ctx.shape_env)
         self.inputs: list[TensorVariable] = []          # placeholders, in order
         self.placeholders: list[tuple[torch.fx.Node, Source, Any]] = []   # node, source, this call's value
@@ -167,7 +168,7 @@ class OutputGraph:
         fn = getattr(torch.Tensor, target) if kind == "call_method" else target
         try:
             with _quiet_fake_tensor(), self.fake_mode:
-                example = fn(*fake_args, **fake_kwargs)
+                example = data_sizes.fake_call(canonical(target).name, fn, fake_args, fake_kwargs)
         except GuardOnDataDependentSymNode as e:
             raise Unsupported("data_dependent", f"{_target_name(target)} needs a decision on a size that "
                               f"depends on tensor data ({str(e).splitlines()[0]})", loc=loc) from None

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import sympy
 import torch
 import torch.fx
+from torch.fx.experimental.symbolic_shapes import _constrain_range_for_size
 
 from pdyn.base.errors import SourceLoc, Unsupported
 from pdyn.ops import canonical
@@ -104,6 +105,37 @@ def data_rule(name: str, args: list[Any], kwargs: dict[str, Any], torch_sizes: l
             and name != "repeat_interleave" or (name == "repeat_interleave" and len(args) <= 2
                                                  and kwargs.get("dim") is None) else None
     return None
+
+
+def fake_call(name: str, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    """`fn(*args, **kwargs)` on fake tensors. A split into sizes some of which only the data
+    decides makes its pieces directly: torch's own split adds the sizes up one at a time, each sum
+    a bigger sympy Add (quadratic: seconds for a few hundred jagged features). pdyn's split rule
+    gives the sizes and records the check that they add up to the dim."""
+    if name in ("split", "split_with_sizes"):
+        pieces = _split_pieces(args, kwargs)
+        if pieces is not None:
+            return pieces
+    return fn(*args, **kwargs)
+
+
+def _split_pieces(args: list[Any], kwargs: dict[str, Any]) -> tuple[torch.Tensor, ...] | None:
+    names = ("split_size_or_sections", "split_sizes")
+    x = args[0] if args else kwargs.get("input", kwargs.get("self"))
+    sizes = args[1] if len(args) > 1 else next((kwargs[k] for k in names if k in kwargs), None)
+    dim = args[2] if len(args) > 2 else kwargs.get("dim", 0)
+    if not isinstance(x, torch.Tensor) or not isinstance(sizes, (list, tuple)) or not isinstance(dim, int) \
+            or not -x.dim() <= dim < max(x.dim(), 1) or x.dim() == 0:
+        return None
+    if not any(isinstance(s, torch.SymInt) for s in sizes) \
+            or not all(isinstance(s, torch.SymInt) or type(s) is int and s >= 0 for s in sizes):
+        return None
+    d = dim % x.dim()
+    shape = list(x.shape)
+    for s in sizes:  # sizes for torch too (pdyn's rule asserts it): its checks on them are then free
+        if isinstance(s, torch.SymInt) and isinstance(s.node.expr, sympy.Symbol):
+            _constrain_range_for_size(s)
+    return tuple(x.new_empty_strided((*shape[:d], s, *shape[d + 1:]), x.stride()) for s in sizes)
 
 
 def emit_asserts(output: OutputGraph, loc: SourceLoc | None) -> None:
