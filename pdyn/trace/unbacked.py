@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import sympy
 import torch
 import torch.fx
+from torch._subclasses.fake_tensor import FakeTensor, unset_fake_temporarily
 from torch.fx.experimental.symbolic_shapes import _constrain_range_for_size
 
 from pdyn.base.errors import SourceLoc, Unsupported
@@ -124,9 +125,9 @@ def _split_pieces(args: list[Any], kwargs: dict[str, Any]) -> tuple[torch.Tensor
     x = args[0] if args else kwargs.get("input", kwargs.get("self"))
     sizes = args[1] if len(args) > 1 else next((kwargs[k] for k in names if k in kwargs), None)
     dim = args[2] if len(args) > 2 else kwargs.get("dim", 0)
-    if not isinstance(x, torch.Tensor) or not isinstance(sizes, (list, tuple)) or not isinstance(dim, int) \
-            or not -x.dim() <= dim < max(x.dim(), 1) or x.dim() == 0:
-        return None
+    if not isinstance(x, FakeTensor) or x.requires_grad or not isinstance(sizes, (list, tuple)) \
+            or not isinstance(dim, int) or x.dim() == 0 or not -x.dim() <= dim < x.dim():
+        return None  # (a piece of a tensor that requires grad is a view with a grad_fn: torch's split)
     if not any(isinstance(s, torch.SymInt) for s in sizes) \
             or not all(isinstance(s, torch.SymInt) or type(s) is int and s >= 0 for s in sizes):
         return None
@@ -135,7 +136,15 @@ def _split_pieces(args: list[Any], kwargs: dict[str, Any]) -> tuple[torch.Tensor
     for s in sizes:  # sizes for torch too (pdyn's rule asserts it): its checks on them are then free
         if isinstance(s, torch.SymInt) and isinstance(s.node.expr, sympy.Symbol):
             _constrain_range_for_size(s)
-    return tuple(x.new_empty_strided((*shape[:d], s, *shape[d + 1:]), x.stride()) for s in sizes)
+    mode = x.fake_mode
+    # the pieces are views with x's strides; along dim 0 of a contiguous x those are the contiguous
+    # ones, and torch.empty makes them with no symbolic question (empty_strided asks u == 0)
+    contiguous = d == 0 and x.is_contiguous()
+    with unset_fake_temporarily():  # meta tensors wrapped as fakes: no fake dispatch per piece
+        metas = [torch.empty((s, *shape[1:]), dtype=x.dtype, device="meta") if contiguous else
+                 torch.empty_strided((*shape[:d], s, *shape[d + 1:]), x.stride(), dtype=x.dtype, device="meta")
+                 for s in sizes]
+        return tuple(mode.fake_tensor_converter.from_meta_and_device(mode, m, x.device) for m in metas)
 
 
 def emit_asserts(output: OutputGraph, loc: SourceLoc | None) -> None:
