@@ -17,7 +17,6 @@ import sympy
 import torch
 import torch.fx
 from torch._subclasses.fake_tensor import FakeTensor, unset_fake_temporarily
-from torch.fx.experimental.symbolic_shapes import _constrain_range_for_size
 
 from pdyn.base.errors import SourceLoc, Unsupported
 from pdyn.ops import canonical
@@ -135,7 +134,7 @@ def _split_pieces(args: list[Any], kwargs: dict[str, Any]) -> tuple[torch.Tensor
     shape = list(x.shape)
     for s in sizes:  # sizes for torch too (pdyn's rule asserts it): its checks on them are then free
         if isinstance(s, torch.SymInt) and isinstance(s.node.expr, sympy.Symbol):
-            _constrain_range_for_size(s)
+            s.node.shape_env._constrain_range_for_size(s.node.expr)  # (the vehicle's own ShapeEnv)
     mode = x.fake_mode
     # the pieces are views with x's strides; along dim 0 of a contiguous x those are the contiguous
     # ones, and torch.empty makes them with no symbolic question (empty_strided asks u == 0)
