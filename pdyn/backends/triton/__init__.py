@@ -19,6 +19,7 @@ import torch
 import torch.fx
 
 from pdyn.backends.triton.runtime import prepare_interpreter, use_interpreter
+from pdyn.backends.triton.unbacked import data_dependent_reason
 from pdyn.guards.guards import Guard
 from pdyn.ops.effects import mutates
 from pdyn.shapes.graph_meta import SIZES
@@ -84,6 +85,9 @@ def _eager_reason(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> str | 
         log.warning("pdyn triton backend: an input requires grad; running the graph "
                     "with torch so autograd works (use torch.no_grad() for kernels)")
         return "an input requires grad"
+    unbacked = data_dependent_reason(gm)
+    if unbacked is not None:
+        return unbacked
     for node in gm.graph.nodes:
         if node.op == "call_module":
             return f"module call {node.target}"
