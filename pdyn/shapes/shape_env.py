@@ -140,6 +140,9 @@ class ShapeEnv:
         if type(cond) not in _SIGN:
             return None
         diff = cond.lhs - cond.rhs
+        by_interval = _decide_interval(type(cond), _interval(sympy.expand(diff), self.ranges))
+        if by_interval is not None:
+            return by_interval
         shifted: dict[sympy.Symbol, Expr] = {}
         for sym in diff.free_symbols:
             lo, hi = self.ranges.get(sym, (-INF, INF))
@@ -376,6 +379,53 @@ _SIGN: dict[type, Callable[[sympy.Expr], bool | None]] = {
     sympy.Le: lambda d: True if d.is_nonpositive else (False if d.is_positive else None),
     sympy.Lt: lambda d: True if d.is_negative else (False if d.is_nonnegative else None),
 }
+
+def _interval(expr: sympy.Basic, ranges: dict[sympy.Symbol, tuple[float, float]]) -> tuple[float, float] | None:
+    """The bounds of `expr` (sums and constant multiples of symbols, Min, Max) over the symbols'
+    ranges; None for other forms. Both bounds matter: u0 + 1 <= 11 for u0 in [0, 10]."""
+    if expr.is_Integer:
+        return (int(expr), int(expr))
+    if expr.is_Symbol:
+        return ranges.get(expr, (-INF, INF))
+    if expr.func is sympy.Add:
+        lo = hi = 0.0
+        for arg in expr.args:
+            part = _interval(arg, ranges)
+            if part is None:
+                return None
+            lo, hi = lo + part[0], hi + part[1]
+        return (lo, hi)
+    if expr.func is sympy.Mul and len(expr.args) == 2 and expr.args[0].is_Integer:
+        part = _interval(expr.args[1], ranges)
+        if part is None:
+            return None
+        c = int(expr.args[0])
+        if c == 0:
+            return (0, 0)
+        ends = (c * part[0], c * part[1])
+        return (min(ends), max(ends))
+    if expr.func in (sympy.Min, sympy.Max):
+        parts = [_interval(a, ranges) for a in expr.args]
+        if any(p is None for p in parts):
+            return None
+        pick = min if expr.func is sympy.Min else max
+        return (pick(p[0] for p in parts), pick(p[1] for p in parts))  # type: ignore[index]
+    return None
+
+
+def _decide_interval(rel: type, bounds: tuple[float, float] | None) -> bool | None:
+    """Whether `d <rel> 0` holds for every d in `bounds` (True), none (False), or neither (None)."""
+    if bounds is None:
+        return None
+    lo, hi = bounds
+    if math.isnan(lo) or math.isnan(hi):
+        return None
+    table = {sympy.Ge: (lo >= 0, hi < 0), sympy.Gt: (lo > 0, hi <= 0), sympy.Le: (hi <= 0, lo > 0),
+             sympy.Lt: (hi < 0, lo >= 0), sympy.Eq: (lo == hi == 0, lo > 0 or hi < 0),
+             sympy.Ne: (lo > 0 or hi < 0, lo == hi == 0)}
+    always, never = table[rel]
+    return True if always else (False if never else None)
+
 
 _FLIPPED = {sympy.Lt: sympy.Gt, sympy.Gt: sympy.Lt, sympy.Le: sympy.Ge, sympy.Ge: sympy.Le,
             sympy.Eq: sympy.Eq, sympy.Ne: sympy.Ne}
