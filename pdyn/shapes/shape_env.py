@@ -91,18 +91,30 @@ class ShapeEnv:
     vehicles: dict[sympy.Symbol, Any] = field(default_factory=dict)   # symbol -> the fake run's SymInt
     runtime_asserts: list[RuntimeAssert] = field(default_factory=list)
     size_like: set[sympy.Symbol] = field(default_factory=set)         # check_is_size: no 0/1 decisions
+    initial_ranges: dict[sympy.Symbol, tuple[float, float]] = field(default_factory=dict)  # size-like ints
 
     # -- symbols ---------------------------------------------------------------------------------
 
-    def create_symbol(self, hint: int, origin: SizeSource) -> Expr:
-        """A new symbol for `hint`; 0 and 1 stay constants (they change broadcasting)."""
-        if hint in (0, 1):
+    def create_symbol(self, hint: int, origin: SizeSource, size_like: bool = False) -> Expr:
+        """A new symbol for `hint`; 0 and 1 stay constants (they change broadcasting), except for
+        a `size_like` value (an element of a list of ints, such as split lengths): a symbol in
+        [0, inf) whatever its value, so that a 0 or a 1 in the list is no specialization; a
+        question that does depend on it being 0 or 1 is a guard like any other."""
+        if hint in (0, 1) and not (size_like and hint >= 0):
             return sympy.Integer(hint)
         sym = sympy.Symbol(f"s{len(self.hints)}", integer=True)
         self.hints[sym] = hint
         self.origins[sym] = [origin]
-        self.ranges[sym] = (2, INF) if hint >= 2 else (-INF, -1)
+        if size_like and hint >= 0:
+            self.ranges[sym] = (0, INF)
+            self.initial_ranges[sym] = (0, INF)
+        else:
+            self.ranges[sym] = (2, INF) if hint >= 2 else (-INF, -1)
         return sym
+
+    def initial_range(self, sym: sympy.Symbol) -> tuple[float, float]:
+        """The range a backed symbol starts with (what its binding guard checks)."""
+        return self.initial_ranges.get(sym) or ((2, INF) if self.hints[sym] >= 2 else (-INF, -1))
 
     def create_unbacked(self, lo: float, hi: float, why: str) -> sympy.Symbol:
         """A fresh symbol for a size or value only the data decides (`nonzero`, `.item()`): a

@@ -114,9 +114,11 @@ class OutputGraph:
             sizes.append(self.ctx.shape_env.create_symbol(size, origin))
         return tuple(sizes)
 
-    def add_int_input(self, value: int, source: Source, loc: SourceLoc | None) -> VariableTracker:
-        """An int argument or int attribute, treated as a size: symbolic until Python reads it."""
-        expr = self.ctx.shape_env.create_symbol(value, SizeSource(source, None))
+    def add_int_input(self, value: int, source: Source, loc: SourceLoc | None,
+                      size_like: bool = False) -> VariableTracker:
+        """An int argument or int attribute, treated as a size: symbolic until Python reads it
+        (`size_like`: 0 and 1 too; see ShapeEnv.create_symbol)."""
+        expr = self.ctx.shape_env.create_symbol(value, SizeSource(source, None), size_like)
         vt = SymIntVariable(self.ctx.shape_env, expr, None, loc, source=source, input_sources=frozenset({source}))
 
         def placeholder() -> torch.fx.Node:
