@@ -21,6 +21,7 @@ from torch._subclasses.fake_tensor import FakeTensor, unset_fake_temporarily
 from pdyn.base.errors import SourceLoc, Unsupported
 from pdyn.ops import canonical
 from pdyn.ops.shape_rules import SymTensor
+from pdyn.shapes import graph_meta
 from pdyn.shapes.runtime_asserts import runtime_assert
 from pdyn.shapes.shape_env import CeilDiv, FloorDiv, ShapeEnv, to_python
 
@@ -61,6 +62,8 @@ class Unbacked:
         return _rebuild(expr, self.by_torch)
 
     def read_from(self, sym: sympy.Symbol, node: torch.fx.Node, dim: int | None) -> None:
+        if sym not in self.reads:
+            graph_meta.stamp_unbacked(node, sym, dim)  # for a backend that binds it at run time
         self.reads.setdefault(sym, (node, dim))
 
 
@@ -154,8 +157,13 @@ def emit_asserts(output: OutputGraph, loc: SourceLoc | None) -> None:
         unbacked.emitted += 1
         syms = sorted(fact.expr.free_symbols, key=lambda s: s.name)
         values = [output.symbol_node(s) for s in syms]
+        for s, value in zip(syms, values):  # a dim read made for the assert: a size node for backends
+            if "example_value" not in value.meta:
+                graph_meta.stamp_size_node(value, s, env.hints.get(s, env.vehicles.get(s)))
+                value.meta[graph_meta.EXPR] = s
         code = to_python(fact.expr.xreplace({s: sympy.Symbol(f"v{i}") for i, s in enumerate(syms)}))
         where = f" (at {fact.loc.filename}:{fact.loc.lineno})" if fact.loc is not None else ""
         node = output.graph.call_function(runtime_assert, (code, fact.error.__name__, fact.message + where, *values))
         output.annotate(node, fact.loc or loc)
         node.meta["op"] = canonical(runtime_assert)
+        node.meta["example_value"] = None  # (returns nothing; a backend reads every node's example)

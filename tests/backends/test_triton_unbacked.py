@@ -1,9 +1,9 @@
-"""Data-dependent programs (as in tests/e2e/test_data_dependent.py) under the Triton backend (its interpreter on a
-machine without a GPU): a graph whose sizes only the data decides runs with torch, for the stated
-reason "data-dependent sizes", and matches eager; a graph of the same trace with no such size still
-gets kernels."""
+"""Data-dependent programs (as in tests/e2e/test_data_dependent.py) under the Triton backend (its
+interpreter on a machine without a GPU): the op that makes a data-dependent size runs with torch,
+the wrapper binds the size from its result (`u0 = t1.shape[0]`, `u1 = int(t2[1])`), and kernels
+take it as a run-time size argument; results match eager on calls with other data."""
 
-import logging
+import re
 
 import pytest
 import torch
@@ -44,16 +44,40 @@ PROGRAMS = {
 }
 
 
+BINDS = {"mask_getitem": r"u0 = t\d+\.shape\[0\]", "nonzero": r"u0 = t\d+\.shape\[0\]",
+         "item_size": r"u0 = int\(t\d+\)", "split": r"u0 = int\(t\d+\[0\]\)"}
+
+
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
-def test_data_dependent_graph_runs_with_torch_for_the_stated_reason(name, caplog):
+def test_data_dependent_sizes_are_bound_after_their_torch_call_and_kernels_run(name):
     fn, calls = PROGRAMS[name]
     backend = Recorder()
     compiled = pdyn.optimize(fn, backend=backend)
-    with caplog.at_level(logging.INFO, logger="pdyn.lowering"):
-        for args in calls:
-            assert_same(compiled(*args), fn(*args))
-    assert backend.graphs == [None], backend.graphs  # one graph, run with torch
-    assert any(REASON in r.getMessage() for r in caplog.records), [r.getMessage() for r in caplog.records]
+    for args in calls:
+        assert_same(compiled(*args), fn(*args))
+    assert len(backend.graphs) == 1
+    graph = backend.last                      # compiled, not run with torch
+    assert graph.kernel_count >= 1
+    source = graph.wrapper_source
+    bind = re.search(BINDS[name], source)
+    assert bind is not None, source
+    for launch in re.finditer(r"kernel\d+_launch\((.*)\)", source):  # a launch using u0 comes after its bind
+        if re.search(r"\bu0\b", launch.group(1)):
+            assert launch.start() > bind.start(), source
+
+
+def test_a_size_no_torch_call_produces_is_the_stated_reason():
+    import sympy
+    from pdyn.backends.triton.unbacked import DataDependentSizes, bind_unbacked
+    from pdyn.shapes.graph_meta import SIZES
+
+    class Lowering:  # the parts bind_unbacked reads: no torch call, a size over u0
+        gm = torch.fx.symbolic_trace(lambda x: x + 1)
+        scheduled: list = []
+        sym = type("Sym", (), {"bindings": []})()
+    next(iter(Lowering.gm.graph.nodes)).meta[SIZES] = (sympy.Symbol("u0"),)
+    with pytest.raises(DataDependentSizes, match=REASON + r" \(u0\)"):
+        bind_unbacked(Lowering())
 
 
 def test_no_data_dependent_size_still_gets_kernels():

@@ -19,7 +19,7 @@ import torch
 import torch.fx
 
 from pdyn.backends.triton.runtime import prepare_interpreter, use_interpreter
-from pdyn.backends.triton.unbacked import data_dependent_reason
+from pdyn.backends.triton.unbacked import bind_unbacked
 from pdyn.guards.guards import Guard
 from pdyn.ops.effects import mutates
 from pdyn.shapes.graph_meta import SIZES
@@ -85,9 +85,6 @@ def _eager_reason(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> str | 
         log.warning("pdyn triton backend: an input requires grad; running the graph "
                     "with torch so autograd works (use torch.no_grad() for kernels)")
         return "an input requires grad"
-    unbacked = data_dependent_reason(gm)
-    if unbacked is not None:
-        return unbacked
     for node in gm.graph.nodes:
         if node.op == "call_module":
             return f"module call {node.target}"
@@ -116,6 +113,7 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Compil
     sym = read_stamps(gm, example_inputs)
     lx = GraphLowering(gm, sym)
     lx.run()
+    bind_unbacked(lx)  # data-dependent sizes: read back after the torch call that makes them
     steps = schedule(lx, interpret)
     code = WrapperCode(lx, sym, interpret)
     source = code.build(steps, output_structure(gm))
