@@ -173,6 +173,12 @@ class ShapeEnv:
             return
         self.runtime_asserts.append(RuntimeAssert(fact, loc, error, message))
         self.events.append(f"runtime assert {fact} ({message})" + (f" at {loc}" if loc else ""))
+        for part in fact.args if isinstance(fact, sympy.And) else (fact,):  # each conjunct holds
+            self._take(part)
+
+    def _take(self, fact: sympy.Basic) -> None:
+        """Use an assumed fact: an unbacked symbol equal to an expression is replaced by it; a
+        bound refines its range."""
         simple = symbol_first(self.simplify(fact))
         if isinstance(simple, sympy.Eq):
             lhs, rhs = simple.args
