@@ -99,3 +99,21 @@ def test_e2e_runtime_assert_failure_raises_as_eager_under_triton():
     with pytest.raises(RuntimeError) as ours:
         compiled(torch.randn(6), torch.tensor([1, 2, 4]))
     assert str(ours.value) == str(eager.value)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the interpreter's numpy on an empty softmax
+def test_sizes_and_launches_follow_the_run_time_value_zero_included():
+    def f(x, m):
+        y = x[m]
+        return y.view(-1, 3).sum(1) * 2, (y * y).sum(), y.softmax(0)
+    backend = Recorder()
+    compiled = pdyn.optimize(f, backend=backend)
+    masks_ = [torch.arange(8) < k for k in (5, 8, 0, 2)]
+    for m in masks_:
+        x = torch.randn(8, 3)
+        assert_same(compiled(x, m), f(x, m))
+    assert len(backend.graphs) == 1 and backend.last.kernel_count >= 2
+    # each launcher plans per actual size: a pointwise kernel over y saw 15, 24 and 6 elements (0:
+    # no launch), the sum over all of y reduced 15, 24, 0 and 6
+    sizes = [set(launcher.plans) for launcher in backend.last.launchers]
+    assert {15, 24, 6} in sizes and {(1, 15), (1, 24), (1, 0), (1, 6)} in sizes, sizes
