@@ -17,7 +17,7 @@ def test_jagged_features_quick_mode_compiles_once_and_matches_eager():
     rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]]
             for line in result.stdout.splitlines() if line.startswith("| pdyn") or line.startswith("| torch")}
     assert set(rows) == {"pdyn", "torch.compile"}, result.stdout
-    first, trace, compiles, graphs, breaks, same = rows["pdyn"]
+    first, cpu, trace, compiles, graphs, breaks, same = rows["pdyn"]
     assert (compiles, graphs, breaks, same) == ("1", "1", "0", "True"), result.stdout
     assert 0 < float(trace) <= float(first)
     assert rows["torch.compile"][-1] == "True"
