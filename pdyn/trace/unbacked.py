@@ -86,6 +86,21 @@ def _rebuild(expr: sympy.Basic, symbols: dict[sympy.Symbol, sympy.Symbol]) -> sy
     raise Unsupported("data_dependent", f"pdyn has no rule for torch's {name} of a data-dependent size")
 
 
+# ops whose data-dependent output size counts elements of their first argument (at most its numel)
+_COUNTS_ELEMENTS = ("nonzero", "argwhere", "getitem", "unique", "unique_consecutive")
+
+
+def count_bound(name: str, args: list[Any]) -> float:
+    """The upper bound of a data-dependent size `name` makes: the numel of its first argument
+    where the op selects or counts that argument's elements and its size is static; else
+    unbounded (bincount's and repeat_interleave's sizes come from values, masked_select's from a
+    broadcast)."""
+    first = args[0] if args else None
+    if name in _COUNTS_ELEMENTS and isinstance(first, torch.Tensor):
+        return first.numel()
+    return math.inf
+
+
 def data_rule(name: str, args: list[Any], kwargs: dict[str, Any], torch_sizes: list[tuple]) -> list[tuple] | None:
     """Sizes of a data-dependent op's outputs in pdyn's symbols, where an output dim also follows
     an input's dim (x[mask] keeps x's trailing dims; unique's inverse has x's shape); None: the
