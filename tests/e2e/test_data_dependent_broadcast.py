@@ -1,6 +1,7 @@
 """Broadcasts of data-dependent sizes: the runtime assert is eager's exact condition (a size of 1
 broadcasts to any other, 0 included), and the result's size is eager's; torch's vehicle deciding
-a size its own way (u0 == 5 after a broadcast) does not break the graph."""
+a size its own way (u0 == 5 after a broadcast) does not break the graph. Ranges: a size from
+values (bincount) has no bound from its input's numel."""
 
 import torch
 
