@@ -119,7 +119,7 @@ def shape_guards(env: ShapeEnv) -> list[Guard]:
         elif expr in bound:
             out.append(SameSizeGuard(origin.base, dim=origin.dim, name=expr.name, equals=bound[expr].expr(), loc=loc))
         else:  # the range every symbol starts with; refinements are the expression guards below
-            low, high = (2, INF) if env.hints[expr] >= 2 else (-INF, -1)
+            low, high = env.initial_range(expr)
             out.append(SymbolGuard(origin.base, dim=origin.dim, name=expr.name, low=low, high=high, loc=loc))
             bound[expr] = origin
     by_symbol = {sym: origin for origin, sym in names.items() if isinstance(sym, sympy.Symbol)}

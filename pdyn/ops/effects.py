@@ -9,6 +9,7 @@ surely allocates. What depends on one call is decided here: `out=` and an `inpla
 
 from __future__ import annotations
 
+import functools
 import inspect
 from typing import Any
 
@@ -106,9 +107,24 @@ def _inplace_flag(node: torch.fx.Node) -> bool:
     """`F.relu(x, True)`, `F.dropout(x, 0.5, True, True)`: an `inplace` parameter, however passed."""
     if node.op != "call_function" or node.kwargs.get("inplace"):
         return bool(node.kwargs.get("inplace"))
-    target: Any = node.target  # a callable: call_function
     try:
-        bound = inspect.signature(target).bind(*node.args, **node.kwargs)
-    except (TypeError, ValueError):  # builtins without a signature, or arguments it cannot bind
+        signature = _signature(node.target)  # a callable: call_function
+    except TypeError:  # an unhashable callable
+        signature = _signature.__wrapped__(node.target)
+    if signature is None or "inplace" not in signature.parameters:
+        return False
+    try:
+        bound = signature.bind(*node.args, **node.kwargs)
+    except TypeError:  # arguments it cannot bind
         return False
     return bool(bound.arguments.get("inplace"))
+
+
+@functools.lru_cache(maxsize=4096)
+def _signature(target: Any) -> inspect.Signature | None:
+    """A target's signature, once (inspect builds it anew each call: slow for graphs of thousands
+    of nodes); None for builtins without one."""
+    try:
+        return inspect.signature(target)
+    except (TypeError, ValueError):
+        return None

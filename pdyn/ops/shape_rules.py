@@ -295,9 +295,11 @@ def _broadcast_unbacked(c: OpCall, a: Expr, b: Expr, i: int) -> Expr:
                 return data
         env.assume(sympy.Or(sympy.Eq(data, backed), sympy.Eq(data, 1)), c.loc, RuntimeError, f"{c.name()}: {why}")
         return backed
-    env.assume(sympy.Or(sympy.Eq(a, b), sympy.And(sympy.Eq(a, 1), sympy.Ge(b, 1)),
-                        sympy.And(sympy.Eq(b, 1), sympy.Ge(a, 1))), c.loc, RuntimeError, f"{c.name()}: {why}")
-    return sympy.Max(a, b)
+    # eager's exact condition: a size of 1 broadcasts to any other, 0 included (1 with 0 gives 0)
+    env.assume(sympy.Or(sympy.Eq(a, b), sympy.Eq(a, 1), sympy.Eq(b, 1)), c.loc, RuntimeError, f"{c.name()}: {why}")
+    if known(env, sympy.Ge(a, 1)) and known(env, sympy.Ge(b, 1)):
+        return sympy.Max(a, b)
+    return sympy.Max(a, b) * sympy.Min(1, a, b)  # 0 where either is 0, else the larger
 
 
 def _is_zero_or_one_test(cond: sympy.Basic) -> bool:

@@ -513,9 +513,15 @@ def split(c: OpCall) -> list[Sizes] | None:
     if isinstance(sections, (list, tuple)):
         if not all(is_size(s) for s in sections):
             raise ShapeError("split sizes must be ints")
+        # the data-dependent sizes' check is one runtime assert (one node, not one per size)
+        unbacked = [sympy.Ge(s, 0, evaluate=False) for s in sections if c.env.unbacked_in(s)]
+        if unbacked:
+            c.require(sympy.And(*unbacked), "split sizes must be non-negative")
         for s in sections:
-            c.require(sympy.Ge(s, 0, evaluate=False), "split sizes must be non-negative")
-        c.equal(sum((sympy.sympify(s) for s in sections), ZERO), x.sizes[d], "split sizes add up to the dim")
+            if not c.env.unbacked_in(s):
+                c.require(sympy.Ge(s, 0, evaluate=False), "split sizes must be non-negative")
+        # one Add of all the sizes (a running sum is quadratic in sympy for hundreds of them)
+        c.equal(sympy.Add(*(sympy.sympify(s) for s in sections)), x.sizes[d], "split sizes add up to the dim")
         return [_with_dim(x.sizes, d, s) for s in sections]
     n = c.value(x.sizes[d], "the number of outputs of split")
     pieces = torch.empty(n, device="meta").split(c.value(sections, "a split size"))

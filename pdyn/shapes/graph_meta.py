@@ -15,6 +15,7 @@ are known and every stamped expression is rewritten in the trace's final symbols
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -30,6 +31,7 @@ STRIDES = "pdyn_strides"
 EXPR = "pdyn_expr"
 SYMBOLS = "pdyn_symbols"
 SIZE_NODE = "pdyn_sym"  # set by SymIntVariable on the nodes that compute sizes
+UNBACKED = "pdyn_unbacked"  # on a node whose result gives data-dependent sizes: (symbol, item, dim)
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,15 @@ def stamp_input(node: torch.fx.Node, value: torch.Tensor, sizes: tuple[sympy.Exp
         node.meta[STRIDES] = contiguous_strides(tuple(sizes))
     else:
         node.meta[STRIDES] = None
+
+
+def stamp_unbacked(node: torch.fx.Node, symbol: sympy.Symbol, dim: int | None) -> None:
+    """Where a backend reads data-dependent size `symbol` once `node` has run: a getitem of a
+    tuple or list result names its producer and the item."""
+    item = None
+    if node.target is operator.getitem and isinstance(node.args[0], torch.fx.Node) and isinstance(node.args[1], int):
+        node, item = node.args[0], node.args[1]
+    node.meta.setdefault(UNBACKED, []).append((symbol, item, dim))
 
 
 def stamp_int_input(node: torch.fx.Node, expr: sympy.Expr) -> None:

@@ -92,20 +92,32 @@ class ShapeEnv:
     runtime_asserts: list[RuntimeAssert] = field(default_factory=list)
     size_like: set[sympy.Symbol] = field(default_factory=set)         # check_is_size: no 0/1 decisions
     validator: Any = None   # shapes/validation.Validator under pdyn.config.translation_validation
+    initial_ranges: dict[sympy.Symbol, tuple[float, float]] = field(default_factory=dict)  # size-like ints
 
     # -- symbols ---------------------------------------------------------------------------------
 
-    def create_symbol(self, hint: int, origin: SizeSource) -> Expr:
-        """A new symbol for `hint`; 0 and 1 stay constants (they change broadcasting)."""
-        if hint in (0, 1):
+    def create_symbol(self, hint: int, origin: SizeSource, size_like: bool = False) -> Expr:
+        """A new symbol for `hint`; 0 and 1 stay constants (they change broadcasting), except for
+        a `size_like` value (an element of a list of ints, such as split lengths): a symbol in
+        [0, inf) whatever its value, so that a 0 or a 1 in the list is no specialization; a
+        question that does depend on it being 0 or 1 is a guard like any other."""
+        if hint in (0, 1) and not (size_like and hint >= 0):
             return sympy.Integer(hint)
         sym = sympy.Symbol(f"s{len(self.hints)}", integer=True)
         self.hints[sym] = hint
         self.origins[sym] = [origin]
-        self.ranges[sym] = (2, INF) if hint >= 2 else (-INF, -1)
+        if size_like and hint >= 0:
+            self.ranges[sym] = (0, INF)
+            self.initial_ranges[sym] = (0, INF)
+        else:
+            self.ranges[sym] = (2, INF) if hint >= 2 else (-INF, -1)
         if self.validator is not None:
             self.validator.on_symbol(sym, *self.ranges[sym], str(origin))
         return sym
+
+    def initial_range(self, sym: sympy.Symbol) -> tuple[float, float]:
+        """The range a backed symbol starts with (what its binding guard checks)."""
+        return self.initial_ranges.get(sym) or ((2, INF) if self.hints[sym] >= 2 else (-INF, -1))
 
     def create_unbacked(self, lo: float, hi: float, why: str) -> sympy.Symbol:
         """A fresh symbol for a size or value only the data decides (`nonzero`, `.item()`): a
@@ -145,6 +157,9 @@ class ShapeEnv:
         if type(cond) not in _SIGN:
             return None
         diff = cond.lhs - cond.rhs
+        by_interval = _decide_interval(type(cond), _interval(sympy.expand(diff), self.ranges))
+        if by_interval is not None:
+            return by_interval
         shifted: dict[sympy.Symbol, Expr] = {}
         for sym in diff.free_symbols:
             lo, hi = self.ranges.get(sym, (-INF, INF))
@@ -167,6 +182,12 @@ class ShapeEnv:
         if self.validator is not None:
             self.validator.assume(fact, loc, f"the runtime assert {fact}")
         self.events.append(f"runtime assert {fact} ({message})" + (f" at {loc}" if loc else ""))
+        for part in fact.args if isinstance(fact, sympy.And) else (fact,):  # each conjunct holds
+            self._take(part)
+
+    def _take(self, fact: sympy.Basic) -> None:
+        """Use an assumed fact: an unbacked symbol equal to an expression is replaced by it; a
+        bound refines its range."""
         simple = symbol_first(self.simplify(fact))
         if isinstance(simple, sympy.Eq):
             lhs, rhs = simple.args
@@ -398,6 +419,53 @@ _SIGN: dict[type, Callable[[sympy.Expr], bool | None]] = {
     sympy.Le: lambda d: True if d.is_nonpositive else (False if d.is_positive else None),
     sympy.Lt: lambda d: True if d.is_negative else (False if d.is_nonnegative else None),
 }
+
+def _interval(expr: sympy.Basic, ranges: dict[sympy.Symbol, tuple[float, float]]) -> tuple[float, float] | None:
+    """The bounds of `expr` (sums and constant multiples of symbols, Min, Max) over the symbols'
+    ranges; None for other forms. Both bounds matter: u0 + 1 <= 11 for u0 in [0, 10]."""
+    if expr.is_Integer:
+        return (int(expr), int(expr))
+    if expr.is_Symbol:
+        return ranges.get(expr, (-INF, INF))
+    if expr.func is sympy.Add:
+        lo = hi = 0.0
+        for arg in expr.args:
+            part = _interval(arg, ranges)
+            if part is None:
+                return None
+            lo, hi = lo + part[0], hi + part[1]
+        return (lo, hi)
+    if expr.func is sympy.Mul and len(expr.args) == 2 and expr.args[0].is_Integer:
+        part = _interval(expr.args[1], ranges)
+        if part is None:
+            return None
+        c = int(expr.args[0])
+        if c == 0:
+            return (0, 0)
+        ends = (c * part[0], c * part[1])
+        return (min(ends), max(ends))
+    if expr.func in (sympy.Min, sympy.Max):
+        parts = [_interval(a, ranges) for a in expr.args]
+        if any(p is None for p in parts):
+            return None
+        pick = min if expr.func is sympy.Min else max
+        return (pick(p[0] for p in parts), pick(p[1] for p in parts))  # type: ignore[index]
+    return None
+
+
+def _decide_interval(rel: type, bounds: tuple[float, float] | None) -> bool | None:
+    """Whether `d <rel> 0` holds for every d in `bounds` (True), none (False), or neither (None)."""
+    if bounds is None:
+        return None
+    lo, hi = bounds
+    if math.isnan(lo) or math.isnan(hi):
+        return None
+    table = {sympy.Ge: (lo >= 0, hi < 0), sympy.Gt: (lo > 0, hi <= 0), sympy.Le: (hi <= 0, lo > 0),
+             sympy.Lt: (hi < 0, lo >= 0), sympy.Eq: (lo == hi == 0, lo > 0 or hi < 0),
+             sympy.Ne: (lo > 0 or hi < 0, lo == hi == 0)}
+    always, never = table[rel]
+    return True if always else (False if never else None)
+
 
 _FLIPPED = {sympy.Lt: sympy.Gt, sympy.Gt: sympy.Lt, sympy.Le: sympy.Ge, sympy.Ge: sympy.Le,
             sympy.Eq: sympy.Eq, sympy.Ne: sympy.Ne}

@@ -53,12 +53,12 @@ DATA_DEPENDENT = (DataDependentOutputException, DynamicOutputShapeException)
 def _quiet_fake_tensor() -> Iterator[None]:
     """FakeTensor logs a traceback for every op that fails; pdyn reports those itself."""
     logger = logging.getLogger("torch._subclasses.fake_tensor")
-    level = logger.level
-    logger.setLevel(logging.CRITICAL)
+    disabled = logger.disabled
+    logger.disabled = True  # (not setLevel: that clears every logger's cache, each op)
     try:
         yield
     finally:
-        logger.setLevel(level)
+        logger.disabled = disabled
 
 
 class OutputGraph:
@@ -71,6 +71,7 @@ class OutputGraph:
         self.graph = torch.fx.Graph()
         # torch's ShapeEnv only gives data-dependent results a size to carry (see trace/unbacked.py)
         self.fake_mode = FakeTensorMode(allow_non_fake_inputs=False, shape_env=TorchShapeEnv())
+        self.fake_mode.cache_enabled = False  # one trace rarely repeats an op exactly; keys cost more
         self.unbacked = data_sizes.Unbacked(ctx.shape_env)
         self.inputs: list[TensorVariable] = []          # placeholders, in order
         self.placeholders: list[tuple[torch.fx.Node, Source, Any]] = []   # node, source, this call's value
@@ -116,9 +117,11 @@ class OutputGraph:
             sizes.append(self.ctx.shape_env.create_symbol(size, origin))
         return tuple(sizes)
 
-    def add_int_input(self, value: int, source: Source, loc: SourceLoc | None) -> VariableTracker:
-        """An int argument or int attribute, treated as a size: symbolic until Python reads it."""
-        expr = self.ctx.shape_env.create_symbol(value, SizeSource(source, None))
+    def add_int_input(self, value: int, source: Source, loc: SourceLoc | None,
+                      size_like: bool = False) -> VariableTracker:
+        """An int argument or int attribute, treated as a size: symbolic until Python reads it
+        (`size_like`: 0 and 1 too; see ShapeEnv.create_symbol)."""
+        expr = self.ctx.shape_env.create_symbol(value, SizeSource(source, None), size_like)
         vt = SymIntVariable(self.ctx.shape_env, expr, None, loc, source=source, input_sources=frozenset({source}))
 
         def placeholder() -> torch.fx.Node:
@@ -172,7 +175,7 @@ class OutputGraph:
         fn = getattr(torch.Tensor, target) if kind == "call_method" else target
         try:
             with _quiet_fake_tensor(), self.fake_mode:
-                example = fn(*fake_args, **fake_kwargs)
+                example = data_sizes.fake_call(canonical(target).name, fn, fake_args, fake_kwargs)
         except GuardOnDataDependentSymNode as e:
             raise Unsupported("data_dependent", f"{_target_name(target)} needs a decision on a size that "
                               f"depends on tensor data ({str(e).splitlines()[0]})", loc=loc) from None
@@ -293,8 +296,9 @@ class OutputGraph:
         outputs = [t for t in _flat_values(example) if isinstance(t, torch.Tensor)]
         env = self.ctx.shape_env
         why = f"{_target_name(target)}() at {loc}" if loc else f"{_target_name(target)}()"
-        bound = max((a.example.numel() for a in args if isinstance(a, TensorVariable)
-                     and not any(_is_symbolic(s) for s in a.sizes)), default=math.inf)
+        bound = data_sizes.count_bound(canonical(target).name, [a.example if isinstance(a, TensorVariable)
+                                                                and not any(_is_symbolic(s) for s in a.sizes)
+                                                                else None for a in args])
         static = [tuple(self.unbacked.translate(s, why, bound) for s in t.shape) for t in outputs]
         sym_args = [as_symbolic(a) for a in args]
         sym_kwargs = {k: as_symbolic(v) for k, v in kwargs.items()}
@@ -367,11 +371,15 @@ class OutputGraph:
 
 def _agrees(env: Any, rule: tuple[sympy.Expr, ...], fake: tuple[sympy.Expr, ...]) -> bool:
     """A rule's sizes match the fake run's: equal once backed symbols take their hints (the fake
-    run's data-dependent sizes are pdyn's unbacked symbols already)."""
+    run's data-dependent sizes are pdyn's unbacked symbols already). A rule's size over unbacked
+    symbols is exact under pdyn's runtime asserts; torch's vehicle answers data-dependent questions
+    its own way (u0 == u1 for a broadcast, u0 := 5), so such a dim is not compared."""
     if len(rule) != len(fake):
         return False
     hints = {s: sympy.Integer(v) for s, v in env.hints.items()}
     for r, f in zip(rule, fake):
+        if env.unbacked_in(r):
+            continue
         r, f = env.simplify(sympy.sympify(r)).xreplace(hints), env.simplify(f).xreplace(hints)
         if r != f and sympy.expand(r - f) != 0:
             return False

@@ -16,10 +16,12 @@ from typing import TYPE_CHECKING, Any
 import sympy
 import torch
 import torch.fx
+from torch._subclasses.fake_tensor import FakeTensor, unset_fake_temporarily
 
 from pdyn.base.errors import SourceLoc, Unsupported
 from pdyn.ops import canonical
 from pdyn.ops.shape_rules import SymTensor
+from pdyn.shapes import graph_meta
 from pdyn.shapes.runtime_asserts import runtime_assert
 from pdyn.shapes.shape_env import CeilDiv, FloorDiv, ShapeEnv, to_python
 
@@ -60,6 +62,8 @@ class Unbacked:
         return _rebuild(expr, self.by_torch)
 
     def read_from(self, sym: sympy.Symbol, node: torch.fx.Node, dim: int | None) -> None:
+        if sym not in self.reads:
+            graph_meta.stamp_unbacked(node, sym, dim)  # for a backend that binds it at run time
         self.reads.setdefault(sym, (node, dim))
 
 
@@ -80,6 +84,21 @@ def _rebuild(expr: sympy.Basic, symbols: dict[sympy.Symbol, sympy.Symbol]) -> sy
     if expr.func in (sympy.Add, sympy.Mul, sympy.Pow):
         return expr.func(*args)
     raise Unsupported("data_dependent", f"pdyn has no rule for torch's {name} of a data-dependent size")
+
+
+# ops whose data-dependent output size counts elements of their first argument (at most its numel)
+_COUNTS_ELEMENTS = ("nonzero", "argwhere", "getitem", "unique", "unique_consecutive")
+
+
+def count_bound(name: str, args: list[Any]) -> float:
+    """The upper bound of a data-dependent size `name` makes: the numel of its first argument
+    where the op selects or counts that argument's elements and its size is static; else
+    unbounded (bincount's and repeat_interleave's sizes come from values, masked_select's from a
+    broadcast)."""
+    first = args[0] if args else None
+    if name in _COUNTS_ELEMENTS and isinstance(first, torch.Tensor):
+        return first.numel()
+    return math.inf
 
 
 def data_rule(name: str, args: list[Any], kwargs: dict[str, Any], torch_sizes: list[tuple]) -> list[tuple] | None:
@@ -106,6 +125,45 @@ def data_rule(name: str, args: list[Any], kwargs: dict[str, Any], torch_sizes: l
     return None
 
 
+def fake_call(name: str, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    """`fn(*args, **kwargs)` on fake tensors. A split into sizes some of which only the data
+    decides makes its pieces directly: torch's own split adds the sizes up one at a time, each sum
+    a bigger sympy Add (quadratic: seconds for a few hundred jagged features). pdyn's split rule
+    gives the sizes and records the check that they add up to the dim."""
+    if name in ("split", "split_with_sizes"):
+        pieces = _split_pieces(args, kwargs)
+        if pieces is not None:
+            return pieces
+    return fn(*args, **kwargs)
+
+
+def _split_pieces(args: list[Any], kwargs: dict[str, Any]) -> tuple[torch.Tensor, ...] | None:
+    names = ("split_size_or_sections", "split_sizes")
+    x = args[0] if args else kwargs.get("input", kwargs.get("self"))
+    sizes = args[1] if len(args) > 1 else next((kwargs[k] for k in names if k in kwargs), None)
+    dim = args[2] if len(args) > 2 else kwargs.get("dim", 0)
+    if not isinstance(x, FakeTensor) or x.requires_grad or not isinstance(sizes, (list, tuple)) \
+            or not isinstance(dim, int) or x.dim() == 0 or not -x.dim() <= dim < x.dim():
+        return None  # (a piece of a tensor that requires grad is a view with a grad_fn: torch's split)
+    if not any(isinstance(s, torch.SymInt) for s in sizes) \
+            or not all(isinstance(s, torch.SymInt) or type(s) is int and s >= 0 for s in sizes):
+        return None
+    d = dim % x.dim()
+    shape = list(x.shape)
+    for s in sizes:  # sizes for torch too (pdyn's rule asserts it): its checks on them are then free
+        if isinstance(s, torch.SymInt) and isinstance(s.node.expr, sympy.Symbol):
+            s.node.shape_env._constrain_range_for_size(s.node.expr)  # (the vehicle's own ShapeEnv)
+    mode = x.fake_mode
+    # the pieces are views with x's strides; along dim 0 of a contiguous x those are the contiguous
+    # ones, and torch.empty makes them with no symbolic question (empty_strided asks u == 0)
+    contiguous = d == 0 and x.is_contiguous()
+    with unset_fake_temporarily():  # meta tensors wrapped as fakes: no fake dispatch per piece
+        metas = [torch.empty((s, *shape[1:]), dtype=x.dtype, device="meta") if contiguous else
+                 torch.empty_strided((*shape[:d], s, *shape[d + 1:]), x.stride(), dtype=x.dtype, device="meta")
+                 for s in sizes]
+        return tuple(mode.fake_tensor_converter.from_meta_and_device(mode, m, x.device) for m in metas)
+
+
 def emit_asserts(output: OutputGraph, loc: SourceLoc | None) -> None:
     """Record a graph node for each runtime assert the ShapeEnv took since the last call."""
     env, unbacked = output.ctx.shape_env, output.unbacked
@@ -114,8 +172,13 @@ def emit_asserts(output: OutputGraph, loc: SourceLoc | None) -> None:
         unbacked.emitted += 1
         syms = sorted(fact.expr.free_symbols, key=lambda s: s.name)
         values = [output.symbol_node(s) for s in syms]
+        for s, value in zip(syms, values):  # a dim read made for the assert: a size node for backends
+            if "example_value" not in value.meta:
+                graph_meta.stamp_size_node(value, s, env.hints.get(s, env.vehicles.get(s)))
+                value.meta[graph_meta.EXPR] = s
         code = to_python(fact.expr.xreplace({s: sympy.Symbol(f"v{i}") for i, s in enumerate(syms)}))
         where = f" (at {fact.loc.filename}:{fact.loc.lineno})" if fact.loc is not None else ""
         node = output.graph.call_function(runtime_assert, (code, fact.error.__name__, fact.message + where, *values))
         output.annotate(node, fact.loc or loc)
         node.meta["op"] = canonical(runtime_assert)
+        node.meta["example_value"] = None  # (returns nothing; a backend reads every node's example)

@@ -20,6 +20,7 @@ import torch
 import torch.fx
 
 from pdyn.backends.triton.runtime import prepare_interpreter, use_interpreter
+from pdyn.backends.triton.unbacked import bind_unbacked
 from pdyn.guards.guards import Guard
 from pdyn.ops.effects import mutates
 from pdyn.shapes.graph_meta import SIZES
@@ -115,6 +116,7 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Compil
     sym = read_stamps(gm, example_inputs)
     lx = GraphLowering(gm, sym)
     lx.run()
+    bind_unbacked(lx)  # data-dependent sizes: read back after the torch call that makes them
     steps = schedule(lx, interpret)
     code = WrapperCode(lx, sym, interpret)
     source = code.build(steps, output_structure(gm))

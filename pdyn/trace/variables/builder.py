@@ -121,6 +121,13 @@ def _wrap_int(tx: Tracer, value: int, source: Source) -> VariableTracker:
     return tx.output.add_int_input(value, source, tx.loc())
 
 
+def _wrap_list_int(tx: Tracer, value: int, source: Source) -> VariableTracker:
+    """An element of a list of ints (`lengths: list[int]`): a size symbol with its value as hint,
+    0 and 1 included, so that each distinct list is no recompile (a 0/1 question is a guard)."""
+    _guard(tx, TypeGuard, source, int)
+    return tx.output.add_int_input(value, source, tx.loc(), size_like=True)
+
+
 def _wrap_enum(tx: Tracer, value: enum.Enum, source: Source) -> VariableTracker:
     _guard(tx, IdGuard, source, value)  # a member decides control flow by identity: pin which one
     return ConstantVariable(value, source)
@@ -136,6 +143,9 @@ def _wrap_constant(tx: Tracer, value: Any, source: Source) -> VariableTracker:
 def _wrap_sequence(tx: Tracer, value: tuple[Any, ...] | list[Any], source: Source) -> VariableTracker:
     kind = type(value)
     _guard(tx, LenGuard, source, kind, len(value))
+    if kind is list and value and all(type(v) is int and v >= 0 for v in value) and not tx.ctx.plan.static_inputs:
+        items = [_wrap_list_int(tx, v, ItemSource(source, i)) for i, v in enumerate(value)]
+        return ListVariable(items, source)
     items = [wrap(tx, v, ItemSource(source, i)) for i, v in enumerate(value)]
     return TupleVariable(items, source) if kind is tuple else ListVariable(items, source)
 
