@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
-LOG_TOPICS = ("graph", "guards", "graph_breaks", "recompiles", "output_code", "dynamic", "bytecode")
+LOG_TOPICS = ("graph", "guards", "graph_breaks", "recompiles", "output_code", "dynamic", "bytecode", "cudagraphs")
 
 
 def _env_topics() -> frozenset[str]:
@@ -35,6 +35,11 @@ def _env_cache_dir() -> str:
 
 def _env_fast_launch() -> bool:
     return os.environ.get("PDYN_TRITON_FAST_LAUNCH", "1") != "0"
+
+
+def _env_buckets() -> tuple[int, ...] | None:
+    raw = os.environ.get("PDYN_CUDAGRAPH_BUCKETS")
+    return tuple(int(b) for b in raw.split(",") if b.strip()) if raw else None
 
 
 def _env_warn_no_graph() -> bool:
@@ -64,6 +69,12 @@ class Config:
     triton_fast_launch: bool = field(default_factory=_env_fast_launch)
     # PDYN_WARN_NO_GRAPH=0: no warning when an optimized function keeps running without any graph
     warn_no_graph: bool = field(default_factory=_env_warn_no_graph)
+    # PDYN_CUDAGRAPHS=1: replay compiled graphs from CUDA graphs (as mode="reduce-overhead" does)
+    cudagraphs: bool = field(default_factory=lambda: os.environ.get("PDYN_CUDAGRAPHS", "0") not in ("", "0"))
+    # PDYN_CUDAGRAPH_BUCKETS=1,8,64: the sizes a paddable dim is padded up to (None: powers of two)
+    cudagraph_buckets: tuple[int, ...] | None = field(default_factory=_env_buckets)
+    # most CUDA graphs captured for one compiled graph; further shapes run uncaptured
+    cudagraph_limit: int = field(default_factory=lambda: _env_int("PDYN_CUDAGRAPH_LIMIT", 16))
 
 
 FIELDS = frozenset(f.name for f in dataclasses.fields(Config))
