@@ -217,6 +217,8 @@ def draws_random(node: torch.fx.Node) -> bool:
     op = op_of(node)
     if op.name in ("dropout", "alpha_dropout", "feature_alpha_dropout"):
         return _arg(node, 2, "training", True) is not False
+    if op.name == "scaled_dot_product_attention":
+        return _arg(node, 4, "dropout_p", 0.0) != 0.0
     return op.draws_random
 
 
@@ -271,10 +273,12 @@ def _reads(node: torch.fx.Node, s: sympy.Symbol) -> bool:
 
 
 def _touches_value(node: torch.fx.Node, s: sympy.Symbol) -> bool:
-    if has(node.meta.get(EXPR), s):
-        return True
-    if node.op in ("call_method", "call_function") and node.target == "size" or getattr(node.target, "__name__", "") == "size":
-        return any(s_dims(a, s) for a in node.all_input_nodes)
+    if node.meta.get(EXPR) is not None:
+        return has(node.meta[EXPR], s)
+    if node.target == "size" or getattr(node.target, "__name__", "") == "size":  # x.size() or x.size(d)
+        x, dims = node.args[0], _dims(_arg(node, 1, "dim"), _ndim(node.args[0]))
+        along = set(s_dims(x, s))
+        return bool(along) if dims is ALL_DIMS else bool(along & dims)  # type: ignore[operator]
     return bool(node.meta.get(SIZE_NODE)) and _reads(node, s)
 
 
