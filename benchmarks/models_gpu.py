@@ -4,7 +4,7 @@ size and sequence length change. Columns: eager, pdyn (Triton), pdyn with CUDA g
 (mode="reduce-overhead"), torch.compile mode="reduce-overhead", default and dynamic=True.
 
 For each: first call (s, compile included), total over the sequence (s, compiles included), steady
-per-call time (ms: the sequence again with every shape warm, synchronized after each call as a
+per-call time (ms: the sequence a third time with every shape warm and captured, synchronized after each call as a
 server would) and compiles. Outputs are checked against eager's (fp16 tolerance); a column whose
 output differs shows "wrong", one that raises "error". Rows print as they finish.
 
@@ -99,6 +99,9 @@ def measure(column: str, model: torch.nn.Module, inputs: list[dict[str, Any]],
                 first = time.perf_counter() - start
         total = time.perf_counter() - start
         n_compiles = compiles(column)
+        for kwargs in inputs:  # every shape again: CUDA-graph columns capture here
+            fn(**kwargs)
+        sync()
         steady = []
         for kwargs in inputs:
             t0 = time.perf_counter()

@@ -74,7 +74,7 @@ class Config:
     # PDYN_CUDAGRAPH_BUCKETS=1,8,64: the sizes a paddable dim is padded up to (None: powers of two)
     cudagraph_buckets: tuple[int, ...] | None = field(default_factory=_env_buckets)
     # most CUDA graphs captured for one compiled graph; further shapes run uncaptured
-    cudagraph_limit: int = field(default_factory=lambda: _env_int("PDYN_CUDAGRAPH_LIMIT", 16))
+    cudagraph_limit: int = field(default_factory=lambda: _env_int("PDYN_CUDAGRAPH_LIMIT", 64))
 
 
 FIELDS = frozenset(f.name for f in dataclasses.fields(Config))

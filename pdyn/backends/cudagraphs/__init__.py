@@ -62,7 +62,9 @@ def wrap(compiled: Callable[..., Any], gm: torch.fx.GraphModule, example_inputs:
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     varying = [i for i, n in enumerate(placeholders)
                if isinstance(example_inputs[i], torch.Tensor) and n.meta.get(STRIDES) is None]
-    runner = GraphRunner(compiled, plan, symbols.bindings, varying, buckets, limit)
+    by_symbol = {b.placeholder for b in symbols.bindings.values() if b.dim is None}
+    scalars = [i for i, v in enumerate(example_inputs) if not isinstance(v, torch.Tensor) and i not in by_symbol]
+    runner = GraphRunner(compiled, plan, symbols.bindings, varying, scalars, buckets, limit)
 
     def run(*args: Any) -> Any:
         return runner(*args)

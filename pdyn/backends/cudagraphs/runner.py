@@ -1,7 +1,8 @@
 """Replaying one compiled graph from CUDA graphs: one capture per padded shape (pad.py), made after
-the shape has run `WARMUP` times uncaptured.
+the shape has run `WARMUP` times uncaptured (its second call captures, as torch.compile's
+reduce-overhead does).
 
-Inputs: an input whose address was the same on the two calls before the capture (a parameter, a
+Inputs: an input whose address was the same on the call before the capture (a parameter, a
 buffer the caller reuses) is read in place by the captured graph, and a later call with another
 address runs uncaptured and drops that capture (the next capture copies it); every other input is
 copied into a static buffer of the padded shape. Outputs: each call returns fresh tensors, copied
@@ -22,7 +23,7 @@ from pdyn.backends.cudagraphs.pad import PadPlan, padded_shape, padded_sizes, re
 from pdyn.shapes.graph_meta import SymbolBinding
 
 log = logging.getLogger("pdyn.cudagraphs")
-WARMUP = 2
+WARMUP = 1
 
 
 @dataclass
@@ -39,11 +40,12 @@ class GraphRunner:
     """The callable the backend returns: replays a capture where there is one."""
 
     def __init__(self, compiled: Callable[..., Any], plan: PadPlan, bindings: dict[sympy.Symbol, SymbolBinding],
-                 varying_strides: list[int], buckets: tuple[int, ...] | None, limit: int) -> None:
+                 varying_strides: list[int], scalars: list[int], buckets: tuple[int, ...] | None, limit: int) -> None:
         self.compiled, self.plan, self.buckets, self.limit = compiled, plan, buckets, limit
         self.bindings = [(b.placeholder, b.dim) for b in bindings.values()]
         self.symbols = list(bindings)
         self.varying_strides = varying_strides
+        self.scalars = scalars  # non-tensor inputs no symbol stands for: a capture bakes them in
         self.captures: dict[Any, Capture] = {}
         self.seen: dict[Any, int] = {}
         self.last_ptrs: list[int] | None = None
@@ -55,7 +57,8 @@ class GraphRunner:
     def key(self, args: tuple[Any, ...], sizes: dict[sympy.Symbol, tuple[int, int]]) -> Any:
         values = [sizes[s][1] if s in sizes else args[p].shape[d] if d is not None else args[p]
                   for s, (p, d) in zip(self.symbols, self.bindings)]
-        return (tuple(values), tuple(args[i].stride() for i in self.varying_strides))
+        return (tuple(values), tuple(args[i].stride() for i in self.varying_strides),
+                tuple(args[i] for i in self.scalars))
 
     def __call__(self, *args: Any) -> Any:
         if self.disabled is not None:
@@ -83,7 +86,10 @@ class GraphRunner:
         except Exception as e:  # noqa: BLE001  # NOTE: never wrong: a graph that cannot be captured runs as compiled
             self.disabled = f"capture failed: {type(e).__name__}: {e}"
             log.debug("graph runs uncaptured: %s", self.disabled)
-            torch.cuda.synchronize()
+            try:
+                torch.cuda.synchronize()
+            except Exception:  # noqa: BLE001  # NOTE: the failed capture's own error was logged
+                pass
             return self.compiled(*args)
         self.captures[key] = cap
         self.captured += 1
