@@ -12,7 +12,9 @@ import torch
 import torch.nn.functional as F
 
 import pdyn
+from pdyn.backends.cudagraphs import runner_for
 from pdyn.backends.cudagraphs.pad import PadPlan, pad_args, padded_sizes, plan, unpad_outputs
+from pdyn.backends.cudagraphs.runner import GraphRunner
 
 CUDA = torch.cuda.is_available()
 
@@ -201,6 +203,81 @@ def test_cudagraphs_off_the_gpu_run_uncaptured(caplog: pytest.LogCaptureFixture)
             x = torch.randn(n, 8)
             torch.testing.assert_close(compiled(x), mlp(x))
     assert "runs uncaptured" in caplog.text
+
+
+# -- the runner, with a simulated CUDA graph: a replay reruns the call on the static inputs and writes
+# the results into the static outputs, as a captured graph does ----------------------------------------
+
+class SimulatedRunner(GraphRunner):
+    def record(self, static_args: list[Any]) -> tuple[Callable[[], Any], Any]:
+        out = self.compiled(*static_args)
+
+        def replay() -> None:
+            for static, new in zip(_flat(out), _flat(self.compiled(*static_args))):
+                static.copy_(new)
+
+        return replay, out
+
+
+def test_runner_pads_captures_per_bucket_and_never_hands_out_its_buffers() -> None:
+    runners: list[GraphRunner] = []
+
+    def backend(gm: torch.fx.GraphModule, ex: list[Any]) -> Callable[..., Any]:
+        runner = runner_for(gm.forward, gm, ex, None, 8, cls=SimulatedRunner)
+        runners.append(runner)
+        return runner
+
+    compiled = pdyn.optimize(mlp, backend=backend)
+    kept = []
+    for n in (3, 5, 6, 7, 3, 4, 8, 2):
+        x = torch.randn(n, 8)
+        pdyn.mark_dynamic(x, 0)
+        out = compiled(x)
+        torch.testing.assert_close(out, mlp(x))
+        kept.append((out, out.clone()))
+    for out, ref in kept:  # a later replay never overwrote what an earlier call returned
+        torch.testing.assert_close(out, ref)
+    runner = runners[-1]
+    assert runner.plan.symbols
+    # buckets 4 (3 runs, then 3 captures, 4 replays) and 8 (5 runs, 6 captures, 7 and 8 replay)
+    assert runner.captured == 2 and len(runner.captures) == 2
+
+
+def test_runner_captures_per_shape_where_nothing_pads() -> None:
+    runners: list[GraphRunner] = []
+
+    def backend(gm: torch.fx.GraphModule, ex: list[Any]) -> Callable[..., Any]:
+        runners.append(runner_for(gm.forward, gm, ex, None, 2, cls=SimulatedRunner))
+        return runners[-1]
+
+    f = lambda x: x.softmax(0) * 2  # noqa: E731  # runs along the batch: captured per size
+    compiled = pdyn.optimize(f, backend=backend)
+    for n in (3, 3, 3, 5, 5, 6, 6, 6, 7, 7):
+        x = torch.randn(n, 4)
+        pdyn.mark_dynamic(x, 0)
+        torch.testing.assert_close(compiled(x), f(x))
+    runner = runners[-1]
+    assert all(b.dim != 0 for b in runner.plan.symbols.values())
+    assert runner.captured == 2  # 3 and 5; 6 and 7 are past the limit of 2 and run uncaptured
+
+
+def test_runner_copies_an_input_that_moves() -> None:
+    runners: list[GraphRunner] = []
+
+    def backend(gm: torch.fx.GraphModule, ex: list[Any]) -> Callable[..., Any]:
+        runners.append(runner_for(gm.forward, gm, ex, None, 8, cls=SimulatedRunner))
+        return runners[-1]
+
+    f = lambda x, w: x @ w  # noqa: E731
+    compiled = pdyn.optimize(f, backend=backend)
+    w = torch.randn(4, 4)
+    for i in range(6):
+        x = torch.randn(3, 4)
+        w2 = w if i < 3 else torch.randn(4, 4)  # the same weight, then a new one each call
+        torch.testing.assert_close(compiled(x, w2), f(x, w2))
+    runner = runners[-1]
+    assert runner.moving  # the weight moved: it is copied from then on
+    assert runner.captured == 2
 
 
 # -- on the GPU ------------------------------------------------------------------------------------------

@@ -53,6 +53,20 @@ def wrap(compiled: Callable[..., Any], gm: torch.fx.GraphModule, example_inputs:
     if why is not None:
         log.debug("graph runs uncaptured: %s", why)
         return compiled
+    runner = runner_for(compiled, gm, example_inputs, buckets, limit)
+
+    def run(*args: Any) -> Any:
+        return runner(*args)
+
+    run.pdyn_cudagraphs = runner  # type: ignore[attr-defined]  # inspected by tests and benchmarks
+    run.pdyn_triton = getattr(compiled, "pdyn_triton", None)  # type: ignore[attr-defined]
+    run.assumptions = getattr(compiled, "assumptions", [])  # type: ignore[attr-defined]
+    return run
+
+
+def runner_for(compiled: Callable[..., Any], gm: torch.fx.GraphModule, example_inputs: list[Any],
+               buckets: tuple[int, ...] | None, limit: int, cls: type[GraphRunner] = GraphRunner) -> GraphRunner:
+    """The GraphRunner of one compiled graph, with its padding plan (logged)."""
     plan = pad_plan(gm)
     for s, reason in plan.refused.items():
         log.debug("%s is captured per size: %s", s, reason)
@@ -64,15 +78,7 @@ def wrap(compiled: Callable[..., Any], gm: torch.fx.GraphModule, example_inputs:
                if isinstance(example_inputs[i], torch.Tensor) and n.meta.get(STRIDES) is None]
     by_symbol = {b.placeholder for b in symbols.bindings.values() if b.dim is None}
     scalars = [i for i, v in enumerate(example_inputs) if not isinstance(v, torch.Tensor) and i not in by_symbol]
-    runner = GraphRunner(compiled, plan, symbols.bindings, varying, scalars, buckets, limit)
-
-    def run(*args: Any) -> Any:
-        return runner(*args)
-
-    run.pdyn_cudagraphs = runner  # type: ignore[attr-defined]  # inspected by tests and benchmarks
-    run.pdyn_triton = getattr(compiled, "pdyn_triton", None)  # type: ignore[attr-defined]
-    run.assumptions = getattr(compiled, "assumptions", [])  # type: ignore[attr-defined]
-    return run
+    return cls(compiled, plan, symbols.bindings, varying, scalars, buckets, limit)
 
 
 def uncapturable(compiled: Callable[..., Any], gm: torch.fx.GraphModule, example_inputs: list[Any]) -> str | None:

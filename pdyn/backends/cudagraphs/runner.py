@@ -28,7 +28,7 @@ WARMUP = 1
 
 @dataclass
 class Capture:
-    graph: torch.cuda.CUDAGraph
+    replay: Callable[[], Any]         # the captured graph's replay
     static_args: list[Any]
     in_place: dict[int, int]          # input -> the address the graph reads it at
     copied: list[int]                 # inputs copied into static buffers on each replay
@@ -120,6 +120,17 @@ class GraphRunner:
                 copied.append(i)
             elif i in self.plan.ints:
                 static_args[i] = sizes[self.plan.ints[i]][1]
+        replay, out = self.record(static_args)
+        flat = list(out) if isinstance(out, (tuple, list)) else [out]
+        if not all(isinstance(o, torch.Tensor) for o in flat):
+            raise ValueError("the graph returns a value that is not a tensor")
+        storages = {a.untyped_storage().data_ptr() for a in static_args if isinstance(a, torch.Tensor)}
+        if any(o.untyped_storage().data_ptr() in storages for o in flat):
+            raise ValueError("an output aliases an input")
+        return Capture(replay, static_args, in_place, copied, flat, type(out) if isinstance(out, (tuple, list)) else None)
+
+    def record(self, static_args: list[Any]) -> tuple[Callable[[], Any], Any]:
+        """Capture one call on `static_args`: (replay, its static outputs)."""
         if self.pool is None:
             self.pool = torch.cuda.graph_pool_handle()
         side = torch.cuda.Stream()
@@ -130,13 +141,7 @@ class GraphRunner:
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph, pool=self.pool):
             out = self.compiled(*static_args)
-        flat = list(out) if isinstance(out, (tuple, list)) else [out]
-        if not all(isinstance(o, torch.Tensor) for o in flat):
-            raise ValueError("the graph returns a value that is not a tensor")
-        storages = {a.untyped_storage().data_ptr() for a in static_args if isinstance(a, torch.Tensor)}
-        if any(o.untyped_storage().data_ptr() in storages for o in flat):
-            raise ValueError("an output aliases an input")
-        return Capture(graph, static_args, in_place, copied, flat, type(out) if isinstance(out, (tuple, list)) else None)
+        return graph.replay, out
 
     def _replay(self, cap: Capture, args: tuple[Any, ...], sizes: dict[sympy.Symbol, tuple[int, int]]) -> Any:
         inputs = self.plan.inputs
@@ -144,7 +149,7 @@ class GraphRunner:
             a, buf = args[i], cap.static_args[i]
             if a.data_ptr() != buf.data_ptr():
                 (region(buf, inputs[i], sizes) if i in inputs else buf).copy_(a)
-        cap.graph.replay()
+        cap.replay()
         outs = [region(o, dims, sizes).clone() for o, dims in zip(cap.outputs, self.plan.outputs)] \
             if self.plan.outputs else [o.clone() for o in cap.outputs]
         if cap.tuple_out is None:
