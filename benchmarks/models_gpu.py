@@ -14,6 +14,7 @@ output differs shows "wrong", one that raises "error". Rows print as they finish
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import pathlib
 import random
@@ -80,9 +81,31 @@ def compiles(column: str) -> int | str:
     return 0
 
 
+class CudagraphLog(logging.Handler):
+    """Counts what pdyn's `cudagraphs` topic said during one column: captures, and why graphs ran
+    uncaptured or were captured per size."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+    def summary(self) -> str:
+        captures = sum(m.startswith("captured shape") for m in self.messages)
+        reasons = sorted({m for m in self.messages if "uncaptured" in m or "padding" in m})
+        per_size = len({m.split(":")[0] for m in self.messages if "captured per size" in m})
+        return f"{captures} captures; {per_size} symbols captured per size; " + "; ".join(r[:160] for r in reasons[:4])
+
+
 def measure(column: str, model: torch.nn.Module, inputs: list[dict[str, Any]],
             refs: list[torch.Tensor] | None) -> dict[str, Any]:
     fn = compiled(column, model)
+    log = CudagraphLog()
+    logger = logging.getLogger("pdyn.cudagraphs")
+    logger.addHandler(log)
+    logger.setLevel(logging.DEBUG)
     if column.startswith("tc"):
         from torch._dynamo.utils import counters
 
@@ -108,9 +131,11 @@ def measure(column: str, model: torch.nn.Module, inputs: list[dict[str, Any]],
             fn(**kwargs)
             sync()
             steady.append(time.perf_counter() - t0)
+    logger.removeHandler(log)
     wrong = refs is not None and any(not torch.allclose(o, r, rtol=2e-2, atol=2e-2) for o, r in zip(outs, refs))
     return {"first": first, "total": total, "steady_ms": 1000 * sum(steady) / len(steady),
-            "compiles": n_compiles, "wrong": wrong, "outs": outs}
+            "compiles": n_compiles, "wrong": wrong, "outs": outs,
+            "cudagraphs": log.summary() if column == "pdyn_cg" else ""}
 
 
 def main() -> None:
@@ -155,6 +180,8 @@ def main() -> None:
             mark = " (wrong)" if r["wrong"] else ""
             print(f"| {name} | {column}{mark} | {r['first']:.3f} | {r['total']:.3f} | {r['steady_ms']:.3f} | "
                   f"{r['compiles']} |", flush=True)
+            if r["cudagraphs"]:
+                print(f"<!-- {name} pdyn_cg: {r['cudagraphs']} -->", flush=True)
 
 
 if __name__ == "__main__":
