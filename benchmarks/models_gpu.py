@@ -19,6 +19,7 @@ import os
 import pathlib
 import random
 import sys
+import tempfile
 import time
 from typing import Any, Callable
 
@@ -64,6 +65,10 @@ def compiled(column: str, model: torch.nn.Module) -> Callable[..., Any]:
         return model
     if column in ("pdyn", "pdyn_cg"):
         pdyn.reset()
+        # each pdyn column compiles cold: its own kernel directories (else the second reuses the first's binaries)
+        cold = tempfile.mkdtemp(prefix=f"pdyn_{column}_")
+        pdyn.config.cache_dir = os.path.join(cold, "pdyn")
+        os.environ["TRITON_CACHE_DIR"] = os.path.join(cold, "triton")
         return pdyn.optimize(model.forward, mode="reduce-overhead" if column == "pdyn_cg" else None)
     torch._dynamo.reset()
     if column == "tc_reduce_overhead":
