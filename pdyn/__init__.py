@@ -13,6 +13,7 @@ import torch
 
 from pdyn.base import logs
 from pdyn.backends import resolve
+from pdyn.backends.cudagraphs import with_cudagraphs
 from pdyn.base.config import Config, config
 from pdyn.base.errors import Unsupported, UserError
 from pdyn.hook.compile_frame import title_of
@@ -24,20 +25,25 @@ __all__ = ["optimize", "explain", "stats", "reset", "mark_dynamic", "mark_static
            "UserError", "config", "Config"]
 
 logs.apply(config)
+MODES = (None, "default", "reduce-overhead")
 
 
 def optimize(fn: Any = None, *, backend: str | Callable[..., Any] = "auto", dynamic: bool | None = None,
-             fullgraph: bool = False) -> Any:
+             fullgraph: bool = False, mode: str | None = None) -> Any:
     """Compile `fn` (a function, a bound method or an nn.Module) on its first call.
 
     Used bare (`@pdyn.optimize`) or with arguments (`@pdyn.optimize(backend="eager")`). An
     nn.Module is returned itself, with its `forward` optimized: same parameters, same state_dict.
+    `mode="reduce-overhead"` replays each compiled graph from CUDA graphs (as torch.compile's);
+    `mode=None` (or "default") does so where `pdyn.config.cudagraphs` is on.
     """
     if dynamic not in (None, False, True):
         raise UserError(f"dynamic must be None, False or True, not {dynamic!r}")
-    compiled_backend = resolve(backend)
+    if mode not in MODES:
+        raise UserError(f"mode must be one of {sorted(m for m in MODES if m)} or None, not {mode!r}")
+    compiled_backend = with_cudagraphs(resolve(backend), always=mode == "reduce-overhead")
     if fn is None:
-        return lambda f: optimize(f, backend=backend, dynamic=dynamic, fullgraph=fullgraph)
+        return lambda f: optimize(f, backend=backend, dynamic=dynamic, fullgraph=fullgraph, mode=mode)
     return _optimize(fn, compiled_backend, fullgraph, None, dynamic)
 
 

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
-LOG_TOPICS = ("graph", "guards", "graph_breaks", "recompiles", "output_code", "dynamic", "bytecode")
+LOG_TOPICS = ("graph", "guards", "graph_breaks", "recompiles", "output_code", "dynamic", "bytecode", "cudagraphs")
 
 
 def _env_topics() -> frozenset[str]:
@@ -39,6 +39,11 @@ def _env_fast_launch() -> bool:
 
 def _env_flag(name: str) -> bool:
     return os.environ.get(name, "0") not in ("", "0")
+
+
+def _env_buckets() -> tuple[int, ...] | None:
+    raw = os.environ.get("PDYN_CUDAGRAPH_BUCKETS")
+    return tuple(int(b) for b in raw.split(",") if b.strip()) if raw else None
 
 
 def _env_warn_no_graph() -> bool:
@@ -73,6 +78,12 @@ class Config:
     # PDYN_CHECK_HINTS=1 (the test suite): a shape rule whose sizes differ from the fake run's at this
     # call's sizes is an internal error, not a silent specialization
     check_hints: bool = field(default_factory=lambda: _env_flag("PDYN_CHECK_HINTS"))
+    # PDYN_CUDAGRAPHS=1: replay compiled graphs from CUDA graphs (as mode="reduce-overhead" does)
+    cudagraphs: bool = field(default_factory=lambda: _env_flag("PDYN_CUDAGRAPHS"))
+    # PDYN_CUDAGRAPH_BUCKETS=1,8,64: the sizes a paddable dim is padded up to (None: powers of two)
+    cudagraph_buckets: tuple[int, ...] | None = field(default_factory=_env_buckets)
+    # most CUDA graphs captured for one compiled graph; further shapes run uncaptured
+    cudagraph_limit: int = field(default_factory=lambda: _env_int("PDYN_CUDAGRAPH_LIMIT", 64))
 
 
 FIELDS = frozenset(f.name for f in dataclasses.fields(Config))

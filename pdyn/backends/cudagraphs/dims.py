@@ -1,0 +1,297 @@
+"""Which size symbols of a captured graph may be padded: a symbol `s` qualifies when every value
+the graph computes at index i of an `s`-sized dim depends only on inputs at index i of their
+`s`-sized dims. Then running the graph on inputs padded along `s` and slicing its outputs back
+gives exactly the unpadded results (the padded rows are computed and thrown away).
+
+Read from the fx graph and pdyn's own stamps (node.meta["pdyn_sizes"], the size nodes'
+"pdyn_expr"): a symbol is refused where it appears other than as a whole dim (a view merged it with
+another dim), where an op runs along one of its dims (reduction, contraction, scan, sort, cat,
+index), where its value is computed with (`x / x.shape[0]`), or where an op nobody classified here
+touches it. Each refusal has a reason, for the log.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import sympy
+import torch
+import torch.fx
+
+from pdyn.ops.catalogue import BINARY, CONVERSIONS, REDUCTIONS, UNARY
+from pdyn.ops.table import op_of
+from pdyn.shapes.graph_meta import EXPR, SIZE_NODE, SIZES, SYMBOLS
+
+# ops whose every output element reads only the same index of each (broadcast) operand
+POINTWISE = frozenset(UNARY + BINARY + CONVERSIONS) | {"where", "alias", "masked_fill"} \
+    | {n for n in dir(torch.Tensor) if n.startswith("__r") and n.endswith("__")}
+# ops that reorder, add or drop dims of size 1 without mixing elements of different indices
+REORDER = frozenset("""permute transpose swapaxes swapdims t movedim moveaxis squeeze unsqueeze expand
+expand_as broadcast_to stack""".split())
+VIEWS = frozenset("view reshape flatten unflatten view_as reshape_as".split())
+ALONG_DIM = frozenset(REDUCTIONS + """softmax log_softmax cumsum cumprod logcumsumexp sort argsort topk
+cummax cummin split split_with_sizes chunk unbind select narrow cat concat concatenate index_select""".split())
+FACTORIES = frozenset("empty zeros ones full arange new_zeros new_ones new_empty new_full empty_like zeros_like "
+                      "ones_like full_like".split())
+CONTRACT_LAST = {"linear": (0,), "matmul": (0,), "mm": (0,), "bmm": (0,), "addmm": (1,), "baddbmm": (1,),
+                 "mv": (0,)}
+ALL_DIMS = object()
+
+
+def has(expr: Any, s: sympy.Symbol) -> bool:
+    return isinstance(expr, sympy.Basic) and s in expr.free_symbols
+
+
+def tensor_sizes(node: Any) -> list[tuple[Any, ...]]:
+    """The sizes of each tensor `node` stands for (one, or one per tuple item)."""
+    if not isinstance(node, torch.fx.Node):
+        return []
+    sizes = node.meta.get(SIZES)
+    if not isinstance(sizes, tuple):
+        return []
+    if sizes and all(isinstance(x, tuple) or x is None for x in sizes):
+        return [x for x in sizes if x is not None]
+    return [sizes]
+
+
+def s_dims(node: Any, s: sympy.Symbol) -> list[int]:
+    sizes = tensor_sizes(node)
+    return [i for i, d in enumerate(sizes[0]) if d == s] if len(sizes) == 1 else []
+
+
+def _ndim(node: Any) -> int:
+    sizes = tensor_sizes(node)
+    return len(sizes[0]) if len(sizes) == 1 else 0
+
+
+def _arg(node: torch.fx.Node, pos: int, name: str, default: Any = None) -> Any:
+    if name in node.kwargs:
+        return node.kwargs[name]
+    return node.args[pos] if len(node.args) > pos else default
+
+
+def _dims(value: Any, ndim: int) -> set[int] | object:
+    if value is None:
+        return ALL_DIMS
+    if isinstance(value, int) and not isinstance(value, bool):
+        return {value % max(ndim, 1)}
+    if isinstance(value, (tuple, list)) and all(isinstance(v, int) for v in value):
+        return {v % max(ndim, 1) for v in value} if value else ALL_DIMS
+    return ALL_DIMS
+
+
+def _runs_along(node: torch.fx.Node, name: str, s: sympy.Symbol) -> str | None:
+    """An op running along a `dim` argument: refused where that dim is one of `s`'s."""
+    x = node.args[0] if node.args else None
+    if name in ("cat", "concat", "concatenate"):
+        x = x[0] if isinstance(x, (list, tuple)) and x else None
+        dim = _arg(node, 1, "dim", 0)
+    elif name in ("max", "min") and isinstance(_arg(node, 1, "other", _arg(node, 1, "dim")), torch.fx.Node):
+        return None  # max(a, b): pointwise
+    elif name == "norm":
+        dim = _arg(node, 2, "dim")
+    elif name in ("split", "split_with_sizes", "chunk"):
+        dim = _arg(node, 2, "dim", 0)
+    elif name in ("unbind", "cumsum", "cumprod", "logcumsumexp", "cummax", "cummin"):
+        dim = _arg(node, 1, "dim", 0)
+    elif name in ("sort", "argsort"):
+        dim = _arg(node, 1, "dim", -1)
+    elif name == "topk":
+        dim = _arg(node, 2, "dim", -1)
+    elif name == "index_select":
+        dim = _arg(node, 1, "dim")
+    else:
+        dim = _arg(node, 1, "dim", _arg(node, 1, "axis"))
+        if isinstance(dim, bool):  # var(x, unbiased)
+            dim = None
+    dims = _dims(dim, _ndim(x))
+    along = set(s_dims(x, s))
+    if dims is ALL_DIMS:
+        return f"{name} runs over every dim" if along else None
+    return f"{name} runs along a dim of size {s}" if along & dims else None  # type: ignore[operator]
+
+
+def _view(node: torch.fx.Node, s: sympy.Symbol) -> str | None:
+    """A view keeps each `s` dim whole: the elements before it number the same in and out."""
+    before, after = tensor_sizes(node.args[0]), tensor_sizes(node)
+    if len(before) != 1 or len(after) != 1:
+        return f"{node.target} of an unknown shape"
+    src, dst = before[0], after[0]
+    out_dims = set(s_dims(node, s))
+    for i in s_dims(node.args[0], s):
+        lead = sympy.Mul(*src[:i])
+        match = [j for j in out_dims if sympy.simplify(sympy.Mul(*dst[:j]) - lead) == 0]
+        if not match:
+            return f"a view moves a dim of size {s}"
+        out_dims.discard(match[0])
+    return f"a view makes a dim of size {s}" if out_dims else None
+
+
+def _contraction(node: torch.fx.Node, name: str, s: sympy.Symbol) -> str | None:
+    offset = CONTRACT_LAST[name][0]
+    a, b = node.args[offset], node.args[offset + 1] if len(node.args) > offset + 1 else node.kwargs.get("weight")
+    if _ndim(a) and (_ndim(a) - 1) in s_dims(a, s):
+        return f"{name} contracts a dim of size {s}"
+    if name == "linear":
+        return f"linear's weight has a dim of size {s}" if any(has(d, s) for z in tensor_sizes(b) for d in z) else None
+    nb = _ndim(b)
+    if nb and (nb - 2 if nb >= 2 else 0) in s_dims(b, s):
+        return f"{name} contracts a dim of size {s}"
+    return None
+
+
+def _attention(node: torch.fx.Node, s: sympy.Symbol) -> str | None:
+    q, k, v = node.args[:3]
+    mask = _arg(node, 3, "attn_mask")
+    checks = [(q, -1), (k, -1), (k, -2), (v, -2), (mask, -1)]
+    for t, d in checks:
+        n = _ndim(t)
+        if n and (n + d) in s_dims(t, s):
+            return f"attention contracts a dim of size {s}"
+    return None
+
+
+def _getitem(node: torch.fx.Node, s: sympy.Symbol) -> str | None:
+    src, index = node.args[0], node.args[1]
+    if len(tensor_sizes(src)) != 1 or not isinstance(src.meta.get("example_value"), torch.Tensor):
+        return None  # an item of a tuple result
+    entries = list(index) if isinstance(index, tuple) else [index]
+    along = set(s_dims(src, s))
+    consumed = sum(1 for e in entries if e is not None and e is not Ellipsis)
+    dim = 0
+    for e in entries:
+        if e is Ellipsis:
+            dim += _ndim(src) - consumed
+        elif e is None:
+            continue
+        elif isinstance(e, torch.fx.Node) or isinstance(e, (list, bool)):
+            return f"indexing with a tensor or list where a dim of size {s} is"
+        else:
+            if dim in along and e != slice(None, None, None):
+                return f"indexing along a dim of size {s}"
+            dim += 1
+    return None
+
+
+def _norm(node: torch.fx.Node, name: str, s: sympy.Symbol) -> str | None:
+    x = node.args[0]
+    n, along = _ndim(x), set(s_dims(x, s))
+    if name in ("layer_norm", "rms_norm"):
+        shape = _arg(node, 1, "normalized_shape")
+        k = len(shape) if isinstance(shape, (tuple, list)) else 1
+        return f"{name} normalizes a dim of size {s}" if along & set(range(n - k, n)) else None
+    if name == "group_norm":
+        return f"group_norm normalizes a dim of size {s}" if along - {0} else None
+    if name == "batch_norm":
+        training = _arg(node, 5, "training", False)
+        return f"batch_norm in training or over {s}" if training or along & {1} else None
+    return None
+
+
+RULES: dict[str, Callable[[torch.fx.Node, str, sympy.Symbol], str | None]] = {}
+for _n in ALONG_DIM:
+    RULES[_n] = _runs_along
+for _n in VIEWS:
+    RULES[_n] = lambda node, name, s: _view(node, s)
+for _n in CONTRACT_LAST:
+    RULES[_n] = _contraction
+for _n in ("layer_norm", "rms_norm", "group_norm", "batch_norm"):
+    RULES[_n] = _norm
+RULES["scaled_dot_product_attention"] = lambda node, name, s: _attention(node, s)
+RULES["getitem"] = lambda node, name, s: _getitem(node, s)
+RULES["embedding"] = lambda node, name, s: (f"embedding's table has a dim of size {s}"
+                                            if s_dims(node.args[1], s) else None)
+RULES["torch.embedding"] = lambda node, name, s: (f"embedding's table has a dim of size {s}"
+                                                  if s_dims(node.args[0], s) else None)
+RULES["pad"] = lambda node, name, s: (f"pad along a dim of size {s}" if set(s_dims(node.args[0], s))
+                                      & set(range(_ndim(node.args[0]) - len(node.args[1]) // 2, _ndim(node.args[0])))
+                                      else None)
+for _n in POINTWISE | REORDER | FACTORIES:
+    RULES.setdefault(_n, lambda node, name, s: None)
+# dropout is the identity in eval; in training it draws (refused below, as every random op)
+SHAPE_ARGS = VIEWS | REORDER | FACTORIES  # ops that may take a size computed from `s` as a size
+
+
+def draws_random(node: torch.fx.Node) -> bool:
+    """Whether `node` draws random numbers (dropout in eval does not: it is the identity)."""
+    op = op_of(node)
+    if op.name in ("dropout", "alpha_dropout", "feature_alpha_dropout"):
+        return _arg(node, 2, "training", True) is not False
+    if op.name == "scaled_dot_product_attention":
+        return _arg(node, 4, "dropout_p", 0.0) != 0.0
+    return op.draws_random
+
+
+def _is_size_node(node: Any) -> bool:
+    return isinstance(node, torch.fx.Node) and (bool(node.meta.get(SIZE_NODE)) or
+                                                (node.op == "placeholder" and node.meta.get(EXPR) is not None))
+
+
+def refusal(gm: torch.fx.GraphModule, s: sympy.Symbol) -> str | None:
+    """Why `s` may not be padded in `gm`, or None when it may."""
+    for node in gm.graph.nodes:
+        for sizes in tensor_sizes(node):
+            if any(has(d, s) and d != s for d in sizes):
+                return f"{node.name} has a dim {next(d for d in sizes if has(d, s) and d != s)} mixing {s} with others"
+        if _is_size_node(node):
+            if node.op == "placeholder" and node.meta[EXPR] != s and has(node.meta[EXPR], s):
+                return f"input {node.name} = {node.meta[EXPR]}"
+            if not has(node.meta.get(EXPR), s) and node.meta.get(EXPR) is not None:
+                continue
+            if node.meta.get(EXPR) is None and node.op != "placeholder" and not _reads(node, s):
+                continue
+            for user in node.users:
+                if user.op == "output":
+                    return f"the graph returns a size computed from {s}"
+                if _is_size_node(user):
+                    continue
+                name = op_of(user).name if user.op in ("call_function", "call_method") else ""
+                if name not in SHAPE_ARGS or (name in ("full", "new_full") and node is _arg(user, -1, "fill_value")):
+                    return f"{user.name} ({name or user.op}) computes with {s}"
+            continue
+        if node.op not in ("call_function", "call_method"):
+            continue
+        if not _touches(node, s):
+            continue
+        name = op_of(node).name
+        if draws_random(node):
+            return f"{name} draws random numbers"
+        if name == "runtime_assert":
+            return f"a runtime assert reads {s}"
+        rule = RULES.get(name)
+        if rule is None:
+            return f"{name} is not known to keep the indices of {s} apart"
+        why = rule(node, name, s)
+        if why:
+            return why
+    return None
+
+
+def _reads(node: torch.fx.Node, s: sympy.Symbol) -> bool:
+    """A size node without an int expression (a float size): whether `s` flows into it."""
+    return any(_touches_value(a, s) for a in node.all_input_nodes)
+
+
+def _touches_value(node: torch.fx.Node, s: sympy.Symbol) -> bool:
+    if node.meta.get(EXPR) is not None:
+        return has(node.meta[EXPR], s)
+    if node.target == "size" or getattr(node.target, "__name__", "") == "size":  # x.size() or x.size(d)
+        x, dims = node.args[0], _dims(_arg(node, 1, "dim"), _ndim(node.args[0]))
+        along = set(s_dims(x, s))
+        return bool(along) if dims is ALL_DIMS else bool(along & dims)  # type: ignore[operator]
+    return bool(node.meta.get(SIZE_NODE)) and _reads(node, s)
+
+
+def _touches(node: torch.fx.Node, s: sympy.Symbol) -> bool:
+    nodes = [node, *node.all_input_nodes]
+    return any(has(d, s) for n in nodes for sizes in tensor_sizes(n) for d in sizes) \
+        or any(_is_size_node(n) and _touches_value(n, s) for n in node.all_input_nodes)
+
+
+def paddable(gm: torch.fx.GraphModule) -> dict[sympy.Symbol, str | None]:
+    """Each size symbol read from a tensor input's dim, with None where it may be padded and the
+    reason where it may not."""
+    symbols = gm.meta.get(SYMBOLS)
+    if symbols is None:
+        return {}
+    return {s: refusal(gm, s) for s, b in symbols.bindings.items() if b.dim is not None}

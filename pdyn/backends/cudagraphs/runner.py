@@ -1,0 +1,185 @@
+"""Replaying one compiled graph from CUDA graphs: one capture per padded shape (pad.py), made after
+the shape has run `WARMUP` times uncaptured (its second call captures, as torch.compile's
+reduce-overhead does).
+
+Inputs: an input whose address was the same on the call before the capture (a parameter, a
+buffer the caller reuses) is read in place by the captured graph, and a later call with another
+address runs uncaptured and drops that capture (the next capture copies it); every other input is
+copied into a static buffer of the padded shape. Outputs: each call returns fresh tensors, copied
+(and sliced back from the padding) out of the capture's static outputs, so a later replay never
+overwrites what a caller holds.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import sympy
+import torch
+
+from pdyn.backends.cudagraphs.pad import PadPlan, padded_shape, padded_sizes, region
+from pdyn.shapes.graph_meta import SymbolBinding
+
+log = logging.getLogger("pdyn.cudagraphs")
+WARMUP = 1
+
+
+@dataclass
+class Capture:
+    replay: Callable[[], Any]         # the captured graph's replay
+    static_args: list[Any]
+    in_place: dict[int, int]          # input -> the address the graph reads it at
+    copied: list[int]                 # inputs copied into static buffers on each replay
+    outputs: list[torch.Tensor]
+    tuple_out: type | None            # tuple/list when the graph returns one, None for one tensor
+
+
+class GraphRunner:
+    """The callable the backend returns: replays a capture where there is one."""
+
+    def __init__(self, compiled: Callable[..., Any], plan: PadPlan, bindings: dict[sympy.Symbol, SymbolBinding],
+                 varying_strides: list[int], scalars: list[int], buckets: tuple[int, ...] | None, limit: int) -> None:
+        self.compiled, self.plan, self.buckets, self.limit = compiled, plan, buckets, limit
+        self.bindings = [(b.placeholder, b.dim) for b in bindings.values()]
+        self.symbols = list(bindings)
+        self.varying_strides = varying_strides
+        self.scalars = scalars  # non-tensor inputs no symbol stands for: a capture bakes them in
+        self.captures: dict[Any, Capture] = {}
+        self.seen: dict[Any, int] = {}
+        self.last_ptrs: list[int] | None = None
+        self.moving: set[int] = set()  # inputs seen at another address than their capture read
+        self.pool: Any = None
+        self.disabled: str | None = None
+        self.captured = 0  # captures made (for tests and benchmarks)
+
+    def key(self, args: tuple[Any, ...], sizes: dict[sympy.Symbol, tuple[int, int]]) -> Any:
+        values = [sizes[s][1] if s in sizes else args[p].shape[d] if d is not None else args[p]
+                  for s, (p, d) in zip(self.symbols, self.bindings)]
+        return (tuple(values), tuple(args[i].stride() for i in self.varying_strides),
+                tuple(args[i] for i in self.scalars))
+
+    def __call__(self, *args: Any) -> Any:
+        if self.disabled is not None:
+            return self.compiled(*args)
+        sizes = padded_sizes(self.plan, args, self.buckets) if self.plan.symbols else {}
+        key = self.key(args, sizes)
+        cap = self.captures.get(key)
+        if cap is not None:
+            for i, ptr in cap.in_place.items():
+                if args[i].data_ptr() != ptr:
+                    log.debug("input %d moved: capture for %s dropped; it is copied from now on", i, key)
+                    self.moving.add(i)
+                    del self.captures[key]
+                    self.seen[key] = 0
+                    return self._uncaptured(args)
+            return self._replay(cap, args, sizes)
+        count = self.seen.get(key, 0) + 1
+        self.seen[key] = count
+        if count <= WARMUP or len(self.captures) >= self.limit:
+            if len(self.captures) >= self.limit and count == WARMUP + 1:
+                log.debug("capture limit %d reached: shape %s runs uncaptured", self.limit, key)
+            return self._uncaptured(args)
+        try:
+            cap = self._capture(args, sizes)
+        except Exception as e:  # noqa: BLE001  # NOTE: never wrong: a graph that cannot be captured runs as compiled
+            self.disabled = f"capture failed: {type(e).__name__}: {e}"
+            log.debug("graph runs uncaptured: %s", self.disabled)
+            try:
+                torch.cuda.synchronize()
+            except Exception:  # noqa: BLE001  # NOTE: the failed capture's own error was logged
+                pass
+            return self.compiled(*args)
+        self.captures[key] = cap
+        self.captured += 1
+        log.debug("captured shape %s (%d captures)", key, len(self.captures))
+        return self._replay(cap, args, sizes)
+
+    def _uncaptured(self, args: tuple[Any, ...]) -> Any:
+        self.last_ptrs = [a.data_ptr() if isinstance(a, torch.Tensor) else 0 for a in args]
+        return self.compiled(*args)
+
+    def _capture(self, args: tuple[Any, ...], sizes: dict[sympy.Symbol, tuple[int, int]]) -> Capture:
+        static_args: list[Any] = list(args)
+        in_place: dict[int, int] = {}
+        copied: list[int] = []
+        for i, a in enumerate(args):
+            if isinstance(a, torch.Tensor):
+                dims = self.plan.inputs.get(i, [])
+                shape = padded_shape(a, dims, sizes)
+                if shape == tuple(a.shape) and i not in self.moving and self.last_ptrs is not None and self.last_ptrs[i] == a.data_ptr():
+                    in_place[i] = a.data_ptr()
+                    continue
+                if not _dense(a):
+                    raise ValueError(f"input {i} is not dense (strides {a.stride()})")
+                buf = torch.zeros(_strided_like(a, shape), dtype=a.dtype, device=a.device)
+                buf = buf.as_strided(shape, _strides_in_order(a, shape))
+                region(buf, dims, sizes).copy_(a)
+                static_args[i] = buf
+                copied.append(i)
+            elif i in self.plan.ints:
+                static_args[i] = sizes[self.plan.ints[i]][1]
+        replay, out = self.record(static_args)
+        flat = list(out) if isinstance(out, (tuple, list)) else [out]
+        if not all(isinstance(o, torch.Tensor) for o in flat):
+            raise ValueError("the graph returns a value that is not a tensor")
+        storages = {a.untyped_storage().data_ptr() for a in static_args if isinstance(a, torch.Tensor)}
+        if any(o.untyped_storage().data_ptr() in storages for o in flat):
+            raise ValueError("an output aliases an input")
+        return Capture(replay, static_args, in_place, copied, flat, type(out) if isinstance(out, (tuple, list)) else None)
+
+    def record(self, static_args: list[Any]) -> tuple[Callable[[], Any], Any]:
+        """Capture one call on `static_args`: (replay, its static outputs)."""
+        if self.pool is None:
+            self.pool = torch.cuda.graph_pool_handle()
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):  # a run outside capture: lazy inits (cuBLAS workspaces) happen here
+            self.compiled(*static_args)
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, pool=self.pool):
+            out = self.compiled(*static_args)
+        return graph.replay, out
+
+    def _replay(self, cap: Capture, args: tuple[Any, ...], sizes: dict[sympy.Symbol, tuple[int, int]]) -> Any:
+        inputs = self.plan.inputs
+        for i in cap.copied:
+            a, buf = args[i], cap.static_args[i]
+            if a.data_ptr() != buf.data_ptr():
+                (region(buf, inputs[i], sizes) if i in inputs else buf).copy_(a)
+        cap.replay()
+        outs = [region(o, dims, sizes).clone() for o, dims in zip(cap.outputs, self.plan.outputs)] \
+            if self.plan.outputs else [o.clone() for o in cap.outputs]
+        if cap.tuple_out is None:
+            return outs[0]
+        return cap.tuple_out(outs)
+
+
+def _dense(t: torch.Tensor) -> bool:
+    """Non-overlapping and dense: some order of its dims is contiguous."""
+    expected = 1
+    for size, stride in sorted(zip(t.shape, t.stride()), key=lambda p: p[1]):
+        if size != 1 and stride != expected:
+            return False
+        expected *= size
+    return True
+
+
+def _strided_like(t: torch.Tensor, shape: tuple[int, ...]) -> tuple[int, ...]:
+    n = 1
+    for s in shape:
+        n *= s
+    return (n,)
+
+
+def _strides_in_order(t: torch.Tensor, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """Strides for `shape` laid out in the same dim order as `t` (innermost = smallest stride)."""
+    order = sorted(range(t.dim()), key=lambda d: (t.stride(d), -d))
+    strides = [0] * len(shape)
+    acc = 1
+    for d in order:
+        strides[d] = acc
+        acc *= shape[d]
+    return tuple(strides)
