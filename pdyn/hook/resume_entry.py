@@ -31,6 +31,7 @@ from pdyn.trace.variables.containers import DictVariable, IteratorVariable, List
 from pdyn.trace.variables.functions import UserFunctionVariable, UserMethodVariable
 from pdyn.trace.variables.generator import GeneratorVariable
 from pdyn.trace.variables.nn_module import NNModuleVariable
+from pdyn.trace.variables.ranges import FIELDS as RANGE_FIELDS, RangeVariable
 from pdyn.trace.variables.symint import SymIntVariable
 from pdyn.trace.variables.tensor import TensorVariable
 from pdyn.trace.variables.user_objects import UserObjectVariable, mro_lookup
@@ -289,6 +290,8 @@ def _sizes_in(vt: VariableTracker | None, source: Source, depth: int) -> list[tu
         parts = [(ItemSource(source, key), item) for key, item in vt.items.items() if is_constant_value(key)]
     elif isinstance(vt, UserObjectVariable) and vt.is_fresh:
         parts = [(AttrSource(source, attr), item) for attr, item in vt.fields.items()]
+    elif isinstance(vt, RangeVariable):  # rebuilt from its bounds: `L['r'].stop` is the parent's size
+        parts = [(AttrSource(source, f), item) for f, item in zip(RANGE_FIELDS, vt.bounds)]
     return [found for part, item in parts for found in _sizes_in(item, part, depth - 1)]
 
 

@@ -35,6 +35,7 @@ from pdyn.trace.variables.input_sets import SetInputVariable
 from pdyn.trace.variables.user_dicts import is_user_dict_class, wrap_user_dict
 from pdyn.trace.variables.user_objects import UserObjectVariable
 from pdyn.trace.variables.user_tuples import TupleSubclassVariable
+from pdyn.trace.variables.ranges import wrap_range
 import pdyn.trace.variables.object_rules  # noqa: F401  (registers the rules of object's own methods)
 import pdyn.trace.variables.dict_rules  # noqa: F401  (registers the rules of dict's own methods)
 from pdyn.trace.variables.tensor import TensorUnboundMethodVariable, is_tensor_method
@@ -222,7 +223,7 @@ WrapFn = Callable[["Tracer", Any, Source], VariableTracker]
 # torch.Size is a tuple whose guard is its value.
 WRAP_BY_TYPE: dict[type, WrapFn] = {
     **{kind: _wrap_constant for kind in CONSTANT_TYPES},
-    int: _wrap_int, torch.Size: _wrap_size, tuple: _wrap_sequence, list: _wrap_sequence,
+    int: _wrap_int, range: wrap_range, torch.Size: _wrap_size, tuple: _wrap_sequence, list: _wrap_sequence,
     dict: _wrap_dict, collections.OrderedDict: _wrap_dict, functools.partial: _wrap_partial,
     types.CodeType: _wrap_by_identity,   # immutable: which code object is all there is to know
     set: _wrap_set, frozenset: _wrap_set, os._Environ: _wrap_environ, **{kind: _wrap_autocast for kind in AUTOCAST_TYPES},

@@ -1,0 +1,73 @@
+"""Issue 13's leftovers: loop counts, ranges, iterators and handled exceptions around graph breaks.
+Each case is compared with eager, with the exact compiles, breaks and graphs per code object."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+import torch
+
+import pdyn
+from pdyn.sources import AttrSource, LocalSource, SizeSource
+from tests.break_counts import by_code, compiles_by_code
+from tests.helpers import check_calls
+
+pytestmark = pytest.mark.filterwarnings("error:pdyn")
+
+SINK = io.StringIO()
+
+
+def brk():
+    print("break", file=SINK)
+
+
+def run(fn, calls):
+    pdyn.reset()
+    return check_calls(fn, *calls)
+
+
+def _resume_frames(fn):
+    """The Frames of the resume functions the entries of optimized `fn` call."""
+    frames = []
+    for entry in fn._pdyn_frame.cache.entries:
+        frames += [v._pdyn_frame for v in entry.run.__globals__.values() if hasattr(v, "_pdyn_frame")]
+    return frames
+
+
+def test_a_loop_over_a_changing_size_compiles_once_per_length_with_no_break():
+    """The trace unrolls the loop, so its count is pinned (an equality guard): a break at the range
+    would add a graph before it and the resume function would still compile once per length."""
+    def loop_over_rows(x):
+        out = x[0]
+        for i in range(1, x.size(0)):
+            out = out + x[i]
+        return out
+
+    run(loop_over_rows, [(torch.randn(n, 4),) for n in (3, 5, 8, 5, 3)])
+    assert compiles_by_code() == {loop_over_rows.__qualname__: (3, 0, 0)}
+    assert [len(g) for g in by_code()[loop_over_rows.__qualname__]["graphs"]] == [5, 9, 15]
+
+
+def test_a_range_of_a_size_crosses_a_break_as_its_bounds():
+    def range_crosses(x):
+        r = range(1, x.size(0))
+        print("break", file=SINK)
+        return x.new_zeros(len(r)) + r.stop
+
+    name = range_crosses.__qualname__
+    opt = run(range_crosses, [(torch.randn(n, 3),) for n in range(2, 8)])
+    assert compiles_by_code() == {name: (1, 1, 0), f"{name}.<resume 1>": (1, 0, 0)}
+    assert by_code()[f"{name}.<resume 1>"]["graphs"] == [("sub", "new_zeros", "add")]   # len(r) = s0 - 1 computed in the graph
+    # the resume function reads r.stop as the parent's size
+    (resume,) = _resume_frames(opt)
+    assert resume.inherited.parent_of[SizeSource(AttrSource(LocalSource("r"), "stop"), None)] == \
+        SizeSource(LocalSource("x"), 0)
+
+
+def test_a_range_input_stays_symbolic_until_a_loop_pins_it():
+    def f(x, r):
+        return x[: len(r)] * r.stop
+
+    run(f, [(torch.randn(9), range(n)) for n in range(2, 8)])
+    assert compiles_by_code() == {f.__qualname__: (1, 0, 0)}
