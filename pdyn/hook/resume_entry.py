@@ -104,7 +104,7 @@ def _resume_entry(e: Unsupported, tx: InstructionTranslator, inst: Instruction, 
     # live local holds it too: then as the one real iterator both share
     held = {id(vt) for vt in tx.locals.values()} | {id(c.contents) for c in tx.cells.values()}
     kinds = tuple("null" if vt is NULL else "iter" if isinstance(vt, IteratorVariable) and id(vt) not in held
-                  else "value" for vt in tx.stack)
+                  and vt.source is None else "value" for vt in tx.stack)   # an input iterator goes as itself
     values = [_stack_value(codegen, vt, kind) for vt, kind in zip(tx.stack, kinds)]
     if e.in_call is not None and inst.opname in ("CALL", "CALL_FUNCTION_EX"):
         at = len(values) - taken + (kinds[len(values) - taken] == "null")

@@ -71,3 +71,57 @@ def test_a_range_input_stays_symbolic_until_a_loop_pins_it():
 
     run(f, [(torch.randn(9), range(n)) for n in range(2, 8)])
     assert compiles_by_code() == {f.__qualname__: (1, 0, 0)}
+
+
+def test_an_iterator_held_in_a_local_is_followed_after_the_break():
+    def iter_crosses(x, y):
+        it = iter((x, y))
+        a = next(it) * 2
+        print("break", file=SINK)
+        return a + next(it)
+
+    name = iter_crosses.__qualname__
+    run(iter_crosses, [(torch.randn(n), torch.randn(n)) for n in range(2, 8)])
+    assert compiles_by_code() == {name: (1, 1, 0), f"{name}.<resume 1>": (1, 0, 0)}
+    assert by_code()[f"{name}.<resume 1>"]["graphs"] == [("add",)]
+
+
+def test_a_for_loop_over_an_input_list_breaking_in_its_body_keeps_the_real_iterator():
+    def loop(xs, log):
+        total = 0
+        for x in xs:
+            total = total + x.sin()
+            log.append(len(log))   # a side effect on the list, replayed before each break
+            print("break", file=SINK)
+        return total
+
+    name = loop.__qualname__
+    log_e, log_c = [], []
+    xs = [torch.randn(3) for _ in range(3)]
+    expected = loop(xs, log_e)
+    pdyn.reset()
+    opt = pdyn.optimize(loop)
+    got = opt(xs, log_c)
+    torch.testing.assert_close(got, expected)
+    assert log_c == log_e
+    counts = compiles_by_code()
+    assert counts[name] == (1, 1, 0) and counts[f"{name}.<resume 1>"][2] == 0, counts
+
+
+def test_an_input_iterator_is_advanced_as_eager_advances_it():
+    def take_two(it):
+        return next(it) + next(it)
+
+    for make in (lambda: iter([torch.ones(2), torch.ones(2) * 2, torch.ones(2) * 3]),
+                 lambda: iter((torch.ones(2), torch.ones(2) * 2, torch.ones(2) * 3))):
+        pdyn.reset()
+        opt = pdyn.optimize(take_two)
+        it_e, it_c = make(), make()
+        torch.testing.assert_close(opt(it_c), take_two(it_e))
+        torch.testing.assert_close(next(it_c), next(it_e))   # both stand at the third item
+        it_c2 = make()
+        next(it_c2), next(it_c2)   # another position: the guard fails, the trace raises what eager raises
+        with pytest.raises(StopIteration):
+            opt(it_c2)
+        assert compiles_by_code() == {take_two.__qualname__: (1, 0, 0)}
+        assert pdyn.stats()["frames_without_graph"] == 1
