@@ -125,3 +125,41 @@ def test_an_input_iterator_is_advanced_as_eager_advances_it():
             opt(it_c2)
         assert compiles_by_code() == {take_two.__qualname__: (1, 0, 0)}
         assert pdyn.stats()["frames_without_graph"] == 1
+
+
+def test_a_store_to_a_closure_cell_in_an_inlined_callee():
+    def outer(x):
+        total = x
+
+        def add(v):
+            nonlocal total
+            total = total + v
+
+        add(x)
+        add(x * 2)
+        return total
+
+    run(outer, [(torch.randn(3),), (torch.randn(3),)])
+    assert compiles_by_code() == {outer.__qualname__: (1, 0, 0)}
+
+
+def test_a_generator_input_crosses_a_break_as_itself():
+    """pdyn cannot run a real generator's frame in a trace: `next(gen)` in the resume function is a
+    break of its own, and the generator the caller holds is the one advanced."""
+    def f(x, gen):
+        a = x * 2
+        print("break", file=SINK)
+        return a + next(gen)
+
+    def make():
+        yield torch.ones(2)
+        yield torch.ones(2) * 3
+
+    pdyn.reset()
+    opt = pdyn.optimize(f)
+    gen_e, gen_c = make(), make()
+    torch.testing.assert_close(opt(torch.ones(2), gen_c), f(torch.ones(2), gen_e))
+    torch.testing.assert_close(next(gen_c), next(gen_e))
+    counts = compiles_by_code()
+    name = f.__qualname__   # <resume 1> breaks at next(gen); <resume 2> adds
+    assert counts == {name: (1, 1, 0), f"{name}.<resume 1>": (1, 1, 0), f"{name}.<resume 2>": (1, 0, 0)}, counts
