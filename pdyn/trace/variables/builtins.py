@@ -107,7 +107,7 @@ def _range(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTr
     """A range over symbolic ints stays lazy (RangeVariable): a loop over it pins its count."""
     if not kwargs and 1 <= len(args) <= 3 and all(is_known(a) for a in args) \
             and any(isinstance(a, SymIntVariable) and a.pytype is int for a in args):
-        return RangeVariable.make(args, tx.loc())
+        return RangeVariable.make(tx, args)
     return fold(tx, range, *[python_value(a, "range()", tx.loc()) for a in args],
                 **{k: python_value(v, "range()", tx.loc()) for k, v in kwargs.items()})
 

@@ -17,6 +17,7 @@ import sympy
 
 from pdyn.base.errors import SourceLoc
 from pdyn.guards.guards import TypeGuard
+from pdyn.shapes.trace_plan import TracePlan
 from pdyn.sources import AttrSource
 from pdyn.trace.variables.base import VariableTracker, fold
 from pdyn.trace.variables.constant import ConstantVariable
@@ -29,13 +30,19 @@ if TYPE_CHECKING:
 FIELDS = ("start", "stop", "step")
 
 
-def loop_count(vt: VariableTracker, why: str, loc: SourceLoc | None) -> Any:
+def loop_count(vt: VariableTracker, why: str, loc: SourceLoc | None, plan: TracePlan | None) -> Any:
     """The value of `vt`, an int the trace unrolls a loop on: a symbolic one is pinned by an
-    equality guard (a bool read), so a size seen changing is pinned here rather than broken at."""
+    equality guard (a bool read), so a size seen changing is pinned here rather than broken at. A
+    size the user asked to keep dynamic (`dynamic=True`, `mark_dynamic`) is a value read: a break."""
     if not isinstance(vt, SymIntVariable) or vt.pytype is not int:
         return vt.as_python_constant()
+    env = vt.env
+    origins = [env.origins[s][0] for s in env.free(vt.expr) if env.origins.get(s)]
+    dynamic, changing = (plan.dynamic, plan.changing) if plan is not None else (None, frozenset())
+    if any(env.policy.on_value_read(o) == "break" and (dynamic is True or o not in changing) for o in origins):
+        return vt.value_read(why, loc)
     value = vt.hint()
-    vt.env.evaluate_bool(sympy.Eq(vt.expr, value, evaluate=False), loc or vt.loc, why)
+    env.evaluate_bool(sympy.Eq(vt.expr, value, evaluate=False), loc or vt.loc, why)
     return value
 
 
@@ -43,17 +50,18 @@ class RangeVariable(VariableTracker):
     """A range with at least one symbolic bound; `bounds` are (start, stop, step) trackers."""
 
     def __init__(self, bounds: tuple[VariableTracker, VariableTracker, VariableTracker], loc: SourceLoc | None,
-                 source: Any = None):
+                 plan: TracePlan | None, source: Any = None):
         self.bounds = bounds
         self.loc = loc
+        self.plan = plan
         self.source = source
 
     @staticmethod
-    def make(args: list[VariableTracker], loc: SourceLoc | None) -> RangeVariable:
+    def make(tx: Tracer, args: list[VariableTracker]) -> RangeVariable:
         one, zero = ConstantVariable(1), ConstantVariable(0)
         start, stop, step = (zero, args[0], one) if len(args) == 1 else (args[0], args[1], one) \
             if len(args) == 2 else tuple(args)
-        return RangeVariable((start, stop, step), loc)
+        return RangeVariable((start, stop, step), tx.loc(), tx.ctx.plan)
 
     def python_type(self) -> type:
         return range
@@ -61,13 +69,13 @@ class RangeVariable(VariableTracker):
     def value(self, tx: Tracer | None, why: str) -> range:
         """The range itself: each symbolic bound pinned as a loop count."""
         loc = tx.loc() if tx is not None else self.loc
-        return range(*(loop_count(b, why, loc) for b in self.bounds))
+        return range(*(loop_count(b, why, loc, self.plan) for b in self.bounds))
 
     def as_python_constant(self) -> Any:
         return self.value(None, "a range used as a constant")
 
     def iterate(self, tx: Tracer) -> list[VariableTracker]:
-        return [tx.wrap_constant(v) for v in self.value(tx, "a loop over range()")]
+        return [tx.wrap_constant(v) for v in self.value(tx, "range()")]
 
     def length(self, tx: Tracer) -> VariableTracker:
         start, stop, step = self.bounds
@@ -107,4 +115,4 @@ def wrap_range(tx: Tracer, value: range, source: Any) -> RangeVariable:
     until the trace reads them, so a range built from sizes keeps their provenance."""
     tx.ctx.add_guard(TypeGuard(source, range, loc=tx.loc()))
     bounds = tuple(tx.wrap(getattr(value, f), AttrSource(source, f)) for f in FIELDS)
-    return RangeVariable(bounds, tx.loc(), source)  # type: ignore[arg-type]
+    return RangeVariable(bounds, tx.loc(), tx.ctx.plan, source)  # type: ignore[arg-type]
