@@ -163,3 +163,25 @@ def test_a_generator_input_crosses_a_break_as_itself():
     counts = compiles_by_code()
     name = f.__qualname__   # <resume 1> breaks at next(gen); <resume 2> adds
     assert counts == {name: (1, 1, 0), f"{name}.<resume 1>": (1, 1, 0), f"{name}.<resume 2>": (1, 0, 0)}, counts
+
+
+RANGE_USES = {   # what Python does with a range of a size -> compiles over lengths 3, 4, 5, 4
+    "len stays symbolic": (lambda x: x[:len(range(1, x.size(0)))].sum(), 1),
+    "bool of len": (lambda x: x * bool(range(x.size(0) - 2)), 1),
+    "reversed": (lambda x: [x * i for i in reversed(range(x.size(0)))][0], 3),
+    "slice": (lambda x: [x * i for i in range(x.size(0))[1:]][0], 3),
+    "in": (lambda x: x * (2 in range(x.size(0))), 3),
+    "==": (lambda x: x * (range(x.size(0)) == range(3)), 3),
+    "str": (lambda x: x * len(str(range(x.size(0)))), 3),
+    "step": (lambda x: x * len(range(0, x.size(0), 2)), 3),
+    "sum of a generator": (lambda x: sum(x[i] for i in range(x.size(0))), 3),
+}
+
+
+@pytest.mark.parametrize("use", RANGE_USES)
+def test_a_range_of_a_size_is_a_range_everywhere(use):
+    fn, compiles = RANGE_USES[use]
+    pdyn.reset()
+    check_calls(fn, *[(torch.ones(n),) for n in (3, 4, 5, 4)])
+    stats = pdyn.stats()
+    assert (stats["compiles"], stats["graph_breaks"], stats["eager_fallbacks"]) == (compiles, 0, 0)

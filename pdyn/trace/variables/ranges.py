@@ -11,7 +11,7 @@ is rebuilt from its bounds' sizes, so the resume function receives them with the
 from __future__ import annotations
 
 import operator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import sympy
 
@@ -71,8 +71,14 @@ class RangeVariable(VariableTracker):
         loc = tx.loc() if tx is not None else self.loc
         return range(*(loop_count(b, why, loc, self.plan) for b in self.bounds))
 
+    def is_python_constant(self) -> bool:
+        return True   # where Python needs the range itself (str(r), r == other), its bounds are pinned
+
     def as_python_constant(self) -> Any:
-        return self.value(None, "a range used as a constant")
+        return self.value(None, "range()")
+
+    def binary_op(self, tx: Tracer, fn: Callable[[Any, Any], Any], other: VariableTracker) -> VariableTracker:
+        return fold(tx, fn, self.value(tx, "range()"), other.as_python_constant())
 
     def iterate(self, tx: Tracer) -> list[VariableTracker]:
         return [tx.wrap_constant(v) for v in self.value(tx, "range()")]
