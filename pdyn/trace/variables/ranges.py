@@ -47,7 +47,7 @@ def loop_count(vt: VariableTracker, why: str, loc: SourceLoc | None, plan: Trace
 
 
 class RangeVariable(VariableTracker):
-    """A range with at least one symbolic bound; `bounds` are (start, stop, step) trackers."""
+    """A range whose (start, stop, step) `bounds` are trackers: symbolic ints or constants."""
 
     def __init__(self, bounds: tuple[VariableTracker, VariableTracker, VariableTracker], loc: SourceLoc | None,
                  plan: TracePlan | None, source: Any = None):
