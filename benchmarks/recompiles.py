@@ -13,13 +13,16 @@ from __future__ import annotations
 
 import io
 import math
+import os
+import sys
 import time
 from typing import Any, Callable
 
 import torch
 import torch.nn.functional as F
 
-import pdyn
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # this checkout's pdyn
+import pdyn  # noqa: E402
 
 
 def mlp(x, w1, w2):

@@ -203,3 +203,35 @@ class SizeSource(Source):
 
     def root(self) -> Source:
         return self.base.root()
+
+
+class _IteratorState:
+    """(the sequence, the position) of a list or tuple iterator, from its pickling state, without
+    advancing it; an exhausted one is ((), -1). Shown in guard sentences by its name."""
+
+    def __call__(self, it: Any) -> tuple[Any, int]:
+        state = it.__reduce__()
+        return (state[1][0], state[2]) if len(state) > 2 else ((), -1)
+
+    def __repr__(self) -> str:
+        return "iterator_state"
+
+
+iterator_state = _IteratorState()
+
+
+@dataclass(frozen=True)
+class IteratorStateSource(Source):
+    """The sequence (`field` "seq") or the position ("index") of the list or tuple iterator at `base`."""
+
+    base: Source
+    field: str
+
+    def _code(self, const: Const, bound: Mapping[Source, str]) -> str:
+        return f"{const(iterator_state, 'iterator_state')}({self.base.code(const, bound)})[{int(self.field == 'index')}]"
+
+    def read(self, L: Mapping[str, Any], G: Mapping[str, Any]) -> Any:
+        return iterator_state(self.base.read(L, G))[self.field == "index"]
+
+    def root(self) -> Source:
+        return self.base.root()

@@ -118,13 +118,26 @@ def test_trace_under_a_changing_dim_breaks_at_its_value_read():
     def f(x):
         if x.size(0) > 2:  # a bool read still guards
             x = x + 1
-        return list(range(x.size(0)))
+        return str(x.size(0))
 
     plan = TracePlan(None, "value", frozenset({X0}))
     with pytest.raises(Unsupported) as error:
         trace(f, torch.ones(6), plan=plan)
     assert error.value.key == "dynamic_size_read" and str(X0) in error.value.message
     assert error.value.loc.lineno == f.__code__.co_firstlineno + 3
+
+
+def test_a_loop_count_under_a_changing_dim_is_pinned_by_an_equality_not_a_break():
+    """The trace unrolls on a loop count: the code after a break would pin it just the same."""
+    def f(x):
+        r = range(1, x.size(0))
+        n = len(r)  # stays symbolic: s0 - 1, with the guard s0 - 1 >= 0
+        return [i for i in r], x.new_zeros(n)
+
+    tx = trace(f, torch.ones(6), plan=TracePlan(None, "value", frozenset({X0})))
+    env = tx.ctx.shape_env
+    assert {str(s): v.value for s, v in env.specialized.items()} == {"s0": 6}
+    assert not next(iter(env.specialized.values())).by_value_read   # an equality, not a value read
 
 
 def test_trace_under_dynamic_true_keeps_bool_reads_as_guards():

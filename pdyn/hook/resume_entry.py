@@ -31,6 +31,7 @@ from pdyn.trace.variables.containers import DictVariable, IteratorVariable, List
 from pdyn.trace.variables.functions import UserFunctionVariable, UserMethodVariable
 from pdyn.trace.variables.generator import GeneratorVariable
 from pdyn.trace.variables.nn_module import NNModuleVariable
+from pdyn.trace.variables.ranges import FIELDS as RANGE_FIELDS, RangeVariable
 from pdyn.trace.variables.symint import SymIntVariable
 from pdyn.trace.variables.tensor import TensorVariable
 from pdyn.trace.variables.user_objects import UserObjectVariable, mro_lookup
@@ -103,7 +104,7 @@ def _resume_entry(e: Unsupported, tx: InstructionTranslator, inst: Instruction, 
     # live local holds it too: then as the one real iterator both share
     held = {id(vt) for vt in tx.locals.values()} | {id(c.contents) for c in tx.cells.values()}
     kinds = tuple("null" if vt is NULL else "iter" if isinstance(vt, IteratorVariable) and id(vt) not in held
-                  else "value" for vt in tx.stack)
+                  and vt.source is None else "value" for vt in tx.stack)   # an input iterator goes as itself
     values = [_stack_value(codegen, vt, kind) for vt, kind in zip(tx.stack, kinds)]
     if e.in_call is not None and inst.opname in ("CALL", "CALL_FUNCTION_EX"):
         at = len(values) - taken + (kinds[len(values) - taken] == "null")
@@ -289,6 +290,8 @@ def _sizes_in(vt: VariableTracker | None, source: Source, depth: int) -> list[tu
         parts = [(ItemSource(source, key), item) for key, item in vt.items.items() if is_constant_value(key)]
     elif isinstance(vt, UserObjectVariable) and vt.is_fresh:
         parts = [(AttrSource(source, attr), item) for attr, item in vt.fields.items()]
+    elif isinstance(vt, RangeVariable):  # rebuilt from its bounds: `L['r'].stop` is the parent's size
+        parts = [(AttrSource(source, f), item) for f, item in zip(RANGE_FIELDS, vt.bounds)]
     return [found for part, item in parts for found in _sizes_in(item, part, depth - 1)]
 
 

@@ -92,8 +92,8 @@ class ResumeCodegen(FrameCodegen):
             return self._made_function(vt)
         if isinstance(vt, UserMethodVariable):
             return f"{self.constant(types.MethodType, 'MethodType')}({self.reconstruct(vt.fn)}, {self.reconstruct(vt.obj)})"
-        if isinstance(vt, IteratorVariable):
-            return self.iterator(vt)
+        if isinstance(vt, IteratorVariable):  # an input iterator is itself (advanced after the graph)
+            return self.source_expr(vt.source) if vt.source is not None else self.iterator(vt)
         try:
             return vt.reconstruct(self)
         except Unsupported:

@@ -129,8 +129,10 @@ def test_range_read_compiles_per_value_until_the_policy_stops():
 
     fn, _ = run_sizes(f, lambda n: (torch.randn(n),), [3, 3, 4, 5, 6])
     stats = pdyn.stats(fn)
-    assert stats["compiles"] == 2
-    assert stats["graph_breaks"] == 1 and stats["eager_fallbacks"] == 0
+    # a loop count is pinned by an equality, also once the dim is seen changing: one compile per
+    # length and no break (a break would add a graph and its resume function would unroll the same)
+    assert stats["compiles"] == 4
+    assert stats["graph_breaks"] == 0 and stats["eager_fallbacks"] == 0
 
 
 @pytest.mark.parametrize("n", [0, 1])

@@ -35,6 +35,8 @@ from pdyn.trace.variables.input_sets import SetInputVariable
 from pdyn.trace.variables.user_dicts import is_user_dict_class, wrap_user_dict
 from pdyn.trace.variables.user_objects import UserObjectVariable
 from pdyn.trace.variables.user_tuples import TupleSubclassVariable
+from pdyn.trace.variables.ranges import wrap_range
+from pdyn.trace.variables.iterator_inputs import ITERATOR_TYPES, wrap_iterator
 import pdyn.trace.variables.object_rules  # noqa: F401  (registers the rules of object's own methods)
 import pdyn.trace.variables.dict_rules  # noqa: F401  (registers the rules of dict's own methods)
 from pdyn.trace.variables.tensor import TensorUnboundMethodVariable, is_tensor_method
@@ -52,7 +54,7 @@ def wrap(tx: Tracer, value: Any, source: Source) -> VariableTracker:
     """The tracker for `value`, read from `source`, with its guards; one tracker per source."""
     memo = tx.ctx.wrapped
     if source not in memo:
-        mutable = type(value) in (list, dict) and isinstance(source.root(), LocalSource)
+        mutable = type(value) in (list, dict, *ITERATOR_TYPES) and isinstance(source.root(), LocalSource)
         memo[source] = _wrap_mutable(tx, value, source) if mutable else _wrap(tx, value, source)
     return memo[source]
 
@@ -232,7 +234,7 @@ WrapFn = Callable[["Tracer", Any, Source], VariableTracker]
 # torch.Size is a tuple whose guard is its value.
 WRAP_BY_TYPE: dict[type, WrapFn] = {
     **{kind: _wrap_constant for kind in CONSTANT_TYPES},
-    int: _wrap_int, torch.Size: _wrap_size, tuple: _wrap_sequence, list: _wrap_sequence,
+    int: _wrap_int, range: wrap_range, **{kind: wrap_iterator for kind in ITERATOR_TYPES}, torch.Size: _wrap_size, tuple: _wrap_sequence, list: _wrap_sequence,
     dict: _wrap_dict, collections.OrderedDict: _wrap_dict, functools.partial: _wrap_partial,
     types.CodeType: _wrap_by_identity,   # immutable: which code object is all there is to know
     set: _wrap_set, frozenset: _wrap_set, os._Environ: _wrap_environ, **{kind: _wrap_autocast for kind in AUTOCAST_TYPES},

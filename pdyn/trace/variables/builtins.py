@@ -29,6 +29,7 @@ from pdyn.trace.variables.deleted import is_deleted
 from pdyn.trace.variables.constant import CONSTANT_TYPES, ConstantVariable, ObjectConstantVariable, is_constant_value
 from pdyn.trace.variables.functions import PartialVariable, UserFunctionVariable, UserMethodVariable
 from pdyn.trace.variables.nn_module import NNModuleVariable
+from pdyn.trace.variables.ranges import RangeVariable
 from pdyn.trace.variables.nn_module_made import construct_module
 from pdyn.trace.variables.user_objects import bind_class_attr, class_attr, construct_object, mro_lookup
 from pdyn.trace.variables.user_tuples import construct_with_new
@@ -100,6 +101,16 @@ def call_builtin(tx: Tracer, fn: Any, args: list[VariableTracker], kwargs: dict[
 
 def _constants(args: list[VariableTracker]) -> bool:
     return all(a.is_python_constant() for a in args)
+
+
+@rule(range)
+def _range(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    """A range over symbolic ints stays lazy (RangeVariable): a loop over it pins its count."""
+    if not kwargs and 1 <= len(args) <= 3 and all(is_known(a) for a in args) \
+            and any(isinstance(a, SymIntVariable) and a.pytype is int for a in args):
+        return RangeVariable.make(tx, args)
+    return fold(tx, range, *[python_value(a, "range()", tx.loc()) for a in args],
+                **{k: python_value(v, "range()", tx.loc()) for k, v in kwargs.items()})
 
 
 @rule(len)
