@@ -23,6 +23,8 @@ from pdyn.trace.variables.builtins import RULES, BuiltinVariable, ClassVariable
 from pdyn.trace.variables.constant import (CONSTANT_TYPES, ConstantVariable, ObjectConstantVariable, is_constant_value,
                                            is_identity_key)
 from pdyn.trace.variables.amp_modes import AUTOCAST_TYPES, amp_object
+from pdyn.trace.variables.autograd_function import (AutogradApplyVariable, AutogradFunctionClassVariable,
+                                                    is_autograd_function, is_function_apply)
 from pdyn.trace.variables.collections_more import wrap_defaultdict, wrap_deque
 from pdyn.trace.variables.numpy_values import NumpyVariable, is_numpy, wrap_numpy
 from pdyn.trace.variables.stdlib_more import GETTER_TYPES, getter_of
@@ -154,6 +156,10 @@ def _wrap_module(tx: Tracer, value: torch.nn.Module, source: Source) -> Variable
 
 
 def _wrap_method(tx: Tracer, value: types.MethodType, source: Source) -> VariableTracker:
+    if is_function_apply(value):  # `gelu = GeluFunction.apply`: which Function is pinned
+        _guard(tx, IdGuard, AttrSource(source, "__self__"), value.__self__)
+        _guard(tx, IdGuard, AttrSource(source, "__func__"), value.__func__)
+        return AutogradApplyVariable(value.__self__, source)
     fn = wrap(tx, value.__func__, AttrSource(source, "__func__"))
     return UserMethodVariable(fn, wrap(tx, value.__self__, AttrSource(source, "__self__")))
 
@@ -286,6 +292,10 @@ def wrap_constant_result(value: Any) -> VariableTracker:
         return ContextClassVariable(value)
     if is_context_object(value):
         return context_object(value)
+    if is_autograd_function(value):
+        return AutogradFunctionClassVariable(value)
+    if is_function_apply(value):
+        return AutogradApplyVariable(value.__self__)
     if isinstance(value, type):
         return ClassVariable(value)
     if isinstance(value, (torch.Tensor, torch.nn.Module)):
