@@ -25,6 +25,7 @@ from pdyn.trace.variables.constant import (CONSTANT_TYPES, ConstantVariable, Obj
 from pdyn.trace.variables.amp_modes import AUTOCAST_TYPES, amp_object
 from pdyn.trace.variables.autograd_function import (AutogradApplyVariable, AutogradFunctionClassVariable,
                                                     is_autograd_function, is_function_apply)
+from pdyn.trace.variables.cached_functions import CACHE_WRAPPER, LruCacheVariable
 from pdyn.trace.variables.collections_more import wrap_defaultdict, wrap_deque
 from pdyn.trace.variables.numpy_values import NumpyVariable, is_numpy, wrap_numpy
 from pdyn.trace.variables.stdlib_more import GETTER_TYPES, getter_of
@@ -190,6 +191,11 @@ def _wrap_autocast(tx: Tracer, value: Any, source: Source) -> VariableTracker:
     return vt
 
 
+def _wrap_lru_cache(tx: Tracer, value: Any, source: Source) -> VariableTracker:
+    _guard(tx, IdGuard, source, value)  # which cached function; its answers are guarded per call
+    return LruCacheVariable(value, source)
+
+
 def _wrap_getter(tx: Tracer, value: Any, source: Source) -> VariableTracker:
     _guard(tx, IdGuard, source, value)  # an operator getter is immutable: which one is all there is
     vt = getter_of(tx, value)
@@ -233,7 +239,7 @@ WRAP_BY_TYPE: dict[type, WrapFn] = {
     types.CodeType: _wrap_by_identity,   # immutable: which code object is all there is to know
     set: _wrap_set, frozenset: _wrap_set, os._Environ: _wrap_environ, **{kind: _wrap_autocast for kind in AUTOCAST_TYPES},
     collections.defaultdict: wrap_defaultdict, collections.deque: wrap_deque,
-    **{kind: _wrap_getter for kind in GETTER_TYPES},
+    **{kind: _wrap_getter for kind in GETTER_TYPES}, CACHE_WRAPPER: _wrap_lru_cache,
     **{kind: _refuse for kind in (torch.finfo, torch.iinfo)},
 }
 # then the first base class that matches, in this order
@@ -292,6 +298,8 @@ def wrap_constant_result(value: Any) -> VariableTracker:
         return ContextClassVariable(value)
     if is_context_object(value):
         return context_object(value)
+    if kind is CACHE_WRAPPER:
+        return LruCacheVariable(value)
     if is_autograd_function(value):
         return AutogradFunctionClassVariable(value)
     if is_function_apply(value):
