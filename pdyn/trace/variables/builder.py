@@ -23,6 +23,7 @@ from pdyn.trace.variables.builtins import RULES, BuiltinVariable, ClassVariable
 from pdyn.trace.variables.constant import (CONSTANT_TYPES, ConstantVariable, ObjectConstantVariable, is_constant_value,
                                            is_identity_key)
 from pdyn.trace.variables.amp_modes import AUTOCAST_TYPES, amp_object
+from pdyn.trace.variables.amp_resume import ResumedExitVariable, is_resumed_exit
 from pdyn.trace.variables.autograd_function import (AutogradApplyVariable, AutogradFunctionClassVariable,
                                                     is_autograd_function, is_function_apply)
 from pdyn.trace.variables.cached_functions import CACHE_WRAPPER, LruCacheVariable
@@ -161,6 +162,8 @@ def _wrap_method(tx: Tracer, value: types.MethodType, source: Source) -> Variabl
         _guard(tx, IdGuard, AttrSource(source, "__self__"), value.__self__)
         _guard(tx, IdGuard, AttrSource(source, "__func__"), value.__func__)
         return AutogradApplyVariable(value.__self__, source)
+    if is_resumed_exit(value):  # an autocast or inference_mode block a break's frame code entered
+        return ResumedExitVariable.wrap(tx, value, source)
     fn = wrap(tx, value.__func__, AttrSource(source, "__func__"))
     return UserMethodVariable(fn, wrap(tx, value.__self__, AttrSource(source, "__self__")))
 
