@@ -90,3 +90,15 @@ def plain_call(codegen: ResumeCodegen, code: types.CodeType, f_globals: dict[str
         fn = f"{codegen.constant(types.FunctionType, 'FunctionType')}({codegen.constant(code, 'code')}, " \
              f"{codegen.constant(f_globals, 'globals')}, {code.co_name!r}, None, {cells})"
     return f"{fn}({', '.join(args)})"
+
+
+def call_with_hooks(module: torch.nn.Module, forward: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """`module(*args, **kwargs)` through nn.Module's own hook machinery (backward and global hooks
+    run as eager runs them) with `forward` (the optimized one) as the forward it calls: set on the
+    instance for the call only."""
+    module.__dict__["forward"] = forward
+    try:
+        return module(*args, **kwargs)
+    finally:
+        if module.__dict__.get("forward") is forward:
+            del module.__dict__["forward"]
