@@ -97,6 +97,8 @@ def test_attention_and_matmuls_compile_once():
         flat = out.flatten(0, 1)
         y = torch.baddbmm(flat, flat, flat.mT[..., :4]) + torch.bmm(flat, flat.transpose(1, 2)[..., :4])
         z = torch.addmm(b, y.flatten(0, 1), w) + F.linear(y.flatten(0, 1), w.T, b)
+        y = y + flat.baddbmm(batch1=flat, batch2=flat.mT[..., :4], beta=0.5) \
+            + torch.addmm(b, mat1=y.flatten(0, 1), mat2=w).view_as(y)  # torch's keyword names
         return F.layer_norm(z, (4,)) + F.rms_norm(z, (4,))
 
     def make(n: int):

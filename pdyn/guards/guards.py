@@ -246,6 +246,20 @@ def _device_differs(v: str, device: torch.device, hoist: Hoist) -> str:
 
 
 @dataclass(frozen=True, eq=False)
+class InferenceTensorGuard(Guard):
+    """Whether an input tensor is an inference tensor (made under `torch.inference_mode()`): read by
+    `Tensor.is_inference()`, which TensorGuard does not pin."""
+
+    inference: bool
+
+    def fail_expr(self, v: str, hoist: Hoist) -> str:
+        return f"{v}.is_inference() is not {self.inference}"
+
+    def sentence(self) -> str:
+        return f"{self.source} is {'' if self.inference else 'not '}an inference tensor"
+
+
+@dataclass(frozen=True, eq=False)
 class StrideGuard(Guard):
     """What a backend assumed about a tensor's strides beyond its TensorGuard (a non-contiguous
     input with dynamic sizes): the dims of stride 1, and how the other strides compare

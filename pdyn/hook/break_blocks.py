@@ -20,6 +20,9 @@ import torch
 from pdyn.base.errors import Unsupported
 from pdyn.trace.frame_codegen import ResumeCodegen
 from pdyn.trace.translator import InstructionTranslator
+from pdyn.trace.variables.amp_modes import AutocastVariable, InferenceModeVariable
+from pdyn.trace.variables.amp_resume import ResumedMode
+from pdyn.trace.variables.amp_state import AMP_DEVICES
 from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.context_managers import BoundHook, GradModeVariable, NullContextVariable
 
@@ -48,8 +51,25 @@ def exit_hook(codegen: ResumeCodegen, vt: VariableTracker) -> str | None:
         return f"{codegen.constant(RestoreGradMode, 'RestoreGradMode')}({manager.prior!r}).__exit__"
     if isinstance(manager, NullContextVariable):
         return f"{codegen.constant(contextlib.nullcontext, 'nullcontext')}().__exit__"
+    if isinstance(manager, (AutocastVariable, InferenceModeVariable)) and manager.entered:
+        return _resumed_mode(codegen, manager)
     raise Unsupported("resume", f"pdyn cannot rebuild {manager} outside the trace: the with block around "
                       "the break cannot be re-entered (a @contextmanager generator runs only in the trace)")
+
+
+def _resumed_mode(codegen: ResumeCodegen, manager: AutocastVariable | InferenceModeVariable) -> str:
+    """The graph leaves the block at its end; the frame code enters it again (the step runs in it)
+    and hands the resume function that mode's `__exit__` (pdyn/trace/variables/amp_resume.py)."""
+    node, _ = manager.entered[-1]
+    if isinstance(manager, AutocastVariable):
+        if manager.args[0] not in AMP_DEVICES:
+            raise Unsupported("resume", f"pdyn resumes autocast blocks of {', '.join(AMP_DEVICES)} only")
+        kind, args, leave = "autocast", manager.args, torch.amp._exit_autocast
+    else:
+        kind, args, leave = "inference_mode", (manager.mode,), torch.autograd.grad_mode._exit_inference_mode
+    graph = node.graph
+    graph.call_function(leave, (node,)).meta["loc"] = node.meta.get("loc")
+    return f"{codegen.constant(ResumedMode, 'ResumedMode')}({kind!r}, {codegen.constant(args, 'args')}).__exit__"
 
 
 def check_handled_exception(tx: InstructionTranslator) -> None:
@@ -70,3 +90,15 @@ def plain_call(codegen: ResumeCodegen, code: types.CodeType, f_globals: dict[str
         fn = f"{codegen.constant(types.FunctionType, 'FunctionType')}({codegen.constant(code, 'code')}, " \
              f"{codegen.constant(f_globals, 'globals')}, {code.co_name!r}, None, {cells})"
     return f"{fn}({', '.join(args)})"
+
+
+def call_with_hooks(module: torch.nn.Module, forward: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """`module(*args, **kwargs)` through nn.Module's own hook machinery (backward and global hooks
+    run as eager runs them) with `forward` (the optimized one) as the forward it calls: set on the
+    instance for the call only."""
+    module.__dict__["forward"] = forward
+    try:
+        return module(*args, **kwargs)
+    finally:
+        if module.__dict__.get("forward") is forward:
+            del module.__dict__["forward"]

@@ -20,7 +20,7 @@ from pdyn.bytecode.transform import (JUMPED, NEXT, NOT_FRAMES, RAISED, ResumePoi
                                      live_locals, original_of, resume_code, resume_index, step_code,
                                      why_not_resumable)
 from pdyn.base import logs
-from pdyn.hook.break_blocks import check_handled_exception, exit_hook, plain_call
+from pdyn.hook.break_blocks import call_with_hooks, check_handled_exception, exit_hook, plain_call
 from pdyn.sources import AttrSource, ItemSource, LocalSource, SizeSource, Source
 from pdyn.trace.frame_codegen import ResumeCodegen
 from pdyn.trace.output_graph import OutputGraph
@@ -360,9 +360,10 @@ class ModuleCall:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         m = self.module
         hooks = torch.nn.modules.module
-        if m._compiled_call_impl is not None or torch._C._get_tracing_state() or "forward" in m.__dict__ \
-                or m._backward_hooks or m._backward_pre_hooks or m._forward_hooks or m._forward_pre_hooks \
+        if m._compiled_call_impl is not None or torch._C._get_tracing_state() or "forward" in m.__dict__:
+            return m(*args, **kwargs)
+        if m._backward_hooks or m._backward_pre_hooks or m._forward_hooks or m._forward_pre_hooks \
                 or hooks._global_backward_pre_hooks or hooks._global_backward_hooks \
                 or hooks._global_forward_hooks or hooks._global_forward_pre_hooks:
-            return m(*args, **kwargs)
+            return call_with_hooks(m, types.MethodType(self.forward, m), args, kwargs)
         return self.forward(m, *args, **kwargs)

@@ -225,9 +225,10 @@ def expand_to(c: OpCall, sizes: Sizes, target: Sizes, what: str) -> None:
 
 @register("addmm", "baddbmm", "addmv")
 def addmm(c: OpCall) -> list[Sizes] | None:
-    a = c.bind("input", "m1", "m2", "beta", "alpha", beta=1, alpha=1)
+    first, second = {"addmm": ("mat1", "mat2"), "baddbmm": ("batch1", "batch2"), "addmv": ("mat", "vec")}[c.name()]
+    a = c.bind("input", first, second, "beta", "alpha", beta=1, alpha=1)  # torch's keyword names
     kind = {"addmm": (2, 2), "baddbmm": (3, 3), "addmv": (2, 1)}[c.name()]
-    m1, m2 = _ndims(c, {"m1": a["m1"], "m2": a["m2"]}, kind[0])[0], as_tensor(a["m2"], "m2").sizes
+    m1, m2 = _ndims(c, {first: a[first]}, kind[0])[0], as_tensor(a[second], second).sizes
     if len(m2) != kind[1]:
         raise ShapeError(f"{c.name()}: second operand must have {kind[1]} dims")
     if c.name() == "baddbmm":

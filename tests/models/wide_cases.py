@@ -113,9 +113,6 @@ WIDE = [
 ]
 
 # Not captured whole yet, with the first reason (tests/models/sweep.py prints them all).
-NOT_CAPTURED = {
-    "bloom": "torch.autograd.Function.apply (BloomGelu) is not traced",
-    "wav2vec2": "setting requires_grad of a tensor (the feature encoder's _requires_grad) is not traced",
-}
+NOT_CAPTURED: dict[str, str] = {}
 # A shorter sequence than the suite's, still crossing batch 1's specialization: 2 compiles.
 WIDE_CALLS: list[tuple[int, int]] = [(2, 16), (3, 33), (1, 7), (4, 64)]

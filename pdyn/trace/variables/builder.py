@@ -23,6 +23,10 @@ from pdyn.trace.variables.builtins import RULES, BuiltinVariable, ClassVariable
 from pdyn.trace.variables.constant import (CONSTANT_TYPES, ConstantVariable, ObjectConstantVariable, is_constant_value,
                                            is_identity_key)
 from pdyn.trace.variables.amp_modes import AUTOCAST_TYPES, amp_object
+from pdyn.trace.variables.amp_resume import ResumedExitVariable, is_resumed_exit
+from pdyn.trace.variables.autograd_function import (AutogradApplyVariable, AutogradFunctionClassVariable,
+                                                    is_autograd_function, is_function_apply)
+from pdyn.trace.variables.cached_functions import CACHE_WRAPPER, LruCacheVariable
 from pdyn.trace.variables.collections_more import wrap_defaultdict, wrap_deque
 from pdyn.trace.variables.numpy_values import NumpyVariable, is_numpy, wrap_numpy
 from pdyn.trace.variables.stdlib_more import GETTER_TYPES, getter_of
@@ -166,6 +170,12 @@ def _wrap_module(tx: Tracer, value: torch.nn.Module, source: Source) -> Variable
 
 
 def _wrap_method(tx: Tracer, value: types.MethodType, source: Source) -> VariableTracker:
+    if is_function_apply(value):  # `gelu = GeluFunction.apply`: which Function is pinned
+        _guard(tx, IdGuard, AttrSource(source, "__self__"), value.__self__)
+        _guard(tx, IdGuard, AttrSource(source, "__func__"), value.__func__)
+        return AutogradApplyVariable(value.__self__, source)
+    if is_resumed_exit(value):  # an autocast or inference_mode block a break's frame code entered
+        return ResumedExitVariable.wrap(tx, value, source)
     fn = wrap(tx, value.__func__, AttrSource(source, "__func__"))
     return UserMethodVariable(fn, wrap(tx, value.__self__, AttrSource(source, "__self__")))
 
@@ -194,6 +204,11 @@ def _wrap_autocast(tx: Tracer, value: Any, source: Source) -> VariableTracker:
     vt = amp_object(value)
     vt.source = source
     return vt
+
+
+def _wrap_lru_cache(tx: Tracer, value: Any, source: Source) -> VariableTracker:
+    _guard(tx, IdGuard, source, value)  # which cached function; its answers are guarded per call
+    return LruCacheVariable(value, source)
 
 
 def _wrap_getter(tx: Tracer, value: Any, source: Source) -> VariableTracker:
@@ -239,7 +254,7 @@ WRAP_BY_TYPE: dict[type, WrapFn] = {
     types.CodeType: _wrap_by_identity,   # immutable: which code object is all there is to know
     set: _wrap_set, frozenset: _wrap_set, os._Environ: _wrap_environ, **{kind: _wrap_autocast for kind in AUTOCAST_TYPES},
     collections.defaultdict: wrap_defaultdict, collections.deque: wrap_deque,
-    **{kind: _wrap_getter for kind in GETTER_TYPES},
+    **{kind: _wrap_getter for kind in GETTER_TYPES}, CACHE_WRAPPER: _wrap_lru_cache,
     **{kind: _refuse for kind in (torch.finfo, torch.iinfo)},
 }
 # then the first base class that matches, in this order
@@ -298,6 +313,12 @@ def wrap_constant_result(value: Any) -> VariableTracker:
         return ContextClassVariable(value)
     if is_context_object(value):
         return context_object(value)
+    if kind is CACHE_WRAPPER:
+        return LruCacheVariable(value)
+    if is_autograd_function(value):
+        return AutogradFunctionClassVariable(value)
+    if is_function_apply(value):
+        return AutogradApplyVariable(value.__self__)
     if isinstance(value, type):
         return ClassVariable(value)
     if isinstance(value, (torch.Tensor, torch.nn.Module)):

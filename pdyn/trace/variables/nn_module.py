@@ -129,9 +129,13 @@ class NNModuleVariable(VariableTracker):
         if m._backward_hooks or m._backward_pre_hooks or hooks._global_forward_hooks or \
                 hooks._global_forward_pre_hooks or hooks._global_backward_hooks or hooks._global_backward_pre_hooks \
                 or (m._forward_hooks or m._forward_pre_hooks) and self.source is None:
-            raise Unsupported("module_hooks", f"pdyn cannot trace {type(m).__name__} with backward or global "
-                              "module hooks yet", hint="remove the hook, or optimize the module's submodules "
-                              "separately", loc=tx.loc())
+            e = Unsupported("module_hooks", f"pdyn cannot trace {type(m).__name__} with backward or global "
+                            "module hooks yet: the module runs with them, its forward optimized on its own",
+                            hint="remove the hook, or optimize the module's submodules separately", loc=tx.loc())
+            forward = mro_lookup(type(m), "forward")
+            if isinstance(forward, types.FunctionType):
+                e.in_call = forward.__code__  # the frame code calls it through its hooks (ModuleCall)
+            raise e
         tx.ctx.add_guard(NoGlobalHooksGuard(None, loc=tx.loc()))  # a hook registered later runs
         if m._forward_hooks or m._forward_pre_hooks:
             return self._call_with_forward_hooks(tx, args, kwargs)

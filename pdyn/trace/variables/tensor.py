@@ -15,6 +15,7 @@ import torch
 import torch.fx
 
 from pdyn.base.errors import Unsupported, UserException
+from pdyn.guards.guards import InferenceTensorGuard
 from pdyn.ops import canonical
 from pdyn.sources import Source
 from pdyn.trace.variables.base import VariableTracker
@@ -108,6 +109,23 @@ class TensorVariable(VariableTracker):
     def call_method(self, tx: Tracer, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         return TensorMethodVariable(self, name).call(tx, args, kwargs)
 
+    def store_attr(self, tx: Tracer, name: str, value: VariableTracker) -> None:
+        if name == "requires_grad":
+            set_requires_grad(tx, self, value)
+        else:
+            super().store_attr(tx, name, value)
+
+    def is_inference(self, tx: Tracer) -> VariableTracker:
+        """`x.is_inference()`: the fake value knows for a tensor the graph made (under the trace's
+        inference mode); an input's is guarded."""
+        inference = self.example.is_inference()
+        if self.node.op == "placeholder" and self.source is not None:
+            tx.ctx.add_guard(InferenceTensorGuard(self.source, inference, loc=tx.loc()))
+        elif self.node.op == "placeholder":
+            raise Unsupported("tensor_method", "pdyn cannot guard whether this input is an inference tensor",
+                              loc=tx.loc())
+        return ConstantVariable(inference)
+
     def binary_op(self, tx: Tracer, fn: Callable[[Any, Any], Any], other: VariableTracker) -> VariableTracker:
         return tx.output.call("call_function", fn, [self, other], {}, loc=tx.loc())
 
@@ -153,6 +171,8 @@ class TensorMethodVariable(VariableTracker):
         return type(torch.Tensor.add)
 
     def call(self, tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        if self.name == "is_inference" and not args and not kwargs:
+            return self.tensor.is_inference(tx)
         op = canonical(self.name)
         if self.name in ("item", "tolist") and not args and not kwargs and _is_int_data(self.tensor):
             return tx.output.data_values(self.tensor, self.name, tx.loc())
@@ -165,6 +185,28 @@ class TensorMethodVariable(VariableTracker):
             return shape_query(tx, self.tensor, args, kwargs)
         return tx.output.call("call_method", self.name, [self.tensor, *args], kwargs, loc=tx.loc(),
                               mutates=op.mutates is not None)
+
+
+def set_requires_grad(tx: Tracer, x: TensorVariable, value: VariableTracker) -> None:
+    """`x.requires_grad = value`: the setter's checks as eager makes them (its errors differ from
+    `requires_grad_`'s), then the flag set in the graph, where the program sets it: a tensor the
+    graph made gets it as eager's does; an input is changed as the eager call changes it."""
+    if not value.is_python_constant() or type(value.as_python_constant()) is not bool:
+        if value.is_python_constant():
+            raise UserException(RuntimeError("requires_grad must be a bool"))
+        raise Unsupported("store_attr", "pdyn sets requires_grad only to a bool it knows", loc=tx.loc())
+    flag = value.as_python_constant()
+    example = x.example
+    if x.node.op == "placeholder" and example.requires_grad:  # leaf-ness of an input is not guarded
+        raise Unsupported("tensor_attr", "pdyn does not guard whether an input requiring grad is a leaf",
+                          loc=tx.loc())
+    if not example.is_leaf:
+        hint = "" if flag else (" If you want to use a computed variable in a subgraph that doesn't require "
+                                "differentiation use var_no_grad = var.detach().")
+        raise UserException(RuntimeError("you can only change requires_grad flags of leaf variables." + hint))
+    if flag and not (example.dtype.is_floating_point or example.dtype.is_complex):
+        raise UserException(RuntimeError("only Tensors of floating point and complex dtype can require gradients"))
+    x.call_method(tx, "requires_grad_", [ConstantVariable(flag)], {})
 
 
 def _is_int_data(x: TensorVariable) -> bool:
