@@ -10,7 +10,7 @@ ROOT = pathlib.Path(__file__).parent.parent
 
 
 def test_jagged_features_quick_mode_compiles_once_and_matches_eager():
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}  # this checkout's pdyn, not an installed one
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}  # this checkout's pdyn, not an installed one
     result = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "jagged_features.py"), "--quick"],
                             capture_output=True, text=True, timeout=300, cwd=ROOT, env=env)
     assert result.returncode == 0, result.stderr[-2000:]

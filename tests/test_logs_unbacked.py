@@ -47,7 +47,7 @@ def test_pdyn_logs_environment_variable_prints_them():
                "    pdyn.check(y.shape[0] <= 6, 'too many')\n"
                "    return y * 2\n"
                "pdyn.optimize(f, backend='eager')(torch.randn(8), torch.arange(8) < 3)\n")
-    env = {**os.environ, "PDYN_LOGS": "dynamic", "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PDYN_LOGS": "dynamic", "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=300,
                             cwd=ROOT, env=env)
     assert result.returncode == 0, result.stderr[-2000:]

@@ -10,7 +10,7 @@ import torch
 
 import pdyn
 from pdyn.backends.triton.unbacked import REASON
-from tests.backends.util import Recorder
+from tests.backends.util import DEVICE, Recorder
 from tests.helpers import assert_same
 
 
@@ -29,7 +29,7 @@ def _nonzero(x):
 
 
 def _item_size(x, t):
-    return torch.zeros(t.sum().item()) + 1, x * 2
+    return torch.zeros(t.sum().item(), device=x.device) + 1, x * 2
 
 
 def _split(values, lengths):
@@ -51,6 +51,7 @@ BINDS = {"mask_getitem": r"u0 = t\d+\.shape\[0\]", "nonzero": r"u0 = t\d+\.shape
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_data_dependent_sizes_are_bound_after_their_torch_call_and_kernels_run(name):
     fn, calls = PROGRAMS[name]
+    calls = [tuple(a.to(DEVICE) for a in args) for args in calls]
     backend = Recorder()
     compiled = pdyn.optimize(fn, backend=backend)
     for args in calls:
@@ -83,7 +84,7 @@ def test_a_size_no_torch_call_produces_is_the_stated_reason():
 def test_no_data_dependent_size_still_gets_kernels():
     backend = Recorder()
     compiled = pdyn.optimize(lambda x, y: (x * y).relu() + 1, backend=backend)
-    x, y = torch.randn(6), torch.randn(6)
+    x, y = torch.randn(6, device=DEVICE), torch.randn(6, device=DEVICE)
     assert_same(compiled(x, y), (x * y).relu() + 1)
     assert backend.last.kernel_count >= 1
 
@@ -93,11 +94,11 @@ def test_e2e_runtime_assert_failure_raises_as_eager_under_triton():
     def f(values, lengths):
         return [p * 2 for p in values.split(lengths.tolist())]
     compiled = pdyn.optimize(f, backend=backend)
-    compiled(torch.randn(6), torch.tensor([1, 2, 3]))
+    compiled(torch.randn(6, device=DEVICE), torch.tensor([1, 2, 3], device=DEVICE))
     with pytest.raises(RuntimeError) as eager:
-        f(torch.randn(6), torch.tensor([1, 2, 4]))
+        f(torch.randn(6, device=DEVICE), torch.tensor([1, 2, 4], device=DEVICE))
     with pytest.raises(RuntimeError) as ours:
-        compiled(torch.randn(6), torch.tensor([1, 2, 4]))
+        compiled(torch.randn(6, device=DEVICE), torch.tensor([1, 2, 4], device=DEVICE))
     assert str(ours.value) == str(eager.value)
 
 
@@ -108,9 +109,9 @@ def test_sizes_and_launches_follow_the_run_time_value_zero_included():
         return y.view(-1, 3).sum(1) * 2, (y * y).sum(), y.softmax(0)
     backend = Recorder()
     compiled = pdyn.optimize(f, backend=backend)
-    masks_ = [torch.arange(8) < k for k in (5, 8, 0, 2)]
+    masks_ = [torch.arange(8, device=DEVICE) < k for k in (5, 8, 0, 2)]
     for m in masks_:
-        x = torch.randn(8, 3)
+        x = torch.randn(8, 3, device=DEVICE)
         assert_same(compiled(x, m), f(x, m))
     assert len(backend.graphs) == 1 and backend.last.kernel_count >= 2
     # each launcher plans per actual size: a pointwise kernel over y saw 15, 24 and 6 elements (0:

@@ -38,7 +38,9 @@ def test_a_size_from_values_has_no_bound_from_the_input_numel():
     def f(x, r):
         return torch.bincount(x)[:3] * 2, torch.repeat_interleave(r)[:4] + 1
     explanation = pdyn.explain(f)(torch.tensor([7]), torch.tensor([5]))
-    assert [line.split(", in ")[1] for line in explanation.shape_decisions if " = " in line] == ["[0, inf]"] * 2
+    ranges = [line.split(", in ")[1] for line in explanation.shape_decisions if " = " in line]
+    # one per op at least (torch 2.11's fake slicing of a data-dependent dim adds its own symbols)
+    assert len(ranges) >= 2 and set(ranges) == {"[0, inf]"}, ranges
     run(f, [(torch.tensor([k]), torch.tensor([k])) for k in (7, 0, 2)], graphs=1)
 
 

@@ -24,6 +24,15 @@ if TYPE_CHECKING:
 NONE = ConstantVariable(None)
 
 
+def trace_time_autocast(device: str, dtype: torch.dtype, enabled: bool, cache: bool) -> Any:
+    """An autocast mode to enter at trace time, so fake ops get autocast's dtypes (torch 2.13 has an
+    unmanaged variant for frontends; torch 2.11 only the public class, which does the same in Python)."""
+    unmanaged = getattr(torch.amp.autocast_mode, "_UnmanagedAutocast", None)
+    if unmanaged is not None:
+        return unmanaged(device, dtype, enabled, cache)
+    return torch.amp.autocast(device_type=device, dtype=dtype, enabled=enabled, cache_enabled=cache)
+
+
 def _enter(mode: Any) -> None:
     """Enter for real at trace time, remembered so that a trace that ends early leaves it."""
     mode.__enter__()
@@ -53,7 +62,7 @@ class AutocastVariable(ContextManagerVariable):
     def enter(self, tx: Tracer) -> VariableTracker:
         pin_entry_state(tx)
         node = tx.output.annotate(tx.output.graph.call_function(torch.amp._enter_autocast, self.args), tx.loc())
-        mode = torch.amp.autocast_mode._UnmanagedAutocast(*self.args)
+        mode = trace_time_autocast(*self.args)
         _enter(mode)
         self.entered.append((node, mode))
         return self

@@ -19,7 +19,7 @@ import torch
 from pdyn.base.errors import Unsupported
 from pdyn.guards.guards import EqualsGuard, TypeGuard
 from pdyn.sources import AttrSource, Source
-from pdyn.trace.variables.amp_modes import _enter
+from pdyn.trace.variables.amp_modes import _enter, trace_time_autocast
 from pdyn.trace.variables.amp_state import AMP_DEVICES, autocast_state
 from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.constant import ConstantVariable
@@ -110,7 +110,7 @@ class ResumedExitVariable(VariableTracker):
             # autocast_state(): (enabled, dtype) per device (exit_hook resumes these devices only), then
             # the cache flag and inference mode
             enabled, dtype = amp[AMP_DEVICES.index(device)]
-            _enter(torch.amp.autocast_mode._UnmanagedAutocast(device, dtype, enabled, amp[-2]))
+            _enter(trace_time_autocast(device, dtype, enabled, amp[-2]))
         else:
             _enter(torch._C._InferenceMode(amp[-1]))
         torch._C._set_grad_enabled(grad)  # as the guard object's exit restores it
