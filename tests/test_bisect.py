@@ -6,8 +6,8 @@ import torch
 
 import pdyn
 import pdyn.debug
-from pdyn.hook import compile_frame
 from pdyn.ops import shape_rules_nn
+from tests.planted_faults import branches_on_length, drop_expr_guards
 
 
 def program(x, y):
@@ -43,15 +43,8 @@ def test_a_correct_backend_reports_no_difference():
 
 
 def test_a_dropped_guard_is_named_with_the_call_it_lets_through(monkeypatch):
-    drop = compile_frame.shape_guards
-    monkeypatch.setattr(compile_frame, "shape_guards", lambda env: [g for g in drop(env)
-                                                                    if type(g).__name__ != "ExprGuard"])
-
-    def g(x):
-        if x.shape[0] > 5:
-            return x * 2
-        return x * 3
-
+    drop_expr_guards(monkeypatch)
+    g = branches_on_length
     f = pdyn.optimize(g, backend="eager")
     f(torch.randn(8))
     f(torch.randn(9))   # the second compile makes the dim symbolic, with its guard dropped

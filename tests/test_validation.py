@@ -7,8 +7,8 @@ import torch
 import torch.nn.functional as F
 
 import pdyn
-from pdyn.hook import compile_frame
 from pdyn.ops import shape_rules_nn
+from tests.planted_faults import branches_on_length, drop_expr_guards
 from pdyn.shapes import shape_env as shape_env_module
 from pdyn.shapes.shape_env import FloorDiv, ShapeEnv
 from pdyn.shapes.validation import ToZ3, ValidationError, ValidationFailure, Validator
@@ -114,15 +114,8 @@ def test_an_off_by_one_at_the_hints_is_an_error_under_check_hints(monkeypatch):
 
 
 def test_a_dropped_guard_is_named_with_the_sizes_it_lets_through(monkeypatch):
-    drop = compile_frame.shape_guards
-    monkeypatch.setattr(compile_frame, "shape_guards", lambda env: [g for g in drop(env)
-                                                                    if type(g).__name__ != "ExprGuard"])
-
-    def g(x):
-        if x.shape[0] > 5:
-            return x * 2
-        return x * 3
-
+    drop_expr_guards(monkeypatch)
+    g = branches_on_length
     f = pdyn.optimize(g, backend="eager")
     with pytest.raises(ValidationError) as info:
         f(torch.randn(8))
