@@ -77,3 +77,18 @@ def test_known_reasons_over_sums_of_unbacked_sizes():
     assert env.known(sympy.Ge(sum(us), 0)) is True
     assert env.known(sympy.Eq(sum(us), 4)) is None
     assert env.known(sympy.Lt(us[0] + us[1], 0)) is False
+
+
+def test_a_count_is_bounded_by_its_inputs_symbolic_numel_and_nothing_more_is_concluded():
+    env, (s0, s1) = env_with_sizes(5, 3)
+    u = env.create_unbacked(0, math.inf, "nonzero()")
+    env.bound_above(u, s0 * s1)
+    assert env.known(sympy.Le(u, s0 * s1)) is True
+    assert env.known(sympy.Lt(u, s0 * s1 + 1)) is True
+    assert env.known(sympy.Ge(s0 * s1 - u, 0)) is True
+    assert env.known(sympy.Le(2 * u, 2 * s0 * s1 + 3)) is True
+    assert env.known(sympy.Lt(u, s0 * s1)) is None      # u may equal the numel
+    assert env.known(sympy.Le(u, s0)) is None           # a tighter bound is not known
+    assert env.known(sympy.Ge(u, 1)) is None            # the bound says nothing from below
+    assert env.known(sympy.Le(u * u, s0 * s1)) is None  # not linear in u: not concluded
+    assert env.events == ["u0 = nonzero(), in [0, inf]"]  # a fact by construction: no assert, no guard

@@ -93,6 +93,7 @@ class ShapeEnv:
     size_like: set[sympy.Symbol] = field(default_factory=set)         # check_is_size: no 0/1 decisions
     validator: Any = None   # shapes/validation.Validator under pdyn.config.translation_validation
     initial_ranges: dict[sympy.Symbol, tuple[float, float]] = field(default_factory=dict)  # size-like ints
+    upper_bounds: dict[sympy.Symbol, sympy.Expr] = field(default_factory=dict)  # u0 <= x.numel(), symbolic
 
     # -- symbols ---------------------------------------------------------------------------------
 
@@ -160,6 +161,8 @@ class ShapeEnv:
         by_interval = _decide_interval(type(cond), _interval(sympy.expand(diff), self.ranges))
         if by_interval is not None:
             return by_interval
+        if self._holds_at_upper_bounds(type(cond), sympy.expand(diff)):
+            return True
         shifted: dict[sympy.Symbol, Expr] = {}
         for sym in diff.free_symbols:
             lo, hi = self.ranges.get(sym, (-INF, INF))
@@ -169,6 +172,27 @@ class ShapeEnv:
             elif hi < INF:
                 shifted[sym] = int(hi) - offset
         return _SIGN[type(cond)](sympy.expand(substitute(diff, shifted)))
+
+    def bound_above(self, sym: sympy.Symbol, bound: sympy.Expr) -> None:
+        """`sym <= bound` holds by construction (a count of an input's elements never exceeds its
+        numel): a fact, not an assert."""
+        self.upper_bounds[sym] = bound
+        if self.validator is not None:
+            self.validator.assume(sympy.Le(sym, bound), None, f"{sym} counts at most {bound} elements", given=True)
+
+    def _holds_at_upper_bounds(self, kind: type, diff: sympy.Expr) -> bool:
+        """`diff <= 0` (or `>= 0`) proven by putting each boundable symbol at its symbolic upper
+        bound, where `diff` is linear in it with a coefficient of the sign that makes that the worst
+        case; only True is ever concluded."""
+        rising = kind in (sympy.Le, sympy.Lt)     # diff <= 0: the worst case is diff at its largest
+        worst = diff
+        for sym in diff.free_symbols & self.upper_bounds.keys():
+            coeff = worst.coeff(sym)
+            if not coeff.is_number or coeff == 0 or sym in (worst - coeff * sym).free_symbols \
+                    or (coeff > 0) != rising:
+                return False
+            worst = sympy.expand(worst.subs(sym, self.upper_bounds[sym]))
+        return worst is not diff and self.known(kind(worst, 0)) is True
 
     def assume(self, fact: sympy.Basic, loc: SourceLoc | None, error: type[Exception], message: str) -> None:
         """Take `fact` (over unbacked symbols) as true for the rest of the trace and have the

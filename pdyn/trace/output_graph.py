@@ -296,9 +296,9 @@ class OutputGraph:
         outputs = [t for t in _flat_values(example) if isinstance(t, torch.Tensor)]
         env = self.ctx.shape_env
         why = f"{_target_name(target)}() at {loc}" if loc else f"{_target_name(target)}()"
-        bound = data_sizes.count_bound(canonical(target).name, [a.example if isinstance(a, TensorVariable)
-                                                                and not any(_is_symbolic(s) for s in a.sizes)
-                                                                else None for a in args])
+        bound = data_sizes.count_bound(canonical(target).name, [
+            (tuple(a.sizes) if any(_is_symbolic(s) for s in a.sizes) else a.example)
+            if isinstance(a, TensorVariable) else None for a in args])
         static = [tuple(self.unbacked.translate(s, why, bound) for s in t.shape) for t in outputs]
         sym_args = [as_symbolic(a) for a in args]
         sym_kwargs = {k: as_symbolic(v) for k, v in kwargs.items()}

@@ -58,7 +58,10 @@ class Unbacked:
         expr = value.node.expr
         if isinstance(expr, sympy.Symbol) and expr not in self.by_torch:
             hi = bounded_by if isinstance(bounded_by, (int, float)) else math.inf
-            return self.fresh(value, why, 0, hi)
+            sym = self.fresh(value, why, 0, hi)
+            if isinstance(bounded_by, sympy.Expr) and not bounded_by.is_number:
+                self.env.bound_above(sym, bounded_by)
+            return sym
         return _rebuild(expr, self.by_torch)
 
     def read_from(self, sym: sympy.Symbol, node: torch.fx.Node, dim: int | None) -> None:
@@ -90,14 +93,18 @@ def _rebuild(expr: sympy.Basic, symbols: dict[sympy.Symbol, sympy.Symbol]) -> sy
 _COUNTS_ELEMENTS = ("nonzero", "argwhere", "getitem", "unique", "unique_consecutive")
 
 
-def count_bound(name: str, args: list[Any]) -> float:
+def count_bound(name: str, args: list[Any]) -> float | sympy.Expr:
     """The upper bound of a data-dependent size `name` makes: the numel of its first argument
-    where the op selects or counts that argument's elements and its size is static; else
-    unbounded (bincount's and repeat_interleave's sizes come from values, masked_select's from a
-    broadcast)."""
+    (a number, or pdyn's symbolic sizes multiplied) where the op selects or counts that
+    argument's elements; else unbounded (bincount's and repeat_interleave's sizes come from
+    values, masked_select's from a broadcast)."""
     first = args[0] if args else None
-    if name in _COUNTS_ELEMENTS and isinstance(first, torch.Tensor):
+    if name not in _COUNTS_ELEMENTS:
+        return math.inf
+    if isinstance(first, torch.Tensor):
         return first.numel()
+    if isinstance(first, tuple):   # the sizes of a tensor whose sizes are symbolic
+        return sympy.Mul(*first)
     return math.inf
 
 

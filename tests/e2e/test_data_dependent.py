@@ -147,3 +147,24 @@ def test_unbacked_graph_runs_with_torch_on_triton(monkeypatch):
     for m in masks():
         x = torch.randn(8)
         assert_same(opt(x, m), f(x, m))
+
+
+def test_a_count_of_a_dynamic_input_is_at_most_its_numel_without_a_break():
+    def f(x):
+        n = torch.nonzero(x).shape[0]
+        y = x[x > 0]
+        if n <= x.numel() and y.shape[0] < x.numel() + 1:   # true by construction: no read of data
+            return x * 2, y.sum()
+        return x, y
+
+    run(f, [(torch.randn(n, 3),) for n in (5, 7, 9)], graphs=1)
+
+
+def test_a_count_compared_beyond_what_its_bound_proves_still_reads_the_data():
+    def f(x):
+        if torch.nonzero(x).shape[0] < x.numel():   # false when every element is non-zero
+            return x * 2
+        return x - 1
+
+    with_zeros = [(torch.randn(n, 3).relu(),) for n in (5, 7)]   # about half are zero: the true branch
+    run(f, with_zeros + [(torch.ones(6, 3),)], graphs=3, breaks=1, compiles=1)
