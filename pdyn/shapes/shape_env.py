@@ -96,7 +96,6 @@ class ShapeEnv:
     upper_bounds: dict[sympy.Symbol, sympy.Expr] = field(default_factory=dict)  # u0 <= x.numel(), symbolic
 
     # -- symbols ---------------------------------------------------------------------------------
-
     def create_symbol(self, hint: int, origin: SizeSource, size_like: bool = False) -> Expr:
         """A new symbol for `hint`; 0 and 1 stay constants (they change broadcasting), except for
         a `size_like` value (an element of a list of ints, such as split lengths): a symbol in
@@ -174,17 +173,15 @@ class ShapeEnv:
         return _SIGN[type(cond)](sympy.expand(substitute(diff, shifted)))
 
     def bound_above(self, sym: sympy.Symbol, bound: sympy.Expr) -> None:
-        """`sym <= bound` holds by construction (a count of an input's elements never exceeds its
-        numel): a fact, not an assert."""
+        """`sym <= bound` by construction (a count never exceeds the numel counted): no assert."""
         self.upper_bounds[sym] = bound
         if self.validator is not None:
             self.validator.assume(sympy.Le(sym, bound), None, f"{sym} counts at most {bound} elements", given=True)
 
     def _holds_at_upper_bounds(self, kind: type, diff: sympy.Expr) -> bool:
-        """`diff <= 0` (or `>= 0`) proven by putting each boundable symbol at its symbolic upper
-        bound, where `diff` is linear in it with a coefficient of the sign that makes that the worst
-        case; only True is ever concluded."""
-        rising = kind in (sympy.Le, sympy.Lt)     # diff <= 0: the worst case is diff at its largest
+        """`diff <= 0` (or `>= 0`) at its worst: each bounded symbol, linear in `diff` with the sign
+        that makes its bound the worst case, put at that bound. Only ever concludes True."""
+        rising = kind in (sympy.Le, sympy.Lt)
         worst = diff
         for sym in diff.free_symbols & self.upper_bounds.keys():
             coeff = worst.coeff(sym)
@@ -249,7 +246,6 @@ class ShapeEnv:
         return sorted(self.simplify(expr).free_symbols, key=lambda s: s.name)
 
     # -- reads -----------------------------------------------------------------------------------
-
     def specialize(self, expr: sympy.Basic, loc: SourceLoc | None, why: str) -> int | float:
         """A value read: pin every symbol in `expr` to its hint and return the value."""
         value = self.hint(expr)
@@ -384,7 +380,6 @@ class ShapeEnv:
         self.ranges[fact.lhs] = (lo, hi)
 
     # -- what the guard function checks ----------------------------------------------------------
-
     def live_symbols(self) -> list[sympy.Symbol]:
         """Symbols still free (not pinned, not unified into another), in creation order."""
         return [s for s in self.hints if s not in self.replacements]
