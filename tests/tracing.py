@@ -14,9 +14,10 @@ from pdyn.bytecode.instructions import decode
 from pdyn.trace.output_graph import OutputGraph
 from pdyn.trace.context import TraceContext
 from pdyn.shapes.trace_plan import TracePlan
-from pdyn.sources import LocalSource
+from pdyn.hook.resume_entry import CLOSURE_KEY
+from pdyn.sources import ItemSource, LocalSource
 from pdyn.trace.variables.builder import wrap
-from pdyn.trace.variables.cell import CellVariable
+from pdyn.trace.variables.cell import CellVariable, real_cell
 
 
 def trace(fn: Any, *args: Any, config: Config | None = None, plan: TracePlan | None = None,
@@ -28,9 +29,9 @@ def trace(fn: Any, *args: Any, config: Config | None = None, plan: TracePlan | N
     tx = InstructionTranslator(code, {}, fn.__globals__, OutputGraph(code.co_name, TraceContext(plan)), config or Config())
     tx.locals = {name: wrap(tx, value, LocalSource(name)) for name, value in bound.arguments.items()}
     tx.cells = {name: CellVariable(tx.locals.pop(name, None)) for name in code.co_cellvars}
-    for name, cell in zip(code.co_freevars, fn.__closure__ or ()):  # read from the frame, as compile_frame does
-        tx.cells[name] = CellVariable(wrap(tx, cell.cell_contents, LocalSource(name)))
-        tx.cells[name].source = LocalSource(name)  # type: ignore[attr-defined]
+    for i, (name, cell) in enumerate(zip(code.co_freevars, fn.__closure__ or ())):  # as compile_frame does
+        tx.cells[name] = real_cell(tx, cell, ItemSource(LocalSource(CLOSURE_KEY), i),
+                                   lambda v, name=name: wrap(tx, v, LocalSource(name)))
     tx.result = tx.run()  # type: ignore[attr-defined]
     return tx
 

@@ -33,9 +33,9 @@ from pdyn.shapes.trace_plan import TracePlan
 from pdyn.guards.guard_validation import validate_guards
 from pdyn.guards.shape_guards import shape_guards
 from pdyn.shapes import validation
-from pdyn.sources import LocalSource, SizeSource
+from pdyn.sources import ItemSource, LocalSource, SizeSource
 from pdyn.trace.variables.base import VariableTracker
-from pdyn.trace.variables.cell import CellVariable
+from pdyn.trace.variables.cell import CellVariable, real_cell
 from pdyn.trace.variables.containers import DictVariable, ListVariable
 from pdyn.trace.variables.deleted import is_deleted, replay_delete
 from pdyn.trace.variables.user_objects import UserObjectVariable
@@ -108,10 +108,10 @@ def _trace(tx: InstructionTranslator, f_locals: dict[str, Any]) -> VariableTrack
     tx.locals = {name: tx.wrap(value, LocalSource(name)) for name, value in f_locals.items()
                  if name not in code.co_freevars and name != CLOSURE_KEY}
     tx.cells = {name: CellVariable(tx.locals.pop(name, None)) for name in code.co_cellvars}
-    for name in code.co_freevars:
-        value = f_locals[name]
-        tx.cells[name] = CellVariable(None if value is EMPTY_CELL else tx.wrap(value, LocalSource(name)))
-        tx.cells[name].source = LocalSource(name)
+    closure = f_locals.get(CLOSURE_KEY, ())
+    for i, name in enumerate(code.co_freevars):   # the frame's real cells: stores replay through L
+        tx.cells[name] = real_cell(tx, closure[i], ItemSource(LocalSource(CLOSURE_KEY), i),
+                                   lambda v, name=name: tx.wrap(v, LocalSource(name)))
     return tx.run()
 
 
@@ -218,6 +218,10 @@ def _side_effects(output: OutputGraph, codegen: FrameCodegen) -> list[str]:
             setter = codegen.constant(object.__setattr__, "object_setattr") \
                 if isinstance(obj, UserObjectVariable) else "setattr"
             statements.append(f"{setter}({codegen.reconstruct(obj)}, {key[1]!r}, {value})")
+        elif kind == "cell":
+            cell, stored = effects.cells[key]
+            codegen.lines.append(f"{value} = {codegen.reconstruct(stored)}")
+            statements.append(f"{codegen.source_expr(cell.source)}.cell_contents = {value}")  # type: ignore[arg-type]
         elif kind == "call":
             fn, args, kwargs = effects.calls[key]
             parts = [codegen.reconstruct(a) for a in args] + [f"{k}={codegen.reconstruct(v)}" for k, v in kwargs.items()]

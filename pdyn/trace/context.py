@@ -32,6 +32,7 @@ class SideEffects:
         self.attrs: dict[tuple[int, str], tuple[VariableTracker, VariableTracker]] = {}
         self.globals: dict[str, VariableTracker] = {}
         self.calls: list[tuple[VariableTracker, list[VariableTracker], dict[str, VariableTracker]]] = []
+        self.cells: dict[int, tuple[VariableTracker, VariableTracker]] = {}   # id(cell tracker) -> it, stored value
         # every target in the order the program first changed it: the order the replay follows
         self.order: list[tuple[str, Any]] = []
 
@@ -51,6 +52,11 @@ class SideEffects:
         self._first("global", name, self.globals)
         self.globals[name] = value
 
+    def store_cell(self, cell: VariableTracker, value: VariableTracker) -> None:
+        """A store to a real cell (`nonlocal`, or the frame's own cell): its last value is replayed."""
+        self._first("cell", id(cell), self.cells)
+        self.cells[id(cell)] = (cell, value)
+
     def call(self, fn: VariableTracker, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> None:
         """A call whose only effect is outside Python's objects (a log line): made after the graph."""
         self.order.append(("call", len(self.calls)))
@@ -61,7 +67,7 @@ class SideEffects:
         return entry[1] if entry is not None else None
 
     def __bool__(self) -> bool:
-        return bool(self.containers or self.attrs or self.globals or self.calls)
+        return bool(self.containers or self.attrs or self.globals or self.calls or self.cells)
 
 
 class TraceContext:
@@ -75,6 +81,7 @@ class TraceContext:
         self.side_effects = SideEffects()
         self.wrapped: dict[Source, VariableTracker] = {}      # one tracker per source read
         self.mutable_by_id: dict[int, VariableTracker] = {}   # one tracker per input list/dict object
+        self.real_cells: dict[int, tuple[Any, VariableTracker]] = {}   # id(cell) -> (cell, its one tracker)
         self.add_guard(GradModeGuard(None, enabled=torch.is_grad_enabled()))
 
     def add_guard(self, guard: Guard) -> None:

@@ -145,18 +145,20 @@ def test_store_deref_to_a_cell_made_in_the_trace_is_allowed():
     assert isinstance(tx.result, TensorVariable) and tx.result.node.name == "add"
 
 
-def test_store_deref_to_the_enclosing_scope_of_the_frame_is_unsupported():
+def test_store_deref_to_the_enclosing_scope_of_the_frame_is_replayed_through_the_real_cell():
     y = torch.ones(2)
 
     def f(x):
         nonlocal y
         y = x
-        return x
+        return y
 
-    with pytest.raises(Unsupported) as error:
-        trace(f, torch.ones(2))
-    assert error.value.key == "nonlocal_store"
-    assert error.value.loc.lineno == f.__code__.co_firstlineno + 2
+    tx = trace(f, torch.ones(2))
+    effects = tx.output.ctx.side_effects
+    assert [kind for kind, _ in effects.order] == ["cell"]
+    cell, stored = next(iter(effects.cells.values()))
+    assert cell is tx.cells["y"] and stored is tx.locals["x"] and tx.result is stored  # the read sees the store
+    assert cell.source.code(repr) == "L['pdyn closure'][0]"
 
 
 def test_load_deref_of_a_frame_free_variable_reads_it_through_its_source():

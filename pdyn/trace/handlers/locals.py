@@ -74,10 +74,12 @@ def load_deref(tx: Tracer, inst: Instruction) -> None:
 @handler("STORE_DEREF")
 def store_deref(tx: Tracer, inst: Instruction) -> None:
     cell = _cell(tx, inst.argval)
-    if cell.source is not None:
+    if cell.outside and cell.source is None:  # a real cell pdyn cannot name in the frame code
         raise Unsupported("nonlocal_store", f"pdyn cannot trace a store to the enclosing scope's {inst.argval!r}",
                           loc=tx.loc())
-    cell.contents = tx.pop()
+    cell.contents = tx.pop()   # later reads in this trace, through any path to the cell, see it
+    if cell.outside:
+        tx.ctx.side_effects.store_cell(cell, cell.contents)
 
 
 @handler("LOAD_CLOSURE")

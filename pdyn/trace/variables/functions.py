@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from pdyn.base.errors import Unsupported, UserException
 from pdyn.sources import AttrSource, DefaultSource, ItemSource, Source
 from pdyn.trace.variables.base import VariableTracker
-from pdyn.trace.variables.cell import CellVariable
+from pdyn.trace.variables.cell import CellVariable, real_cell
 from pdyn.trace.variables.constant import ConstantVariable
 from pdyn.trace.variables.containers import DictVariable, TupleVariable
 
@@ -65,16 +65,9 @@ class UserFunctionVariable(VariableTracker):
         if self._closure is None:
             cells = []
             for i, cell in enumerate(self.value.__closure__ or ()):  # type: ignore[union-attr]
-                src = AttrSource(ItemSource(AttrSource(self.source, "__closure__"), i), "cell_contents") \
-                    if self.source else None
-                try:
-                    contents = cell.cell_contents
-                except ValueError:
-                    cells.append(CellVariable(None))
-                else:
-                    cells.append(CellVariable(self._wrap_part(tx, contents, src)))
-                # a cell that lives outside the trace: a store to it must not stay in the trace
-                cells[-1].source = src if src is not None else AttrSource(None, "cell_contents")
+                cell_src = ItemSource(AttrSource(self.source, "__closure__"), i) if self.source else None
+                src = AttrSource(cell_src, "cell_contents") if cell_src is not None else None
+                cells.append(real_cell(tx, cell, cell_src, lambda v, src=src: self._wrap_part(tx, v, src)))
             self._closure = cells
         return self._closure
 
