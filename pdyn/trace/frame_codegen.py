@@ -104,6 +104,8 @@ class ResumeCodegen(FrameCodegen):
 
     def cell(self, cell: CellVariable) -> str:
         """The frame code's cell for `cell`; one the trace made (and no frame holds) is made here."""
+        if id(cell) not in self.cells and cell.outside and cell.source is not None:
+            self.cells[id(cell)] = self.once(cell, self.source_expr(cell.source))  # the real cell, not a copy
         if id(cell) not in self.cells:
             kind = self.constant(types.CellType, "CellType")
             expr = f"{kind}()" if cell.contents is None else f"{kind}({self.reconstruct(cell.contents)})"

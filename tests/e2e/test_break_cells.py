@@ -114,3 +114,30 @@ def test_a_store_to_a_cell_of_the_optimized_closure_is_seen_by_the_caller():
         assert opt_hits() == eager_hits()
     # the int in the cell is specialized once, then dynamic: f and its resume function compile twice
     assert counts() == (4, 2, 0) and graphs() == 4
+
+
+def _make_counter():
+    count = 0
+
+    def bump(x):
+        nonlocal count
+        count += 1
+        return x * 2, lambda: count   # a lambda over bump's real cell, made in the trace
+    return bump
+
+
+def test_a_lambda_over_an_input_functions_real_cell_crosses_a_break_as_that_cell():
+    """The lambda must close over the real cell, not a copy made at the break: a store after the
+    break (the second bump) is what it reads."""
+    def f(x, bump):
+        y, read = bump(x)
+        print("break")
+        y2, _ = bump(x)
+        return y + read() + y2
+
+    eager_bump, pdyn_bump = _make_counter(), _make_counter()
+    optimized = pdyn.optimize(f, backend="eager")
+    for _ in range(3):
+        x = torch.ones(2)
+        assert torch.equal(optimized(x, pdyn_bump), f(x, eager_bump))
+    assert pdyn.stats(optimized)["eager_fallbacks"] == 0
