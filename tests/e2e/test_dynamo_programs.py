@@ -108,12 +108,6 @@ TORCH_COUNTS = {
 }
 
 
-# Programs where pdyn still breaks more often than torch.compile, each with the construct it lacks
-# (strict xfail: the test fails once the construct is traced, so this table shrinks with the fix).
-KNOWN_GAPS: dict[str, str] = {  # program name -> why pdyn still breaks more than torch.compile
-}
-
-
 def run(fn, args):
     with contextlib.redirect_stdout(io.StringIO()):
         try:
@@ -122,8 +116,7 @@ def run(fn, args):
             return None, e
 
 
-@pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.xfail(reason=KNOWN_GAPS[name], strict=True))
-                                  if name in KNOWN_GAPS else name for name in sorted(PROGRAMS)])
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_program_matches_eager_and_breaks_no_more_than_torch_compile(name):
     fn, make_args = PROGRAMS[name]
     args = make_args()
