@@ -346,22 +346,26 @@ def slice_size(c: OpCall, size: sympy.Expr, item: slice) -> sympy.Expr:
     return length if nonneg else (ZERO if nonneg is False else sympy.Max(length, 0))
 
 
+def _spelled_out(items: list[Any], ndim: int) -> list[Any]:
+    """Index items with `...` (at most one) and the missing trailing dims as full slices."""
+    consumed = sum(1 for it in items if it is not None and it is not Ellipsis)
+    if consumed > ndim:
+        raise ShapeError(f"too many indices ({consumed}) for a tensor of {ndim} dims")
+    fill = [slice(None)] * (ndim - consumed)
+    if Ellipsis in items:
+        at = items.index(Ellipsis)
+        return items[:at] + fill + items[at + 1 :]
+    return items + fill
+
+
 def index_sizes(c: OpCall, x: SymTensor, index: Any) -> Sizes | None:
     """Sizes of `x[index]` for ints, slices, None and `...`; None for tensor/bool/list indices."""
     items = list(index) if isinstance(index, tuple) else [index]
     if not all(it is None or it is Ellipsis or isinstance(it, slice) or is_size(it) for it in items):
         return None
-    consumed = sum(1 for it in items if it is not None and it is not Ellipsis)
     if items.count(Ellipsis) > 1:
         return None
-    if consumed > x.ndim:
-        raise ShapeError(f"too many indices ({consumed}) for a tensor of {x.ndim} dims")
-    fill = [slice(None)] * (x.ndim - consumed)
-    if Ellipsis in items:
-        at = items.index(Ellipsis)
-        items = items[:at] + fill + items[at + 1 :]
-    else:
-        items = items + fill
+    items = _spelled_out(items, x.ndim)
     out: list[sympy.Expr] = []
     d = 0
     for it in items:
@@ -405,15 +409,7 @@ def advanced_index_sizes(c: OpCall, x: SymTensor, index: Any) -> Sizes | None:
     if any(isinstance(it, SymTensor) and (it.dtype in (torch.bool, torch.uint8) or it.dtype.is_floating_point
                                           or it.ndim == 0) for it in items):
         return None  # a mask, or a 0-d tensor, which torch reads as an int (its value)
-    consumed = sum(1 for it in items if it is not None and it is not Ellipsis)
-    if consumed > x.ndim:
-        raise ShapeError(f"too many indices ({consumed}) for a tensor of {x.ndim} dims")
-    fill = [slice(None)] * (x.ndim - consumed)
-    if Ellipsis in items:
-        at = items.index(Ellipsis)
-        items = items[:at] + fill + items[at + 1 :]
-    else:
-        items = items + fill
+    items = _spelled_out(items, x.ndim)
     parts: list[sympy.Expr | None] = []  # a result dim, or None where a tensor index stands
     d = 0
     for it in items:
