@@ -396,6 +396,22 @@ class UserDictKeysGuard(Guard):
 
 
 @dataclass(frozen=True, eq=False)
+class UserListLenGuard(Guard):
+    """An instance of a user list class of the same length, read with list's own `__len__`, past
+    any Python one."""
+
+    type: type = list
+    length: int = 0
+
+    def fail_expr(self, v: str, hoist: Hoist) -> str:
+        return (f"type({v}) is not {hoist(self.type, self.type.__name__)} or "
+                f"{hoist(list.__len__, 'list_len')}({v}) != {self.length}")
+
+    def sentence(self) -> str:
+        return f"{self.source} is a {self.type.__name__} of {self.length} items"
+
+
+@dataclass(frozen=True, eq=False)
 class MembershipGuard(Guard):
     """`item in value` is what it was when traced (a registry set a library consults: `cls in
     _registered`); the item is hoisted, compared as `in` compares it."""

@@ -108,6 +108,7 @@ declare_all(INDEX_ALONG_DIM)
 declare_all(["scatter_", "scatter_add_", "scatter_reduce_", "index_add_", "index_copy_", "index_fill_"],
             namespaces=TENSOR)
 declare_all(["sort", "argsort", "topk", "cummax", "cummin", "roll", "tile", "diff"])
+declare_all(["isin", "bucketize"], namespaces=TORCH)
 declare_all(["einsum", "meshgrid", "tensor", "as_tensor"], namespaces=TORCH)
 declare("new_tensor", namespaces=TENSOR)
 

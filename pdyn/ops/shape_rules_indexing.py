@@ -113,6 +113,25 @@ def _vector(c: OpCall, index: Any) -> sympy.Expr:
     return prod(index.sizes)
 
 
+@register("isin")
+def isin(c: OpCall) -> list[Sizes] | None:
+    """One bool per element of `elements` (a number gives a 0-d tensor)."""
+    a = c.bind("elements", "test_elements", "assume_unique", "invert", assume_unique=False, invert=False)
+    elements = a["elements"]
+    return [elements.sizes if isinstance(elements, SymTensor) else ()]
+
+
+@register("bucketize")
+def bucketize(c: OpCall) -> list[Sizes] | None:
+    """One bucket index per element of `input`, against 1-d `boundaries`."""
+    a = c.bind("input", "boundaries", "out_int32", "right", out_int32=False, right=False)
+    boundaries = as_tensor(a["boundaries"], "boundaries")
+    if boundaries.ndim != 1:
+        raise ShapeError(f"{c.name()}: boundaries tensor must be 1 dimension, but got dim({boundaries.ndim})")
+    x = a["input"]
+    return [x.sizes if isinstance(x, SymTensor) else ()]
+
+
 @register("index_select")
 def index_select(c: OpCall) -> list[Sizes] | None:
     a = c.bind("input", "dim", "index")

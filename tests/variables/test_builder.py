@@ -19,7 +19,8 @@ from pdyn.shapes.trace_plan import TracePlan
 from pdyn.sources import AttrSource, ItemSource, LocalSource
 from pdyn.trace.variables.builder import wrap, wrap_constant_result
 from pdyn.trace.variables.constant import ConstantVariable, ObjectConstantVariable
-from pdyn.trace.variables.containers import DictVariable, ListVariable, SetVariable, SizeVariable, TupleVariable
+from pdyn.trace.variables.containers import DictVariable, ListVariable, SizeVariable, TupleVariable
+from pdyn.trace.variables.sets import SetVariable
 from pdyn.trace.variables.builtins import BuiltinVariable, ClassVariable
 from pdyn.trace.variables.functions import PartialVariable, UserFunctionVariable, UserMethodVariable
 from pdyn.trace.variables.nn_module import NNModuleVariable, UserObjectVariable

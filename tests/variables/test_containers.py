@@ -8,8 +8,9 @@ import torch
 
 from pdyn.base.errors import Unsupported, UserException
 from pdyn.trace.variables.constant import ConstantVariable
-from pdyn.trace.variables.containers import (DictVariable, IteratorVariable, ListVariable, SetVariable, SizeVariable,
+from pdyn.trace.variables.containers import (DictVariable, IteratorVariable, ListVariable, SizeVariable,
                                        TupleVariable)
+from pdyn.trace.variables.sets import SetVariable
 from tests.tracing import trace
 
 

@@ -10,7 +10,8 @@ from pdyn.base.errors import Unsupported, UserException
 from pdyn.trace.variables.base import fold
 from pdyn.trace.variables.semantics import binary, contains, identity, is_same
 from pdyn.trace.variables.constant import ConstantVariable
-from pdyn.trace.variables.containers import ListVariable, SetVariable, TupleVariable
+from pdyn.trace.variables.containers import ListVariable, TupleVariable
+from pdyn.trace.variables.sets import SetVariable
 from pdyn.trace.variables.symint import SymIntVariable
 from pdyn.trace.variables.tensor import TensorVariable
 from tests.tracing import assert_graph, trace

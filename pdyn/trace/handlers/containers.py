@@ -10,8 +10,9 @@ from pdyn.bytecode.instructions import Instruction
 from pdyn.trace.variables.formatted import LazyStringVariable, formats_lazily
 from pdyn.trace.variables.base import fold
 from pdyn.trace.variables.constant import ConstantVariable
-from pdyn.trace.variables.containers import (DictVariable, ListVariable, SetVariable, SliceVariable, TupleVariable, is_known,
+from pdyn.trace.variables.containers import (DictVariable, ListVariable, SliceVariable, TupleVariable, is_known,
                                        python_value)
+from pdyn.trace.variables.sets import SetVariable
 from pdyn.trace.variables.symint import SymIntVariable
 
 if TYPE_CHECKING:

@@ -32,17 +32,21 @@ from pdyn.trace.variables.numpy_values import NumpyVariable, is_numpy, wrap_nump
 from pdyn.trace.variables.stdlib_more import GETTER_TYPES, getter_of
 from pdyn.trace.variables.context_managers import ContextClassVariable, context_object, is_context_class, is_context_object
 from pdyn.trace.variables.environ import EnvironVariable
-from pdyn.trace.variables.containers import DictVariable, ListVariable, SetVariable, SizeVariable, TupleVariable
+from pdyn.trace.variables.containers import DictVariable, ListVariable, SizeVariable, TupleVariable
+from pdyn.trace.variables.sets import SetVariable
 from pdyn.trace.variables.functions import PartialVariable, UserFunctionVariable, UserMethodVariable
 from pdyn.trace.variables.nn_module import NNModuleVariable
 from pdyn.trace.variables.input_sets import SetInputVariable
 from pdyn.trace.variables.user_dicts import is_user_dict_class, wrap_user_dict
+from pdyn.trace.variables.user_lists import is_user_list_class, wrap_user_list
 from pdyn.trace.variables.user_objects import UserObjectVariable
 from pdyn.trace.variables.user_tuples import TupleSubclassVariable
 from pdyn.trace.variables.ranges import wrap_range
 from pdyn.trace.variables.iterator_inputs import ITERATOR_TYPES, wrap_iterator
 import pdyn.trace.variables.object_rules  # noqa: F401  (registers the rules of object's own methods)
 import pdyn.trace.variables.dict_rules  # noqa: F401  (registers the rules of dict's own methods)
+import pdyn.trace.variables.list_rules  # noqa: F401  (and of list's)
+import pdyn.trace.variables.signatures  # noqa: F401  (inspect.signature, mappingproxy)
 from pdyn.trace.variables.tensor import TensorUnboundMethodVariable, is_tensor_method
 from pdyn.trace.variables.torch import PythonModuleVariable, TorchFunctionVariable, is_torch_function
 
@@ -240,6 +244,8 @@ def _wrap_set(tx: Tracer, value: set[Any], source: Source) -> VariableTracker:
 def _wrap_object(tx: Tracer, value: Any, source: Source) -> VariableTracker:
     if is_user_dict_class(type(value)):
         return wrap_user_dict(tx, value, source)  # a ModelOutput: its items and its attributes
+    if is_user_list_class(type(value)):
+        return wrap_user_list(tx, value, source)
     _guard(tx, TypeGuard, source, type(value))
     return UserObjectVariable(value, source)
 

@@ -34,11 +34,13 @@ from pdyn.trace.variables.nn_module_made import construct_module
 from pdyn.trace.variables.user_objects import bind_class_attr, class_attr, construct_object, mro_lookup
 from pdyn.trace.variables.user_tuples import construct_with_new
 from pdyn.trace.variables.user_dicts import construct_user_dict, is_user_dict_class
+from pdyn.trace.variables.user_lists import construct_user_list, is_user_list_class
 from pdyn.trace.variables.tensor import TensorMethodVariable
 from pdyn.trace.variables.torch import TorchFunctionVariable
-from pdyn.trace.variables.containers import (DictVariable, IteratorVariable, ListVariable, SetVariable, is_known, make_iterator,
+from pdyn.trace.variables.containers import (DictVariable, IteratorVariable, ListVariable, is_known, make_iterator,
                                        python_value,
                                        SizeVariable, TupleVariable)
+from pdyn.trace.variables.sets import SetVariable
 
 if TYPE_CHECKING:
     from pdyn.trace.translator import InstructionTranslator as Tracer
@@ -411,6 +413,8 @@ def construct(tx: Tracer, cls: type, args: list[VariableTracker], kwargs: dict[s
         return construct_object(tx, cls, args, kwargs)
     if is_user_dict_class(cls) and type(cls).__call__ is type.__call__:
         return construct_user_dict(tx, cls, args, kwargs)  # a ModelOutput: a dataclass and an OrderedDict
+    if is_user_list_class(cls) and type(cls).__call__ is type.__call__:
+        return construct_user_list(tx, cls, args, kwargs)  # a LogitsProcessorList
     if isinstance(mro_lookup(cls, "__new__"), staticmethod) and type(cls).__call__ is type.__call__:
         return construct_with_new(tx, cls, args, kwargs)  # a namedtuple, a tuple subclass
     raise Unsupported("construct", f"pdyn cannot trace constructing a {cls.__qualname__}", loc=tx.loc())

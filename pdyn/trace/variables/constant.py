@@ -80,6 +80,13 @@ class ObjectConstantVariable(VariableTracker):
         except AttributeError as e:
             raise UserException(e) from None
 
+    def reconstruct(self, codegen: FrameCodegen) -> str:
+        """The same object: it was fixed at trace time, so the frame code refers to it."""
+        if self.source is not None:
+            return codegen.source_expr(self.source)
+        name = getattr(self.value, "__name__", None)
+        return codegen.constant(self.value, name if isinstance(name, str) and name.isidentifier() else "obj")
+
 
 class ConstantVariable(ObjectConstantVariable):
     """A None/bool/int/float/str/... fixed at trace time."""

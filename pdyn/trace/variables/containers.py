@@ -67,6 +67,11 @@ def _const(vt: VariableTracker, what: str) -> Any:
     return python_value(vt, f"a Python {what}")
 
 
+def _compares_by_identity(vt: VariableTracker) -> bool:
+    """`==` on this value is object's (identity): a function, a module, a plain user object."""
+    return vt.python_type().__eq__ is object.__eq__
+
+
 class SliceVariable(VariableTracker):
     """A slice with a symbolic bound (`x[:n]`): symbolic in a tensor index, a value read elsewhere."""
 
@@ -95,6 +100,9 @@ class ContainerMethodVariable(VariableTracker):
 
     def call(self, tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         return self.obj.call_method(tx, self.name, args, kwargs)
+
+    def reconstruct(self, codegen: FrameCodegen) -> str:
+        return f"{codegen.reconstruct(self.obj)}.{self.name}"
 
     def __repr__(self) -> str:
         return f"ContainerMethodVariable({self.obj!r}.{self.name})"
@@ -174,14 +182,30 @@ class SequenceVariable(VariableTracker):
 
     def _method(self, tx: Tracer, name: str, args: list[VariableTracker]) -> VariableTracker | None:
         if name == "index" and len(args) == 1:
-            for i, item in enumerate(self.items):
-                if item is args[0] or (item.is_python_constant() and args[0].is_python_constant()
-                                       and item.as_python_constant() == args[0].as_python_constant()):
-                    return ConstantVariable(i)
-            raise UserException(ValueError(f"{args[0]} is not in list"))
+            return ConstantVariable(self._find(args[0], "index"))
         if name == "count" and len(args) == 1 and args[0].is_python_constant() and self.is_python_constant():
             return ConstantVariable(self.as_python_constant().count(args[0].as_python_constant()))
         return None
+
+    def _find(self, value: VariableTracker, method: str) -> int:
+        """Where `value` first is, compared as Python compares (identity, then `==`): decided at
+        trace time only where every comparison is (constants, or objects compared by identity)."""
+        known = value.is_python_constant()
+        for i, item in enumerate(self.items):
+            if item is value:
+                return i
+            if known and item.is_python_constant():
+                if item.as_python_constant() == value.as_python_constant():
+                    return i
+            elif not (_compares_by_identity(item) and (known or _compares_by_identity(value))):
+                raise Unsupported("list_method", f"pdyn cannot decide whether {item} == {value} at trace time")
+        kind = self.python_type().__name__
+        if method == "remove":
+            raise UserException(ValueError(f"{kind}.remove(x): x not in {kind}"), catchable=True)
+        if not known:
+            raise Unsupported("list_method", f"pdyn cannot spell the error of {kind}.index({value})")
+        error = f"{value.as_python_constant()!r} is not in list" if kind == "list" else "tuple.index(x): x not in tuple"
+        raise UserException(ValueError(error), catchable=True)
 
     def _reconstruct_items(self, codegen: FrameCodegen) -> list[str]:
         return [codegen.reconstruct(i) for i in self.items]
@@ -292,8 +316,7 @@ class ListVariable(SequenceVariable):
             elif name == "copy":
                 return ListVariable(self.items)
             elif name == "remove":
-                index = self._method(tx, "index", args)
-                del self.items[index.as_python_constant()]  # type: ignore[union-attr]
+                del self.items[self._find(args[0], "remove")]
             elif name == "sort" and self.is_python_constant():
                 opts = {k: _const(v, k) for k, v in kwargs.items()}
                 values = sorted(self.as_python_constant(), **opts)
@@ -480,55 +503,6 @@ class DictViewVariable(VariableTracker):
 
     def reconstruct(self, codegen: FrameCodegen) -> str:
         return f"{codegen.reconstruct(self.mapping)}.{self.kind}()"
-
-
-class SetVariable(VariableTracker):
-    """A set of constants made in the trace."""
-
-    def __init__(self, items: list[VariableTracker], source: Source | None = None):
-        self.items: dict[Any, VariableTracker] = {}
-        for i in items:
-            self.items.setdefault(_const(i, "set element"), i)
-        self.source = source
-
-    def python_type(self) -> type:
-        return set
-
-    def is_python_constant(self) -> bool:
-        return True
-
-    def as_python_constant(self) -> Any:
-        return set(self.items)
-
-    def iterate(self, tx: Tracer) -> list[VariableTracker]:
-        return [ConstantVariable(v) for v in set(self.items)]
-
-    def getattr(self, tx: Tracer, name: str) -> VariableTracker:
-        return container_getattr(self, name)
-
-    def contains(self, tx: Tracer, item: VariableTracker) -> bool:
-        return _const(item, "set element") in self.items
-
-    def length(self, tx: Tracer) -> VariableTracker:
-        return ConstantVariable(len(self.items))
-
-    def call_method(self, tx: Tracer, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
-        if name == "add":
-            self.items.setdefault(_const(args[0], "set element"), args[0])
-            return ConstantVariable(None)
-        if name == "update":
-            for a in args:
-                for i in tx.iterate(a):
-                    self.items.setdefault(_const(i, "set element"), i)
-            return ConstantVariable(None)
-        try:
-            fn = getattr(set(self.items), name)
-            return tx.wrap_constant(fn(*[_const(a, "argument") for a in args]))
-        except (KeyError, TypeError, AttributeError) as e:
-            raise UserException(e) from None
-
-    def reconstruct(self, codegen: FrameCodegen) -> str:
-        return codegen.once(self, f"set({codegen.constant(tuple(self.items))})")
 
 
 class IteratorVariable(VariableTracker):

@@ -17,7 +17,8 @@ from pdyn.guards.guards import DictKeysGuard
 from pdyn.sources import AttrSource
 from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.constant import ConstantVariable, ObjectConstantVariable
-from pdyn.trace.variables.containers import DictVariable, ListVariable, SetVariable, TupleVariable
+from pdyn.trace.variables.containers import DictVariable, ListVariable, TupleVariable
+from pdyn.trace.variables.sets import SetVariable
 from pdyn.trace.variables.user_objects import InstanceDictVariable, UserObjectVariable, class_attr
 
 if TYPE_CHECKING:

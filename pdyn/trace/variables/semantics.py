@@ -12,7 +12,8 @@ from pdyn.base.errors import Unsupported
 from pdyn.ops import is_in_place_operator, plain_operator
 from pdyn.trace.variables.base import VariableTracker, fold
 from pdyn.trace.variables.constant import ConstantVariable
-from pdyn.trace.variables.containers import DictVariable, ListVariable, SequenceVariable, SetVariable, SizeVariable
+from pdyn.trace.variables.containers import DictVariable, ListVariable, SequenceVariable, SizeVariable
+from pdyn.trace.variables.sets import SetVariable
 from pdyn.trace.variables.symint import SymIntVariable, sym_binary
 from pdyn.trace.variables.user_objects import UserObjectVariable, pin_identity, user_binary
 from pdyn.trace.variables.tensor import TensorVariable
