@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 import torch
 
-from pdyn.base.errors import UserException
+from pdyn.base.errors import Unsupported, UserException
 from pdyn.trace.variables.amp_modes import amp_object, is_amp_object
 from pdyn.trace.variables.amp_state import preserved_amp_state
 from pdyn.trace.variables.base import VariableTracker
@@ -24,8 +24,10 @@ from pdyn.trace.variables.context_base import (BUILDERS, BoundHook, ContextClass
                                                ContextManagerVariable)
 from pdyn.trace.variables.containers import DictVariable
 from pdyn.trace.variables.generator import GeneratorVariable
+from pdyn.trace.variables.restart import BreakSite
 
 if TYPE_CHECKING:
+    from pdyn.trace.frame_codegen import FrameCodegen
     from pdyn.trace.translator import InstructionTranslator as Tracer
 
 NONE = ConstantVariable(None)
@@ -111,11 +113,15 @@ class GeneratorContextVariable(ContextManagerVariable):
     `yield` on entry, and from there to its end on exit (an exception raised in the block is
     thrown in at the `yield`), with contextlib's errors for a generator that yields twice or never."""
 
-    def __init__(self, cls: type, gen: GeneratorVariable):
+    def __init__(self, cls: type, gen: GeneratorVariable, parts: list[VariableTracker]):
         super().__init__(cls)
         self.gen = gen
+        self.parts = parts   # (function, args, kwargs): what contextlib's helper made it of
+        self.entered_at: BreakSite | None = None   # the root's BEFORE_WITH that entered it
 
     def enter(self, tx: Tracer) -> VariableTracker:
+        if tx.parent is None and tx.inst is not None and tx.inst.opname == "BEFORE_WITH":
+            self.entered_at = tx.root_site()
         value = self.gen.next()
         if value is None:
             raise UserException(RuntimeError("generator didn't yield"), tx.loc(), catchable=True)
@@ -139,13 +145,30 @@ class GeneratorContextVariable(ContextManagerVariable):
             raise
         return ConstantVariable(True)
 
+    def reconstruct(self, codegen: FrameCodegen) -> str:
+        """The manager again, made as contextlib's helper makes it: that makes the generator and
+        runs none of its code, so only a manager whose generator has not started is rebuilt."""
+        if self.gen.started:
+            raise Unsupported("resume", f"pdyn cannot rebuild {self} outside the trace: its generator has started")
+        parts = ", ".join(codegen.reconstruct(p) for p in self.parts)
+        return codegen.once(self, f"{codegen.constant(self.cls, 'GeneratorContextManager')}({parts})")
+
+    def exit_site(self) -> BreakSite:
+        """Where the trace must break for a break inside this block to hand it over: before the
+        root's BEFORE_WITH, so that the frame code enters it for real."""
+        if self.entered_at is None:
+            raise Unsupported("resume", f"pdyn cannot rebuild {self} outside the trace: the with block "
+                              "around the break cannot be re-entered (it was not entered by a with statement of "
+                              "the frame)")
+        return self.entered_at
+
 
 def _build_generator_context(tx: Tracer, cls: type, args: list[VariableTracker],
                              kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
     if len(args) != 3 or kwargs or not isinstance(args[2], DictVariable):
         return None
     gen = args[0].call(tx, tx.iterate(args[1]), {str(k): v for k, v in args[2].items.items()})
-    return GeneratorContextVariable(cls, gen) if isinstance(gen, GeneratorVariable) else None
+    return GeneratorContextVariable(cls, gen, list(args)) if isinstance(gen, GeneratorVariable) else None
 
 
 def _build_grad_mode(tx: Tracer, cls: type, args: list[VariableTracker],
