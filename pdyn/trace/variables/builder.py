@@ -30,7 +30,8 @@ from pdyn.trace.variables.cached_functions import CACHE_WRAPPER, LruCacheVariabl
 from pdyn.trace.variables.collections_more import wrap_defaultdict, wrap_deque
 from pdyn.trace.variables.numpy_values import NumpyVariable, is_numpy, wrap_numpy
 from pdyn.trace.variables.stdlib_more import GETTER_TYPES, getter_of
-from pdyn.trace.variables.context_managers import ContextClassVariable, context_object, is_context_class, is_context_object
+from pdyn.trace.variables.context_managers import (ContextClassVariable, RealGeneratorHook, context_object,
+                                                   is_context_class, is_context_object, is_real_generator_hook)
 from pdyn.trace.variables.environ import EnvironVariable
 from pdyn.trace.variables.containers import DictVariable, ListVariable, SetVariable, SizeVariable, TupleVariable
 from pdyn.trace.variables.functions import PartialVariable, UserFunctionVariable, UserMethodVariable
@@ -176,6 +177,10 @@ def _wrap_method(tx: Tracer, value: types.MethodType, source: Source) -> Variabl
         return AutogradApplyVariable(value.__self__, source)
     if is_resumed_exit(value):  # an autocast or inference_mode block a break's frame code entered
         return ResumedExitVariable.wrap(tx, value, source)
+    if is_real_generator_hook(value):  # a @contextmanager block a break's frame code entered
+        _guard(tx, IdGuard, AttrSource(source, "__func__"), value.__func__)
+        _guard(tx, TypeGuard, AttrSource(source, "__self__"), type(value.__self__))
+        return RealGeneratorHook(source)
     fn = wrap(tx, value.__func__, AttrSource(source, "__func__"))
     return UserMethodVariable(fn, wrap(tx, value.__self__, AttrSource(source, "__self__")))
 

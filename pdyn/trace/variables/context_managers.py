@@ -11,11 +11,13 @@ a trace ends. User classes with Python `__enter__`/`__exit__` are not here: BEFO
 from __future__ import annotations
 
 import contextlib
+import types
 from typing import TYPE_CHECKING, Any, Iterator
 
 import torch
 
 from pdyn.base.errors import Unsupported, UserException
+from pdyn.sources import Source
 from pdyn.trace.variables.amp_modes import amp_object, is_amp_object
 from pdyn.trace.variables.amp_state import preserved_amp_state
 from pdyn.trace.variables.base import VariableTracker
@@ -161,6 +163,28 @@ class GeneratorContextVariable(ContextManagerVariable):
                               "around the break cannot be re-entered (it was not entered by a with statement of "
                               "the frame)")
         return self.entered_at
+
+
+class RealGeneratorHook(VariableTracker):
+    """The `__enter__` or `__exit__` of a real `@contextmanager` manager read from the frame (a with
+    block a graph break's frame code entered): it runs a generator frame pdyn cannot trace, so a
+    call of it is a graph break at the call, and the step function makes the call for real."""
+
+    def __init__(self, source: Source):
+        self.source = source
+
+    def python_type(self) -> type:
+        return types.MethodType
+
+    def call(self, tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        raise Unsupported("generator", "a @contextmanager generator entered outside the trace runs only for real: "
+                          "its manager's hook is called as it is", loc=tx.loc())
+
+
+def is_real_generator_hook(value: Any) -> bool:
+    return isinstance(value, types.MethodType) and isinstance(value.__self__, contextlib._GeneratorContextManager) \
+        and value.__func__ in (contextlib._GeneratorContextManager.__enter__,
+                               contextlib._GeneratorContextManager.__exit__)
 
 
 def _build_generator_context(tx: Tracer, cls: type, args: list[VariableTracker],
