@@ -9,6 +9,7 @@ from __future__ import annotations
 import collections
 import enum
 import functools
+import inspect
 import os
 import types
 from typing import TYPE_CHECKING, Any, Callable
@@ -193,6 +194,33 @@ def _wrap_by_identity(tx: Tracer, value: Any, source: Source) -> VariableTracker
     return vt
 
 
+def _wrap_function(tx: Tracer, value: types.FunctionType, source: Source) -> VariableTracker:
+    """A function made per call (a lambda, a nested def) is guarded by what Python's behaviour
+    depends on, not its identity (a new object each call would recompile each call): its code and
+    globals by identity, the shape of its defaults; the defaults' and closure cells' values are
+    read, and guarded, through their sources when a call binds them (`identity_guard` pins the
+    object itself where `is` decides by it). Any other function is pinned by identity."""
+    vt = wrap_constant_result(value)
+    code = value.__code__
+    if type(vt) is not UserFunctionVariable or not (code.co_flags & inspect.CO_NESTED or code.co_name == "<lambda>"):
+        return _wrap_by_identity(tx, value, source)
+    _guard(tx, TypeGuard, source, types.FunctionType)
+    _guard(tx, IdGuard, AttrSource(source, "__code__"), code)
+    _guard(tx, IdGuard, AttrSource(source, "__globals__"), value.__globals__)
+    defaults, kwdefaults = AttrSource(source, "__defaults__"), AttrSource(source, "__kwdefaults__")
+    if value.__defaults__ is None:
+        _guard(tx, EqualsGuard, defaults, None)
+    else:
+        _guard(tx, LenGuard, defaults, tuple, len(value.__defaults__))
+    if value.__kwdefaults__ is None:
+        _guard(tx, EqualsGuard, kwdefaults, None)
+    else:
+        _guard(tx, DictKeysGuard, kwdefaults, dict, tuple(value.__kwdefaults__))
+    vt.source = source
+    vt.identity_guard = IdGuard(source, value, loc=tx.loc())
+    return vt
+
+
 def _wrap_partial(tx: Tracer, value: functools.partial[Any], source: Source) -> VariableTracker:
     _guard(tx, TypeGuard, source, functools.partial)
     return PartialVariable.from_input(tx, value, source)
@@ -268,7 +296,8 @@ WRAP_BY_BASE: list[tuple[type | tuple[type, ...], WrapFn]] = [
     (enum.Enum, _wrap_enum),
     (torch.nn.Module, _wrap_module),
     (types.MethodType, _wrap_method),
-    ((types.ModuleType, types.FunctionType, type, *CALLABLE_TYPES), _wrap_by_identity),
+    (types.FunctionType, _wrap_function),
+    ((types.ModuleType, type, *CALLABLE_TYPES), _wrap_by_identity),
     (tuple, _wrap_tuple_subclass),
 ]
 

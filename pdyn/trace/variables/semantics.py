@@ -12,6 +12,7 @@ from pdyn.base.errors import Unsupported
 from pdyn.ops import is_in_place_operator, plain_operator
 from pdyn.trace.variables.base import VariableTracker, fold
 from pdyn.trace.variables.constant import ConstantVariable
+from pdyn.trace.variables.functions import UserFunctionVariable
 from pdyn.trace.variables.containers import DictVariable, ListVariable, SequenceVariable, SetVariable, SizeVariable
 from pdyn.trace.variables.symint import SymIntVariable, sym_binary
 from pdyn.trace.variables.user_objects import UserObjectVariable, pin_identity, user_binary
@@ -72,6 +73,9 @@ def is_same(tx: Tracer, lhs: VariableTracker, rhs: VariableTracker) -> bool:
     if lhs is rhs:
         return True
     a, b = identity(lhs), identity(rhs)
+    for vt in (lhs, rhs):
+        if isinstance(vt, UserFunctionVariable):   # one guarded by its code is pinned by identity now
+            vt.pin_identity(tx)
     if a is not None and b is not None:
         pin_identity(tx, lhs, rhs, a == b)
         return a == b
