@@ -105,3 +105,13 @@ def test_an_is_test_pins_the_function_itself():
     first = SAVED[0]
     run(f, (torch.ones(2), first), (torch.ones(2), make_scaler(2.0)), (torch.ones(2), first),
         (torch.ones(2), make_scaler(3.0)), graphs=[["add"], ["mul"], ["mul"]], breaks=0, compiles=3)
+
+
+def test_an_is_none_test_does_not_pin_the_function():
+    def f(x, fn):
+        if fn is not None:
+            x = fn(x)
+        return x + 1
+
+    run(f, *[(torch.ones(2), make_scaler(torch.full((2,), float(i)))) for i in range(4)],
+        graphs=[["mul", "add"]], breaks=0, compiles=1)

@@ -1,11 +1,8 @@
 """GeneratorVariable: a generator made during the trace (a generator expression, or a call of a
 generator function). Its body runs lazily in a child translator, up to one `yield` per `next()`,
-so consumers that stop early (`any`, `next`, a `break`) see what CPython would.
-
-One that crosses a graph break is rebuilt by the frame code: not yet started, by calling its
-function again (that call runs no user code); started, its frame exists only in the trace, so the
-trace restarts with a break at the root instruction that made it (variables/restart.py), and it
-crosses that break as a real generator.
+so consumers that stop early (`any`, `next`, a `break`) see what CPython would. Across a graph
+break one not started is made again by the same call (which runs no user code); a started one
+restarts the trace with a break where it was made (variables/restart.py).
 """
 
 from __future__ import annotations

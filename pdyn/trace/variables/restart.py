@@ -1,12 +1,8 @@
-"""Restart and break earlier: the speculation log of graph breaks pdyn chose itself.
-
-A break sometimes finds, on the stack or in a live local, a value that exists only in the trace
-and cannot be rebuilt by the frame code (a `@contextmanager` generator suspended at its `yield`,
-a generator the trace advanced). The break then asks for a restart: the frame is traced again
-with a graph break forced at the instruction that made that value (the `with` block's
-BEFORE_WITH, the call that made the generator), so the value is made for real by a step function
-and crosses the later break as a real input. Each forced break is kept per code object (later
-compiles of the same code break there from the start); restarts per compile are bounded.
+"""Restart and break earlier: the speculation log of graph breaks pdyn chooses itself. A break that
+finds a value made only in the trace and not rebuildable (a `@contextmanager` generator suspended at
+its yield, a generator the trace started) restarts the trace with a break forced where that value
+was made (the with's BEFORE_WITH, the call that made it), so it is made for real by a step function.
+Forced breaks are kept per code object (later compiles break there at once), bounded per compile.
 """
 
 from __future__ import annotations
