@@ -300,6 +300,7 @@ BREAK_EFFECTS: dict[str, Callable[[Any], tuple[int, int, int]]] = {
     "STORE_SUBSCR": lambda arg: (3, 0, 0), "STORE_ATTR": lambda arg: (2, 0, 0),
     "DELETE_SUBSCR": lambda arg: (2, 0, 0), "BUILD_STRING": lambda arg: (arg, 1, 1),
     "UNPACK_SEQUENCE": lambda arg: (1, arg, arg),
+    "BEFORE_WITH": lambda arg: (1, 2, 2),   # the manager -> its bound __exit__, what __enter__ returned
 }
 _FORWARD_JUMPS = {name: f"POP_JUMP_FORWARD_{name.removeprefix('POP_JUMP_')}"
                   for name in ("POP_JUMP_IF_FALSE", "POP_JUMP_IF_TRUE", "POP_JUMP_IF_NONE", "POP_JUMP_IF_NOT_NONE")}

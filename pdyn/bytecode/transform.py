@@ -84,8 +84,6 @@ def why_not_resumable(code: types.CodeType, inst: Instruction) -> str | None:
     """Why no step and resume function can be built for a break at `inst`, or None if they can."""
     if code.co_flags & NOT_FRAMES:
         return "the break is in a generator or coroutine, whose frame pdyn cannot resume"
-    if inst.opname == "BEFORE_WITH":
-        return "the break starts a with block"
     if encode_break(inst, Label()) is None:
         return f"`{inst.opname}` cannot run on its own outside the frame"
     return None

@@ -5,8 +5,9 @@ entered is still set: the graph sets it and nothing has left the block yet). The
 continue inside the user's blocks (`pdyn.bytecode.transform`): for a `with` block, the `__exit__`
 on the stack is one of theirs, so the frame code rebuilds it as a real callable. A manager pdyn
 models (grad mode, nullcontext) becomes an object whose `__exit__` does what the tracker's exit
-does; a user manager's bound `__exit__` is rebuilt as any value is. What cannot be rebuilt (a
-`@contextmanager` generator suspended inside the trace) stops the break, with the reason.
+does; a user manager's bound `__exit__` is rebuilt as any value is. A `@contextmanager` generator
+suspended inside the trace cannot be rebuilt: the trace restarts with a break before the with
+statement (variables/restart.py), so the frame code enters that manager for real.
 """
 
 from __future__ import annotations
@@ -24,7 +25,9 @@ from pdyn.trace.variables.amp_modes import AutocastVariable, InferenceModeVariab
 from pdyn.trace.variables.amp_resume import ResumedMode
 from pdyn.trace.variables.amp_state import AMP_DEVICES
 from pdyn.trace.variables.base import VariableTracker
-from pdyn.trace.variables.context_managers import BoundHook, GradModeVariable, NullContextVariable
+from pdyn.trace.variables.context_managers import (BoundHook, GeneratorContextVariable, GradModeVariable,
+                                                   NullContextVariable)
+from pdyn.trace.variables.restart import RestartTrace
 
 
 class RestoreGradMode:
@@ -53,8 +56,11 @@ def exit_hook(codegen: ResumeCodegen, vt: VariableTracker) -> str | None:
         return f"{codegen.constant(contextlib.nullcontext, 'nullcontext')}().__exit__"
     if isinstance(manager, (AutocastVariable, InferenceModeVariable)) and manager.entered:
         return _resumed_mode(codegen, manager)
+    if isinstance(manager, GeneratorContextVariable):  # suspended at its yield in the trace: break before the with
+        raise RestartTrace(manager.exit_site(), f"the @contextmanager block around a later break ({manager.gen}) "
+                           "is entered for real by the frame code")
     raise Unsupported("resume", f"pdyn cannot rebuild {manager} outside the trace: the with block around "
-                      "the break cannot be re-entered (a @contextmanager generator runs only in the trace)")
+                      "the break cannot be re-entered")
 
 
 def _resumed_mode(codegen: ResumeCodegen, manager: AutocastVariable | InferenceModeVariable) -> str:

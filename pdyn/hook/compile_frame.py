@@ -38,6 +38,7 @@ from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.cell import CellVariable, real_cell
 from pdyn.trace.variables.containers import DictVariable, ListVariable
 from pdyn.trace.variables.deleted import is_deleted, replay_delete
+from pdyn.trace.variables.restart import MAX_RESTARTS, RestartTrace, force_break
 from pdyn.trace.variables.user_objects import UserObjectVariable
 
 __all__ = ["CLOSURE_KEY", "EMPTY_CELL", "CacheEntry", "closure_at_call", "compile_frame", "title_of"]
@@ -77,29 +78,54 @@ def compile_frame(code: types.CodeType, f_locals: dict[str, Any], f_globals: dic
     graph break runs the frame eagerly."""
     start = time.perf_counter()
     title = f"{title_of(code)}, cache entry {number}"
-    output = _output_graph(code, plan, config)
-    tx = InstructionTranslator(code, {}, f_globals, output, config)
-    try:
-        result = _trace(tx, f_locals)
-        assert result is not None
-        return _finish(output, result, backend, title, number, start, call_original)
-    except Unsupported as e:
-        if fullgraph:
-            raise
-        why = "no resume function without pdyn's hook"
-        if optimize is not None:
-            retrace = lambda stop_at: _retrace(code, f_locals, f_globals, config, plan, stop_at)  # noqa: E731
-            finish = lambda output, codegen, tail: _finish(  # noqa: E731
-                output, None, backend, title, number, time.perf_counter(), call_original, codegen, tail)
-            entry, why = break_entry(e, code, retrace, finish, optimize)
-            if entry is not None:
-                entry.compile_seconds = time.perf_counter() - start
-                return entry
-        breaks_log.info("running %s eagerly: %s\n  (no resume function: %s)", title_of(code), e, why)
-        guard = _build_guards(output, title)
-        return CacheEntry(guard, lambda L, G: call_original(L), None, "# runs the original function eagerly\n",
-                          number, eager_reason=e, compile_seconds=time.perf_counter() - start,
-                          pinned=pinned_origins(output), shape_decisions=list(output.ctx.shape_env.events))
+    for restarts in range(MAX_RESTARTS + 1):
+        output = _output_graph(code, plan, config)
+        tx = InstructionTranslator(code, {}, f_globals, output, config)
+        try:
+            try:
+                result = _trace(tx, f_locals)
+                assert result is not None
+                return _finish(output, result, backend, title, number, start, call_original)
+            except Unsupported as e:
+                if fullgraph:
+                    raise
+                return _break_or_eager(e, output, code, f_locals, f_globals, backend, config, number, call_original,
+                                       plan, optimize, title, start)
+        except RestartTrace as restart:   # a later break needs a value made for real: break where it is made
+            if fullgraph:
+                raise Unsupported("restart", restart.reason) from None
+            if restarts == MAX_RESTARTS or not force_break(restart):
+                e = Unsupported("restart", f"{restart.reason}, and the trace cannot break there "
+                                f"({'too many restarts' if restarts == MAX_RESTARTS else 'it already does'})")
+                return _eager_entry(e, output, code, title, number, start, call_original, str(e))
+    raise AssertionError("unreachable")
+
+
+def _break_or_eager(e: Unsupported, output: OutputGraph, code: types.CodeType, f_locals: dict[str, Any],
+                    f_globals: dict[str, Any], backend: Backend, config: Config, number: int,
+                    call_original: Callable[[dict[str, Any]], Any], plan: TracePlan | None,
+                    optimize: Optimize | None, title: str, start: float) -> CacheEntry:
+    """The entry of a trace that broke at `e`: the graph so far and resume functions, else eager."""
+    why = "no resume function without pdyn's hook"
+    if optimize is not None:
+        retrace = lambda stop_at: _retrace(code, f_locals, f_globals, config, plan, stop_at)  # noqa: E731
+        finish = lambda output, codegen, tail: _finish(  # noqa: E731
+            output, None, backend, title, number, time.perf_counter(), call_original, codegen, tail)
+        entry, why = break_entry(e, code, retrace, finish, optimize)
+        if entry is not None:
+            entry.compile_seconds = time.perf_counter() - start
+            return entry
+    return _eager_entry(e, output, code, title, number, start, call_original, why)
+
+
+def _eager_entry(e: Unsupported, output: OutputGraph, code: types.CodeType, title: str, number: int, start: float,
+                 call_original: Callable[[dict[str, Any]], Any], why: str) -> CacheEntry:
+    """The frame runs eagerly under the guards gathered up to the break (the same inputs do not trace again)."""
+    breaks_log.info("running %s eagerly: %s\n  (no resume function: %s)", title_of(code), e, why)
+    guard = _build_guards(output, title)
+    return CacheEntry(guard, lambda L, G: call_original(L), None, "# runs the original function eagerly\n",
+                      number, eager_reason=e, compile_seconds=time.perf_counter() - start,
+                      pinned=pinned_origins(output), shape_decisions=list(output.ctx.shape_env.events))
 
 
 def _trace(tx: InstructionTranslator, f_locals: dict[str, Any]) -> VariableTracker | None:

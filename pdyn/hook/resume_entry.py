@@ -197,8 +197,8 @@ def _stack_value(codegen: ResumeCodegen, vt: VariableTracker, kind: str) -> str 
     """A name in the frame code bound to one stack value (None for a NULL)."""
     if kind == "null":
         return None
-    if isinstance(vt, GeneratorVariable):  # its frame lives only in the trace; it holds no item list
-        raise Unsupported("resume", "pdyn cannot rebuild a generator that the code after the break consumes")
+    if isinstance(vt, GeneratorVariable):  # no item list: made again, or the trace restarts (generator.py)
+        kind = "value"
     expr = codegen.remaining(vt) if kind == "iter" else exit_hook(codegen, vt) or codegen.reconstruct(vt)
     name = f"v{len(codegen.lines)}"
     codegen.lines.append(f"{name} = {expr}")

@@ -21,6 +21,7 @@ from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.containers import IteratorVariable, ListVariable
 from pdyn.trace.variables.cell import CellVariable
 from pdyn.trace.variables.functions import UserFunctionVariable, UserMethodVariable
+from pdyn.trace.variables.generator import GeneratorVariable
 from pdyn.trace.variables.symint import SymIntVariable
 from pdyn.trace.variables.tensor import TensorMethodVariable
 
@@ -92,6 +93,8 @@ class ResumeCodegen(FrameCodegen):
             return self._made_function(vt)
         if isinstance(vt, UserMethodVariable):
             return f"{self.constant(types.MethodType, 'MethodType')}({self.reconstruct(vt.fn)}, {self.reconstruct(vt.obj)})"
+        if isinstance(vt, GeneratorVariable):  # no item list: made again, or the trace restarts
+            return vt.reconstruct(self)
         if isinstance(vt, IteratorVariable):  # an input iterator is itself (advanced after the graph)
             return self.source_expr(vt.source) if vt.source is not None else self.iterator(vt)
         try:

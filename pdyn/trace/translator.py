@@ -28,6 +28,7 @@ from pdyn.trace.variables.cell import CellVariable
 from pdyn.trace.variables.context_managers import preserved_global_state
 from pdyn.trace.variables.functions import bind_arguments
 from pdyn.trace.variables.generator import GeneratorVariable
+from pdyn.trace.variables.restart import BreakSite, forced_breaks
 
 if TYPE_CHECKING:
     from pdyn.trace.output_graph import OutputGraph
@@ -76,6 +77,8 @@ class InstructionTranslator:
         self.handled_exc: VariableTracker | None = None if parent is None else parent.handled_exc
         self.steps = 0
         self.stop_at: int | None = None   # root only: stop before this step (a graph break's retrace)
+        # root only: instructions a restart chose to break at (variables/restart.py), with why
+        self.forced: dict[int, str] = forced_breaks(code) if parent is None else {}
         self.executed_opnames: set[str] = set() if parent is None else parent.executed_opnames
 
     # -- the loop --------------------------------------------------------------------------------
@@ -109,6 +112,9 @@ class InstructionTranslator:
         if fn is None:
             raise Unsupported("opcode", f"pdyn cannot trace `{inst.opname}` yet", loc=self.loc())
         try:
+            if inst.index in self.forced:
+                raise Unsupported("restart", f"a graph break forced here: {self.forced[inst.index]}",
+                                  loc=self.loc(inst))
             try:
                 fn(self, inst)
             except UserException as e:
@@ -200,7 +206,7 @@ class InstructionTranslator:
             cells[name] = cell
         child = InstructionTranslator(code, f_locals, fn.f_globals, self.output, self.config, cells, parent=self)
         if code.co_flags & inspect.CO_GENERATOR:  # calling it only makes the generator; next() runs it
-            return GeneratorVariable(child)
+            return GeneratorVariable(child, fn, args, kwargs, self.root_site())
         try:
             result = child.run()
         except Unsupported as e:
@@ -209,6 +215,14 @@ class InstructionTranslator:
             raise
         assert result is not None, f"an inlined call of {code.co_name} stopped early"
         return result
+
+    def root_site(self) -> BreakSite:
+        """The root frame's instruction running now: where a value made now can be made for real."""
+        root = self
+        while root.parent is not None:
+            root = root.parent
+        assert root.inst is not None
+        return BreakSite(root.code, root.inst.index)
 
     def iterate(self, vt: VariableTracker) -> list[VariableTracker]:
         return vt.iterate(self)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import collections
 import enum
 import functools
+import inspect
 import os
 import types
 from typing import TYPE_CHECKING, Any, Callable
@@ -30,7 +31,8 @@ from pdyn.trace.variables.cached_functions import CACHE_WRAPPER, LruCacheVariabl
 from pdyn.trace.variables.collections_more import wrap_defaultdict, wrap_deque
 from pdyn.trace.variables.numpy_values import NumpyVariable, is_numpy, wrap_numpy
 from pdyn.trace.variables.stdlib_more import GETTER_TYPES, getter_of
-from pdyn.trace.variables.context_managers import ContextClassVariable, context_object, is_context_class, is_context_object
+from pdyn.trace.variables.context_managers import (ContextClassVariable, RealGeneratorHook, context_object,
+                                                   is_context_class, is_context_object, is_real_generator_hook)
 from pdyn.trace.variables.environ import EnvironVariable
 from pdyn.trace.variables.containers import DictVariable, ListVariable, SizeVariable, TupleVariable
 from pdyn.trace.variables.sets import SetVariable
@@ -180,6 +182,10 @@ def _wrap_method(tx: Tracer, value: types.MethodType, source: Source) -> Variabl
         return AutogradApplyVariable(value.__self__, source)
     if is_resumed_exit(value):  # an autocast or inference_mode block a break's frame code entered
         return ResumedExitVariable.wrap(tx, value, source)
+    if is_real_generator_hook(value):  # a @contextmanager block a break's frame code entered
+        _guard(tx, IdGuard, AttrSource(source, "__func__"), value.__func__)
+        _guard(tx, TypeGuard, AttrSource(source, "__self__"), type(value.__self__))
+        return RealGeneratorHook(source)
     fn = wrap(tx, value.__func__, AttrSource(source, "__func__"))
     return UserMethodVariable(fn, wrap(tx, value.__self__, AttrSource(source, "__self__")))
 
@@ -189,6 +195,33 @@ def _wrap_by_identity(tx: Tracer, value: Any, source: Source) -> VariableTracker
     _guard(tx, IdGuard, source, value)
     vt = wrap_constant_result(value)
     vt.source = source
+    return vt
+
+
+def _wrap_function(tx: Tracer, value: types.FunctionType, source: Source) -> VariableTracker:
+    """A function made per call (a lambda, a nested def) is guarded by what Python's behaviour
+    depends on, not its identity (a new object each call would recompile each call): its code and
+    globals by identity, the shape of its defaults; the defaults' and closure cells' values are
+    read, and guarded, through their sources when a call binds them (`identity_guard` pins the
+    object itself where `is` decides by it). Any other function is pinned by identity."""
+    vt = wrap_constant_result(value)
+    code = value.__code__
+    if type(vt) is not UserFunctionVariable or not (code.co_flags & inspect.CO_NESTED or code.co_name == "<lambda>"):
+        return _wrap_by_identity(tx, value, source)
+    _guard(tx, TypeGuard, source, types.FunctionType)
+    _guard(tx, IdGuard, AttrSource(source, "__code__"), code)
+    _guard(tx, IdGuard, AttrSource(source, "__globals__"), value.__globals__)
+    defaults, kwdefaults = AttrSource(source, "__defaults__"), AttrSource(source, "__kwdefaults__")
+    if value.__defaults__ is None:
+        _guard(tx, EqualsGuard, defaults, None)
+    else:
+        _guard(tx, LenGuard, defaults, tuple, len(value.__defaults__))
+    if value.__kwdefaults__ is None:
+        _guard(tx, EqualsGuard, kwdefaults, None)
+    else:
+        _guard(tx, DictKeysGuard, kwdefaults, dict, tuple(value.__kwdefaults__))
+    vt.source = source
+    vt.identity_guard = IdGuard(source, value, loc=tx.loc())
     return vt
 
 
@@ -269,7 +302,8 @@ WRAP_BY_BASE: list[tuple[type | tuple[type, ...], WrapFn]] = [
     (enum.Enum, _wrap_enum),
     (torch.nn.Module, _wrap_module),
     (types.MethodType, _wrap_method),
-    ((types.ModuleType, types.FunctionType, type, *CALLABLE_TYPES), _wrap_by_identity),
+    (types.FunctionType, _wrap_function),
+    ((types.ModuleType, type, *CALLABLE_TYPES), _wrap_by_identity),
     (tuple, _wrap_tuple_subclass),
 ]
 

@@ -11,11 +11,13 @@ a trace ends. User classes with Python `__enter__`/`__exit__` are not here: BEFO
 from __future__ import annotations
 
 import contextlib
+import types
 from typing import TYPE_CHECKING, Any, Iterator
 
 import torch
 
-from pdyn.base.errors import UserException
+from pdyn.base.errors import Unsupported, UserException
+from pdyn.sources import Source
 from pdyn.trace.variables.amp_modes import amp_object, is_amp_object
 from pdyn.trace.variables.amp_state import preserved_amp_state
 from pdyn.trace.variables.base import VariableTracker
@@ -24,8 +26,10 @@ from pdyn.trace.variables.context_base import (BUILDERS, BoundHook, ContextClass
                                                ContextManagerVariable)
 from pdyn.trace.variables.containers import DictVariable
 from pdyn.trace.variables.generator import GeneratorVariable
+from pdyn.trace.variables.restart import BreakSite
 
 if TYPE_CHECKING:
+    from pdyn.trace.frame_codegen import FrameCodegen
     from pdyn.trace.translator import InstructionTranslator as Tracer
 
 NONE = ConstantVariable(None)
@@ -111,11 +115,15 @@ class GeneratorContextVariable(ContextManagerVariable):
     `yield` on entry, and from there to its end on exit (an exception raised in the block is
     thrown in at the `yield`), with contextlib's errors for a generator that yields twice or never."""
 
-    def __init__(self, cls: type, gen: GeneratorVariable):
+    def __init__(self, cls: type, gen: GeneratorVariable, parts: list[VariableTracker]):
         super().__init__(cls)
         self.gen = gen
+        self.parts = parts   # (function, args, kwargs): what contextlib's helper made it of
+        self.entered_at: BreakSite | None = None   # the root's BEFORE_WITH that entered it
 
     def enter(self, tx: Tracer) -> VariableTracker:
+        if tx.parent is None and tx.inst is not None and tx.inst.opname == "BEFORE_WITH":
+            self.entered_at = tx.root_site()
         value = self.gen.next()
         if value is None:
             raise UserException(RuntimeError("generator didn't yield"), tx.loc(), catchable=True)
@@ -139,13 +147,52 @@ class GeneratorContextVariable(ContextManagerVariable):
             raise
         return ConstantVariable(True)
 
+    def reconstruct(self, codegen: FrameCodegen) -> str:
+        """The manager again, made as contextlib's helper makes it: that makes the generator and
+        runs none of its code, so only a manager whose generator has not started is rebuilt."""
+        if self.gen.started:
+            raise Unsupported("resume", f"pdyn cannot rebuild {self} outside the trace: its generator has started")
+        parts = ", ".join(codegen.reconstruct(p) for p in self.parts)
+        return codegen.once(self, f"{codegen.constant(self.cls, 'GeneratorContextManager')}({parts})")
+
+    def exit_site(self) -> BreakSite:
+        """Where the trace must break for a break inside this block to hand it over: before the
+        root's BEFORE_WITH, so that the frame code enters it for real."""
+        if self.entered_at is None:
+            raise Unsupported("resume", f"pdyn cannot rebuild {self} outside the trace: the with block "
+                              "around the break cannot be re-entered (it was not entered by a with statement of "
+                              "the frame)")
+        return self.entered_at
+
+
+class RealGeneratorHook(VariableTracker):
+    """The `__enter__` or `__exit__` of a real `@contextmanager` manager read from the frame (a with
+    block a graph break's frame code entered): it runs a generator frame pdyn cannot trace, so a
+    call of it is a graph break at the call, and the step function makes the call for real."""
+
+    def __init__(self, source: Source):
+        self.source = source
+
+    def python_type(self) -> type:
+        return types.MethodType
+
+    def call(self, tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        raise Unsupported("generator", "a @contextmanager generator entered outside the trace runs only for real: "
+                          "its manager's hook is called as it is", loc=tx.loc())
+
+
+def is_real_generator_hook(value: Any) -> bool:
+    return isinstance(value, types.MethodType) and isinstance(value.__self__, contextlib._GeneratorContextManager) \
+        and value.__func__ in (contextlib._GeneratorContextManager.__enter__,
+                               contextlib._GeneratorContextManager.__exit__)
+
 
 def _build_generator_context(tx: Tracer, cls: type, args: list[VariableTracker],
                              kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
     if len(args) != 3 or kwargs or not isinstance(args[2], DictVariable):
         return None
     gen = args[0].call(tx, tx.iterate(args[1]), {str(k): v for k, v in args[2].items.items()})
-    return GeneratorContextVariable(cls, gen) if isinstance(gen, GeneratorVariable) else None
+    return GeneratorContextVariable(cls, gen, list(args)) if isinstance(gen, GeneratorVariable) else None
 
 
 def _build_grad_mode(tx: Tracer, cls: type, args: list[VariableTracker],

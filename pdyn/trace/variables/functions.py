@@ -10,6 +10,7 @@ import types
 from typing import TYPE_CHECKING, Any
 
 from pdyn.base.errors import Unsupported, UserException
+from pdyn.guards.guards import Guard
 from pdyn.sources import AttrSource, DefaultSource, ItemSource, Source
 from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.cell import CellVariable, real_cell
@@ -37,6 +38,13 @@ class UserFunctionVariable(VariableTracker):
         self._kwdefaults = kwdefaults
         self._closure = closure
         self.attrs: dict[str, VariableTracker] = {}  # set on a function made in the trace
+        # a function from the frame guarded by its code, not its identity: this guard pins the object
+        self.identity_guard: Guard | None = None
+
+    def pin_identity(self, tx: Tracer) -> None:
+        """An `is` decided by which object this is: the object itself is guarded from now on."""
+        if self.identity_guard is not None:
+            tx.ctx.add_guard(self.identity_guard)
 
     @classmethod
     def nested(cls, code: types.CodeType, f_globals: dict[str, Any], defaults: list[VariableTracker],
@@ -85,7 +93,7 @@ class UserFunctionVariable(VariableTracker):
 
     def getattr(self, tx: Tracer, name: str) -> VariableTracker:
         """A function's attributes as values (`f.__code__.co_varnames`, `functools.wraps`' `__wrapped__`).
-        `__code__` is fixed by the function's IdGuard (made where it was read); the other attributes
+        `__code__` is fixed by the function's IdGuard, or its code's (made where it was read); the other attributes
         can be rebound, so a function from the frame has them read, and guarded, through its source."""
         if name == "__code__":
             return ConstantVariable(self.code)

@@ -1,6 +1,8 @@
 """GeneratorVariable: a generator made during the trace (a generator expression, or a call of a
 generator function). Its body runs lazily in a child translator, up to one `yield` per `next()`,
-so consumers that stop early (`any`, `next`, a `break`) see what CPython would.
+so consumers that stop early (`any`, `next`, a `break`) see what CPython would. Across a graph
+break one not started is made again by the same call (which runs no user code); a started one
+restarts the trace with a break where it was made (variables/restart.py).
 """
 
 from __future__ import annotations
@@ -8,21 +10,43 @@ from __future__ import annotations
 import types
 from typing import TYPE_CHECKING
 
+from pdyn.base.errors import Unsupported
 from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.constant import ConstantVariable
 from pdyn.trace.variables.containers import IteratorVariable
+from pdyn.trace.variables.restart import BreakSite, RestartTrace
 
 if TYPE_CHECKING:
+    from pdyn.trace.frame_codegen import FrameCodegen
     from pdyn.trace.translator import InstructionTranslator as Tracer
 
 
 class GeneratorVariable(IteratorVariable):
     """A suspended generator frame: `translator` stops after each YIELD_VALUE."""
 
-    def __init__(self, translator: Tracer):
+    def __init__(self, translator: Tracer, fn: VariableTracker | None = None,
+                 args: list[VariableTracker] | None = None, kwargs: dict[str, VariableTracker] | None = None,
+                 made_at: BreakSite | None = None):
         super().__init__([])
         self.translator = translator
         self.done = False
+        self.fn, self.args, self.kwargs = fn, args or [], kwargs or {}   # the call that made it
+        self.made_at = made_at   # the root instruction running when it was made
+
+    @property
+    def started(self) -> bool:
+        return self.translator.steps > 0
+
+    def reconstruct(self, codegen: FrameCodegen) -> str:
+        """The same call again where the generator has not started; else a restart (see the module)."""
+        if self.started or self.fn is None:
+            why = f"the generator {self.translator.code.co_name}() the trace started is live across a graph break"
+            if self.made_at is not None:
+                raise RestartTrace(self.made_at, why)
+            raise Unsupported("resume", f"pdyn cannot rebuild {why}")
+        parts = [codegen.reconstruct(a) for a in self.args] + \
+            [f"{k}={codegen.reconstruct(v)}" for k, v in self.kwargs.items()]
+        return codegen.once(self, f"{codegen.reconstruct(self.fn)}({', '.join(parts)})")
 
     def python_type(self) -> type:
         return types.GeneratorType

@@ -4,6 +4,7 @@ tracker answers `a + b`), identity (`is`) and membership (`in`)."""
 from __future__ import annotations
 
 import operator
+import types
 from typing import TYPE_CHECKING, Any, Callable
 
 import torch
@@ -12,6 +13,7 @@ from pdyn.base.errors import Unsupported
 from pdyn.ops import is_in_place_operator, plain_operator
 from pdyn.trace.variables.base import VariableTracker, fold
 from pdyn.trace.variables.constant import ConstantVariable
+from pdyn.trace.variables.functions import UserFunctionVariable
 from pdyn.trace.variables.containers import DictVariable, ListVariable, SequenceVariable, SizeVariable
 from pdyn.trace.variables.sets import SetVariable
 from pdyn.trace.variables.symint import SymIntVariable, sym_binary
@@ -73,6 +75,9 @@ def is_same(tx: Tracer, lhs: VariableTracker, rhs: VariableTracker) -> bool:
     if lhs is rhs:
         return True
     a, b = identity(lhs), identity(rhs)
+    for vt, other in ((lhs, rhs), (rhs, lhs)):   # a function guarded by its code, against another function
+        if isinstance(vt, UserFunctionVariable) and _may_be_function(other):
+            vt.pin_identity(tx)
     if a is not None and b is not None:
         pin_identity(tx, lhs, rhs, a == b)
         return a == b
@@ -84,6 +89,13 @@ def is_same(tx: Tracer, lhs: VariableTracker, rhs: VariableTracker) -> bool:
     if lhs.is_python_constant() and rhs.is_python_constant():
         return lhs.as_python_constant() is rhs.as_python_constant()
     raise Unsupported("is", f"pdyn cannot decide `{lhs} is {rhs}` at trace time", loc=tx.loc())
+
+
+def _may_be_function(vt: VariableTracker) -> bool:
+    try:
+        return vt.python_type() is types.FunctionType
+    except Unsupported:
+        return True
 
 
 def contains(tx: Tracer, item: VariableTracker, container: VariableTracker) -> bool:
