@@ -24,7 +24,7 @@ def branches_on_length(x):
     return x * 3
 
 
-def split_floor_division(monkeypatch: pytest.MonkeyPatch) -> None:
+def split_floor_division(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> None:
     """A wrong rewrite rule: FloorDiv(a + c, b) split into FloorDiv(a, b) + FloorDiv(c, b). Right
     where the terms divide b, wrong elsewhere."""
     original = FloorDiv.eval.__func__
@@ -35,8 +35,8 @@ def split_floor_division(monkeypatch: pytest.MonkeyPatch) -> None:
         return original(cls, a, b)
 
     monkeypatch.setattr(FloorDiv, "eval", classmethod(split))
-    sympy.core.cache.clear_cache()   # sympy caches constructed FloorDivs
-    monkeypatch.setattr(sympy.core.cache, "clear_cache", sympy.core.cache.clear_cache)   # cleared again at undo
+    sympy.core.cache.clear_cache()   # sympy caches constructed FloorDivs: none built before or after
+    request.addfinalizer(sympy.core.cache.clear_cache)
 
 
 def strided_branch(x, w):

@@ -34,8 +34,8 @@ def check_z3_agrees(report, z3_route):
         assert report.z3 is None
 
 
-def test_a_wrong_rewrite_rule_is_named_as_the_step(monkeypatch, z3_route):
-    split_floor_division(monkeypatch)
+def test_a_wrong_rewrite_rule_is_named_as_the_step(monkeypatch, request, z3_route):
+    split_floor_division(monkeypatch, request)
     f = pdyn.optimize(strided_branch, backend="eager")
     for n, k in ((12, 4), (14, 6)):   # the split agrees at even sizes: one symbolic entry
         f(torch.randn(1, 2, n), torch.randn(3, 2, k))

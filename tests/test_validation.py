@@ -53,10 +53,10 @@ def test_data_dependent_sizes_and_runtime_asserts_validate():
         torch.testing.assert_close(f(x, torch.tensor(3)), g(x, torch.tensor(3)))
 
 
-def test_a_wrong_rewrite_rule_is_named_with_a_counterexample(monkeypatch):
+def test_a_wrong_rewrite_rule_is_named_with_a_counterexample(monkeypatch, request):
     """FloorDiv((a + c), b) split into FloorDiv(a, b) + FloorDiv(c, b): right at these sizes, wrong
     at others."""
-    split_floor_division(monkeypatch)
+    split_floor_division(monkeypatch, request)
     f = pdyn.optimize(conv_pool, backend="eager")
     x, w = torch.randn(2, 3, 18), torch.randn(4, 3, 6)   # floor(14/2) = 9 + floor(-6/2) + 1: agrees here
     with pytest.raises(ValidationError) as info:
