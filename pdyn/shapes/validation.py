@@ -35,7 +35,10 @@ def require_z3() -> Any:
 
 
 class Untranslatable(Exception):
-    """An expression z3 is not given (a float op): the step is not checked (counted as skipped)."""
+    """An expression z3 is not given: the step is not checked (counted as skipped). Floats and every
+    sym_float op (ToFloat, TrueDiv, TruncToInt, floor of a float...) are not: z3's Float64 gives
+    `unknown` within TIMEOUT_MS once an int size becomes a double or is divided (tests/
+    test_validation_floats.py), and exact Reals would check something other than what Python computes."""
 
 
 class ValidationFailure(InternalError):
