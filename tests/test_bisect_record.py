@@ -97,3 +97,17 @@ def test_a_program_with_every_step_undone_returns_what_eager_returns():
             torch.testing.assert_close(f(x, w, n), program(x, w, n))
     assert {"guard", "refinement"} <= {s.kind for s in record.undone}
     sympy.core.cache.clear_cache()
+
+
+def test_undoing_an_assert_dropped_as_known_keeps_it():
+    def run(record):
+        with steps.recording(record):
+            env = ShapeEnv()
+            u0 = env.create_unbacked(0, 10, "a test")
+            env.assume(sympy.Le(u0, 20, evaluate=False), None, RuntimeError, "too big")
+        return env, record
+
+    env, record = run(StepRecord())
+    assert [s.id for s in record.steps] == ["assert#1"] and not env.runtime_asserts
+    env, record = run(StepRecord.undoing_all(frozenset({"assert"})))
+    assert [str(a.expr) for a in env.runtime_asserts] == ["u0 <= 20"]
