@@ -1,15 +1,19 @@
 """How fast the ShapeEnv reasons as programs grow: 1,000 guards over 500 symbols, built, recorded
 (each a bool read with its hint evaluated), simplified after specializations, and printed as Python.
 
-    python benchmarks/shape_env.py [--validate]
+    python benchmarks/shape_env.py [--validate] [--record]
+
+--record: with the step record of `pdyn.debug.bisect` active (off, it costs one global read a step).
 """
 
+import contextlib
 import random
 import time
 
 import sympy
 
 from pdyn.sources import LocalSource
+from pdyn.shapes import steps
 from pdyn.shapes.shape_env import ShapeEnv, to_python
 from pdyn.shapes.validation import Validator
 from pdyn.sources import SizeSource as SymbolOrigin
@@ -59,4 +63,5 @@ def main(n_symbols: int = 500, n_guards: int = 1000, validate: bool = False) -> 
 if __name__ == "__main__":
     import sys
 
-    main(validate="--validate" in sys.argv)   # --validate: with translation validation (z3) on
+    with steps.recording(steps.StepRecord()) if "--record" in sys.argv else contextlib.nullcontext():
+        main(validate="--validate" in sys.argv)   # --validate: with translation validation (z3) on

@@ -8,7 +8,7 @@ import torch.nn.functional as F
 
 import pdyn
 from pdyn.ops import shape_rules_nn
-from tests.planted_faults import branches_on_length, drop_expr_guards
+from tests.planted_faults import branches_on_length, drop_expr_guards, split_floor_division
 from pdyn.shapes import shape_env as shape_env_module
 from pdyn.shapes.shape_env import FloorDiv, ShapeEnv
 from pdyn.shapes.validation import ToZ3, ValidationError, ValidationFailure, Validator
@@ -56,16 +56,7 @@ def test_data_dependent_sizes_and_runtime_asserts_validate():
 def test_a_wrong_rewrite_rule_is_named_with_a_counterexample(monkeypatch, request):
     """FloorDiv((a + c), b) split into FloorDiv(a, b) + FloorDiv(c, b): right at these sizes, wrong
     at others."""
-    original = FloorDiv.eval.__func__
-
-    def split(cls, a, b):
-        if isinstance(a, sympy.Add) and b.is_Integer and b > 1:
-            return sympy.Add(*(FloorDiv(t, b) for t in a.args))
-        return original(cls, a, b)
-
-    monkeypatch.setattr(FloorDiv, "eval", classmethod(split))
-    sympy.core.cache.clear_cache()   # sympy caches constructed FloorDivs
-    request.addfinalizer(sympy.core.cache.clear_cache)
+    split_floor_division(monkeypatch, request)
     f = pdyn.optimize(conv_pool, backend="eager")
     x, w = torch.randn(2, 3, 18), torch.randn(4, 3, 6)   # floor(14/2) = 9 + floor(-6/2) + 1: agrees here
     with pytest.raises(ValidationError) as info:

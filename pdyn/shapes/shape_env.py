@@ -9,16 +9,14 @@ policy, is refused with `Unsupported`).
 
 from __future__ import annotations
 
-import fractions
 import math
-import operator
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 import sympy
-from sympy.printing.pycode import PythonCodePrinter
 
-from pdyn.shapes import sym_float, validation
+from pdyn.shapes import steps, validation
+from pdyn.shapes.exprs import CeilDiv, FloorDiv, evaluate, substitute, to_python  # noqa: F401  (re-exported)
 from pdyn.base.errors import SourceLoc, Unsupported
 from pdyn.sources import SizeSource
 
@@ -94,6 +92,10 @@ class ShapeEnv:
     validator: Any = None   # shapes/validation.Validator under pdyn.config.translation_validation
     initial_ranges: dict[sympy.Symbol, tuple[float, float]] = field(default_factory=dict)  # size-like ints
     upper_bounds: dict[sympy.Symbol, sympy.Expr] = field(default_factory=dict)  # u0 <= x.numel(), symbolic
+
+    def __post_init__(self) -> None:
+        if self.validator is None and steps.ACTIVE is not None:   # under bisect: steps name user lines
+            self.validator = steps.LineTracker(steps.ACTIVE)
 
     # -- symbols ---------------------------------------------------------------------------------
     def create_symbol(self, hint: int, origin: SizeSource, size_like: bool = False) -> Expr:
@@ -195,7 +197,7 @@ class ShapeEnv:
         """Take `fact` (over unbacked symbols) as true for the rest of the trace and have the
         compiled code check it: failing, it raises `error(message)` as eager would there."""
         fact = sympy.sympify(fact)
-        if self.known(fact) is True:
+        if self.known(fact) is True and steps.take("assert", fact, "dropped (the ranges imply it)", loc):
             if self.validator is not None:
                 self.validator.check_implied("a runtime assert dropped as known", fact, loc)
             return
@@ -214,7 +216,8 @@ class ShapeEnv:
             lhs, rhs = simple.args
             if rhs in self.unbacked and lhs not in self.unbacked:
                 lhs, rhs = rhs, lhs
-            if lhs in self.unbacked and lhs not in rhs.free_symbols:  # u0 == s1: u0 is s1 from now on
+            if lhs in self.unbacked and lhs not in rhs.free_symbols \
+                    and steps.take("replacement", lhs, rhs, None):  # u0 == s1: u0 is s1 from now on
                 self.replacements[lhs] = rhs
                 self._normalize()
                 self._bool_cache.clear()
@@ -279,6 +282,8 @@ class ShapeEnv:
             decided = self.known(expr)
             if decided is None:
                 self.hint(expr)  # raises DataDependentRead, naming the symbols
+        if decided is not None and not steps.take("decision", expr, sympy.true if decided else sympy.false, loc):
+            decided = None   # undone: guarded like any other comparison (an unbacked one breaks the graph)
         if decided is not None:
             if self.validator is not None:
                 self.validator.check_implied(f"{why} decided without a guard", expr if decided else sympy.Not(expr),
@@ -302,16 +307,29 @@ class ShapeEnv:
             lhs, rhs = fact.args
             if isinstance(rhs, sympy.Symbol) and not isinstance(lhs, sympy.Symbol):
                 lhs, rhs = rhs, lhs
-            if isinstance(lhs, sympy.Symbol) and rhs.is_Integer:
+            if isinstance(lhs, sympy.Symbol) and rhs.is_Integer and steps.take("replacement", lhs, rhs, loc):
                 self._pin(lhs, int(rhs), loc, why, by_value_read=False)
                 return
-            if isinstance(lhs, sympy.Symbol) and isinstance(rhs, sympy.Symbol):
+            if isinstance(lhs, sympy.Symbol) and isinstance(rhs, sympy.Symbol) \
+                    and steps.take("replacement", lhs, rhs, loc):
                 self._unify(lhs, rhs, loc)
                 return
+        if steps.ACTIVE is not None and self._guard_undone(fact, loc, why):
+            return
         self.guards.append(ShapeGuard(fact, loc))
         if self.validator is not None:
             self.validator.assume(fact, loc, f"the guard {fact} ({why})")
         self._refine_range(fact)
+
+    def _guard_undone(self, fact: sympy.Basic, loc: SourceLoc | None, why: str) -> bool:
+        """Under bisect, a guard step it undoes: the sizes the fact reads are pinned instead (sound,
+        less general). Not for a fact over data-dependent sizes (no value to pin)."""
+        syms = self.free(fact)
+        if not all(s in self.hints for s in syms) or steps.take("guard", fact, "guarded", loc):
+            return False
+        for sym in syms:
+            self._pin(sym, self.hints[sym], loc, f"{why} (a guard bisect undid)", by_value_read=False)
+        return True
 
     def guard_equal(self, a: Expr, b: Expr, loc: SourceLoc | None) -> Expr:
         """An op assumed `a == b` (a broadcast, a matmul's inner dim): guard it, return one size."""
@@ -375,6 +393,9 @@ class ShapeEnv:
             hi = min(hi, c)
         elif isinstance(fact, sympy.Lt):
             hi = min(hi, c - 1)
+        if (lo, hi) != self.ranges[fact.lhs] \
+                and not steps.take("refinement", f"{fact.lhs} in {list(self.ranges[fact.lhs])}", f"[{lo}, {hi}]", None):
+            return
         if self.validator is not None:
             self.validator.check_implied(f"a range refinement from {fact}", validation.range_claim(fact.lhs, lo, hi))
         self.ranges[fact.lhs] = (lo, hi)
@@ -391,43 +412,6 @@ class ShapeEnv:
                 continue  # unified: its origins were moved to the symbol it equals
             for origin in origins:
                 yield origin, self.simplify(sym)
-
-
-class _RoundedDiv(sympy.Function):
-    """Integer division kept as written. (sympy's own floor(a / b) can drop the floor when it
-    wrongly takes a / b for an integer: floor(Max(0, 2*s0) / 6) comes back as Max(0, 2*s0) / 6.)"""
-
-    is_integer = True
-    rounding: Callable[[fractions.Fraction], int] = math.floor
-
-    @classmethod
-    def eval(cls, a: sympy.Basic, b: sympy.Basic) -> sympy.Basic | None:
-        if a.is_Number and b.is_Number:
-            return sympy.Integer(cls.rounding(fractions.Fraction(str(a)) / fractions.Fraction(str(b))))
-        return a if b == 1 else None
-
-
-class FloorDiv(_RoundedDiv):
-    """`a // b`."""
-
-    rounding = staticmethod(math.floor)
-
-
-class CeilDiv(_RoundedDiv):
-    """`-(-a // b)`: the ceiling of a / b."""
-
-    rounding = staticmethod(math.ceil)
-
-
-_RELATIONS = {sympy.Gt: operator.gt, sympy.Lt: operator.lt, sympy.Ge: operator.ge, sympy.Le: operator.le,
-              sympy.Eq: operator.eq, sympy.Ne: operator.ne}
-_NUMERIC = {
-    sympy.Mod: lambda a, b: a % b, FloorDiv: lambda a, b: a // b, CeilDiv: lambda a, b: -(-a // b),
-    sympy.floor: math.floor, sympy.ceiling: math.ceil, sympy.Min: min,
-    sympy.Max: max, sympy.Abs: abs, sympy.Not: operator.not_,
-    sympy.And: lambda *xs: all(xs), sympy.Or: lambda *xs: any(xs),
-    sym_float.TruncToInt: int, **{op: op.op for op in sym_float.OPS},
-}
 
 
 _SIGN: dict[type, Callable[[sympy.Expr], bool | None]] = {
@@ -495,105 +479,3 @@ def symbol_first(expr: sympy.Basic) -> sympy.Basic:
     if isinstance(expr, sympy.Rel) and expr.lhs.is_Number and isinstance(expr.rhs, sympy.Symbol):
         return _FLIPPED[type(expr)](expr.rhs, expr.lhs, evaluate=False)
     return expr
-
-
-def _sympy_number(value: sympy.Basic, expr: sympy.Basic) -> Any:
-    """A numeric sympy value as the Python number `evaluate` returns."""
-    if isinstance(value, sympy.logic.boolalg.BooleanAtom):
-        return bool(value)
-    if value.is_Integer:
-        return int(value)
-    if value.is_Rational:
-        return int(value) if value.q == 1 else float(value)
-    if value.is_number and value.is_real:
-        return float(value)
-    raise TypeError(f"pdyn: {expr} is not a real number at these sizes ({value})")
-
-
-def evaluate(expr: sympy.Basic, values: dict[sympy.Symbol, int]) -> Any:
-    """`expr`'s Python value with `values` for its symbols; exact on integers, fast (no sympy calls)."""
-    if expr.is_Symbol:
-        return values[expr]
-    if expr.is_Integer:
-        return int(expr)
-    if expr.is_Rational:
-        return fractions.Fraction(int(expr.p), int(expr.q))
-    if expr.is_Float:
-        return float(expr)
-    if isinstance(expr, sympy.logic.boolalg.BooleanAtom):
-        return bool(expr)
-    func = expr.func
-    args = [evaluate(a, values) for a in expr.args]
-    if func is sympy.Add:
-        result = sum(args)
-    elif func is sympy.Mul:
-        result = math.prod(args)
-    elif func is sympy.Pow:  # an integer to a negative power is a fraction until the end
-        base = fractions.Fraction(args[0]) if isinstance(args[0], int) and args[1] < 0 else args[0]
-        result = base ** args[1]
-    elif func in _RELATIONS:
-        return _RELATIONS[func](args[0], args[1])
-    elif func in _NUMERIC:
-        result = _NUMERIC[func](*args)
-    else:  # no fast rule: sympy evaluates it exactly once every symbol is a number (rare, slow)
-        return _sympy_number(expr.xreplace({s: sympy.Integer(values[s]) for s in expr.free_symbols}), expr)
-    if isinstance(result, fractions.Fraction):
-        return int(result) if result.denominator == 1 else float(result)
-    return result
-
-
-def substitute(expr: sympy.Basic, mapping: dict[sympy.Symbol, sympy.Basic]) -> sympy.Basic:
-    """`expr.xreplace(mapping)`, but comparisons and Mod are rebuilt unevaluated (sympy's own
-    evaluation of them is slow), and a comparison of two numbers is decided."""
-    if expr in mapping:
-        return mapping[expr]
-    if not expr.args or not (expr.free_symbols & mapping.keys()):
-        return expr
-    args = [substitute(a, mapping) for a in expr.args]
-    if expr.func in _RELATIONS:
-        if args[0].is_Number and args[1].is_Number:
-            return sympy.true if _RELATIONS[expr.func](args[0], args[1]) else sympy.false
-        return expr.func(*args, evaluate=False)
-    if expr.func is sympy.Mod:
-        return sympy.Mod(*args) if all(a.is_Number for a in args) else sympy.Mod(*args, evaluate=False)
-    return expr.func(*args)
-
-
-class _PythonPrinter(PythonCodePrinter):
-    """sympy -> Python source for guards: integer division stays exact (`a // b`)."""
-
-    def _print_floor(self, expr: sympy.Basic) -> str:
-        num, den = sympy.fraction(sympy.together(expr.args[0]))
-        if den != 1:
-            return f"(({self._print(num)}) // ({self._print(den)}))"
-        return f"math.floor({self._print(expr.args[0])})"
-
-    def _print_ceiling(self, expr: sympy.Basic) -> str:
-        num, den = sympy.fraction(sympy.together(expr.args[0]))
-        if den != 1:
-            return f"(-((-({self._print(num)})) // ({self._print(den)})))"
-        return f"math.ceil({self._print(expr.args[0])})"
-
-    def _print_Float(self, expr: sympy.Float) -> str:
-        return repr(float(expr))  # every bit of the float (sympy prints 15 digits)
-
-    def _print_Symbol(self, expr: sympy.Symbol) -> str:
-        return expr.name
-
-    def _print_FloorDiv(self, expr: sympy.Basic) -> str:
-        return f"(({self._print(expr.args[0])}) // ({self._print(expr.args[1])}))"
-
-    def _print_CeilDiv(self, expr: sympy.Basic) -> str:
-        return f"(-((-({self._print(expr.args[0])})) // ({self._print(expr.args[1])})))"
-
-    def _print_TruncToInt(self, expr: sympy.Basic) -> str:
-        return f"int({self._print(expr.args[0])})"
-
-    def _print_Mod(self, expr: sympy.Basic) -> str:
-        # parenthesized: inside a product `-2*Mod(s0, 2)` must not print as `-2*s0 % 2`
-        return f"(({self._print(expr.args[0])}) % ({self._print(expr.args[1])}))"
-
-
-def to_python(expr: sympy.Basic) -> str:
-    """`expr` as a Python expression over the symbol names (and `math`)."""
-    return _PythonPrinter({"fully_qualified_modules": True, "standard": "python3"}).doprint(expr)

@@ -35,11 +35,22 @@ def require_z3() -> Any:
 
 
 class Untranslatable(Exception):
-    """An expression z3 is not given (a float op): the step is not checked (counted as skipped)."""
+    """An expression z3 is not given: the step is not checked (counted as skipped). Floats and every
+    sym_float op (ToFloat, TrueDiv, TruncToInt, floor of a float...) are not: z3's Float64 gives
+    `unknown` within TIMEOUT_MS once an int size becomes a double or is divided (tests/
+    test_validation_floats.py), and exact Reals would check something other than what Python computes."""
 
 
 class ValidationFailure(InternalError):
     """A check of pdyn's own reasoning failed: raised to the caller, never a silent eager fallback."""
+
+    loc: SourceLoc | None = None   # the user line of the op or step that failed, where known
+
+    @classmethod
+    def at(cls, message: str, loc: SourceLoc | None) -> ValidationFailure:
+        failure = cls(message)
+        failure.loc = loc
+        return failure
 
 
 class ValidationError(ValidationFailure):
@@ -283,12 +294,22 @@ def range_claim(sym: sympy.Symbol, lo: float, hi: float) -> sympy.Basic:
     return sympy.And(*_range_facts(sym, lo, hi)) if (lo > -math.inf or hi < math.inf) else sympy.true
 
 
-def trace_facts(env: Any) -> tuple[list[Fact], dict[sympy.Symbol, Any]]:
+@dataclass
+class TraceFacts:
     """What a finished trace relied on about the sizes it was given (pins, equalities, guards), over
-    its symbols, and each symbol's first origin: `pdyn.debug.bisect` evaluates them on a call."""
+    its symbols; each symbol's first origin; and the value each read size had in the trace (what a
+    replay of the trace by `pdyn.debug.bisect` passes)."""
+
+    facts: list[Fact]
+    origins: dict[sympy.Symbol, Any]
+    sizes: dict[Any, int]
+
+
+def trace_facts(env: Any) -> TraceFacts:
     facts = [Fact(sympy.Eq(s, spec.value, evaluate=False), spec.loc, f"{s} == {spec.value} ({spec.why})")
              for s, spec in env.specialized.items()]
     facts += [Fact(sympy.Eq(s, env.replacements[s], evaluate=False), None, f"{s} == {env.replacements[s]}")
               for s in env.unified]
     facts += [Fact(g.expr, g.loc, f"the guard {g.expr}") for g in env.guards]
-    return facts, {s: origins[0] for s, origins in env.origins.items() if origins}
+    sizes = {origin: hint for s, hint in env.hints.items() for origin in env.origins[s]}
+    return TraceFacts(facts, {s: origins[0] for s, origins in env.origins.items() if origins}, sizes)

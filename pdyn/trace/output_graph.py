@@ -330,10 +330,10 @@ class OutputGraph:
         if agrees:
             return result
         if result is not None and self.check_hints:
-            raise ValidationFailure(f"{_target_name(target)}: the shape rule gives sizes "
-                                f"{[tuple(str(d) for d in r) for r in result]}, which are "
-                                f"{[tuple(env.fake_value(d) for d in r) for r in result]} at this call's sizes; "
-                                f"the op produced {[tuple(t.shape) for t in outputs]}")
+            raise ValidationFailure.at(f"{_target_name(target)}: the shape rule gives sizes "
+                                       f"{[tuple(str(d) for d in r) for r in result]}, which are "
+                                       f"{[tuple(env.fake_value(d) for d in r) for r in result]} at this call's "
+                                       f"sizes; the op produced {[tuple(t.shape) for t in outputs]}", loc)
         why = f"{_target_name(target)}(), which has no symbolic shape rule"
         for expr in symbolic:
             env.specialize(expr, loc, why)
