@@ -246,8 +246,12 @@ def _side_effects(output: OutputGraph, codegen: FrameCodegen) -> list[str]:
             statements.append(f"{setter}({codegen.reconstruct(obj)}, {key[1]!r}, {value})")
         elif kind == "cell":
             cell, stored = effects.cells[key]
+            target = codegen.source_expr(cell.source)  # type: ignore[arg-type]
+            if is_deleted(stored):  # `del x` of a closure variable was the last change
+                statements.append(f"{codegen.constant(replay_delete, 'replay_delete')}({target}, 'cell_contents', True)")
+                continue
             codegen.lines.append(f"{value} = {codegen.reconstruct(stored)}")
-            statements.append(f"{codegen.source_expr(cell.source)}.cell_contents = {value}")  # type: ignore[arg-type]
+            statements.append(f"{target}.cell_contents = {value}")
         elif kind == "call":
             fn, args, kwargs = effects.calls[key]
             parts = [codegen.reconstruct(a) for a in args] + [f"{k}={codegen.reconstruct(v)}" for k, v in kwargs.items()]

@@ -9,6 +9,7 @@ from pdyn.trace.handlers.registry import handler
 from pdyn.bytecode.instructions import Instruction
 from pdyn.trace.variables.base import NULL
 from pdyn.trace.variables.cell import CellVariable
+from pdyn.trace.variables.deleted import DeletedAttrVariable
 
 if TYPE_CHECKING:
     from pdyn.trace.translator import InstructionTranslator as Tracer
@@ -80,6 +81,20 @@ def store_deref(tx: Tracer, inst: Instruction) -> None:
     cell.contents = tx.pop()   # later reads in this trace, through any path to the cell, see it
     if cell.outside:
         tx.ctx.side_effects.store_cell(cell, cell.contents)
+
+
+@handler("DELETE_DEREF")
+def delete_deref(tx: Tracer, inst: Instruction) -> None:
+    """`del x` of a variable a closure shares: the cell is emptied (a real cell after the graph)."""
+    cell = _cell(tx, inst.argval)
+    if cell.contents is None:
+        raise Unsupported("cell", f"pdyn does not trace deleting the unbound {inst.argval!r}", loc=tx.loc())
+    if cell.outside and cell.source is None:
+        raise Unsupported("nonlocal_store", f"pdyn cannot trace deleting the enclosing scope's {inst.argval!r}",
+                          loc=tx.loc())
+    cell.contents = None
+    if cell.outside:
+        tx.ctx.side_effects.store_cell(cell, DeletedAttrVariable())
 
 
 @handler("LOAD_CLOSURE")

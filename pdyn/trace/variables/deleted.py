@@ -24,5 +24,5 @@ def replay_delete(obj: Any, name: str, raw: bool) -> None:
     deleted in the trace); `raw` skips a user class's own `__delattr__`, which the trace ran."""
     try:
         object.__delattr__(obj, name) if raw else delattr(obj, name)
-    except AttributeError:
+    except (AttributeError, ValueError):  # ValueError: an empty cell's `cell_contents`
         pass
