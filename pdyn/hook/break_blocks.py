@@ -92,9 +92,19 @@ class HandlerCodegen(ResumeCodegen):
         self.rebuilt: dict[int, str] = {}   # id of a trace-made exception -> its name in the frame code
 
     def reconstruct(self, vt: VariableTracker) -> str:
-        if vt.source is None and id(getattr(vt, "value", None)) in self.rebuilt:
-            return self.rebuilt[id(vt.value)]  # type: ignore[attr-defined]
+        value = getattr(vt, "value", None)
+        if vt.source is None and id(value) in self.rebuilt:
+            return self.rebuilt[id(value)]
+        if vt.source is None and isinstance(value, BaseException) and _why_not_rebuilt(value, None) is None:
+            return self.rebuild(value)   # one handled earlier and kept: a new object per call, as eager's
         return super().reconstruct(vt)
+
+    def rebuild(self, value: BaseException) -> str:
+        """A name bound to `type(value)(*value.args)`, for each reconstruction of `value`."""
+        args = "".join(f"{self.constant(a, 'arg')}, " for a in value.args)
+        name = self.rebuilt[id(value)] = f"v{len(self.lines)}"
+        self.lines.append(f"{name} = {self.constant(type(value), 'exc_type')}({args})")
+        return name
 
 
 def handler_slots(tx: InstructionTranslator) -> list[ExcInfoSlot]:
@@ -119,18 +129,14 @@ def handled_exceptions(codegen: HandlerCodegen, slots: list[ExcInfoSlot]) -> lis
         vt = slot.handled
         value = value_of(vt)
         if vt.source is not None:
-            expr = codegen.reconstruct(vt)
+            name = f"v{len(codegen.lines)}"
+            codegen.lines.append(f"{name} = {codegen.reconstruct(vt)}")
         else:
             why = _why_not_rebuilt(value, enclosing)
             if why is not None:
                 raise Unsupported("resume", f"the break is in an except or finally block handling {value!r}, "
                                   f"which pdyn cannot hand to the resume function: {why}")
-            args = "".join(f"{codegen.constant(a, 'arg')}, " for a in value.args)  # type: ignore[union-attr]
-            expr = f"{codegen.constant(type(value), 'exc_type')}({args})"
-        name = f"v{len(codegen.lines)}"
-        codegen.lines.append(f"{name} = {expr}")
-        if vt.source is None:
-            codegen.rebuilt[id(value)] = name
+            name = codegen.rebuild(value)  # type: ignore[arg-type]
         names.append(name)
         enclosing = value
     return names

@@ -132,8 +132,9 @@ def _resume_entry(e: Unsupported, tx: InstructionTranslator, inst: Instruction, 
             + [_local_value(codegen, tx, name) for name in names]
         kept_vts = [vt for vt, kind in zip(tx.stack[:keep], kinds[:keep]) if kind != "null"]
         resume_fn = _resume_function(resume_code(point), tx.f_globals)
-        resume_fn = optimize(resume_fn, _parent_sizes(tx, point.arg_names(), [_local_tracker(tx, n) for n in head] + kept_vts
-                                                      + [None] * produced + [_local_tracker(tx, n) for n in names]))
+        received = [_local_tracker(tx, n) for n in head] + kept_vts + [None] * produced \
+            + [_local_tracker(tx, n) for n in names]
+        resume_fn = optimize(resume_fn, _parent_sizes(tx, point.arg_names(), received))
         if cells is not None:
             args.insert(0, cells)
         calls[branch] = f"return {codegen.constant(resume_fn, 'resume')}({', '.join(args)})"

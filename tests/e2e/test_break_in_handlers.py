@@ -283,3 +283,37 @@ def test_an_exception_pdyn_cannot_rebuild_runs_the_frame_eagerly():
             return x * 2
 
     run(f, (torch.ones(2),), graphs=[], breaks=0, compiles=1, fallbacks=1)
+
+
+def test_the_step_function_raising_inside_a_handler_reaches_the_inner_handler():
+    def f(x, s):
+        y = x + 1
+        try:
+            raise ValueError("v")
+        except ValueError:
+            try:
+                n = int(s)   # the step raises inside the handler; the inner handler catches it
+            except ValueError:
+                n = -1
+                inner = sys.exc_info()
+            y = y * n
+        return y, inner, sys.exc_info()
+
+    # s is guarded by value: the frame compiles per string; its resume functions are reused
+    same_as_eager(f, (torch.ones(2), "x"), (torch.ones(2), "y"), outer=KeyError,
+                  graphs=[["add"], ["mul"], ["add"]], breaks=4, compiles=5)
+
+
+def test_the_step_functions_exception_escaping_a_handler_has_the_handled_one_as_context():
+    def f(x, s):
+        y = x + 1
+        try:
+            raise ValueError("v")
+        except ValueError:
+            n = int(s)   # raises for real inside the handler: escapes with ValueError('v') as context
+            y = y * n
+        return y
+
+    # the raised branch's resume function ends raising: it runs as Python runs it
+    same_as_eager(f, (torch.ones(2), "x"), (torch.ones(2), "y"), outer=KeyError,
+                  graphs=[["add"], ["add"]], breaks=2, compiles=2)
