@@ -9,7 +9,10 @@ left on the stack and which way it went. How an instruction is spelled on 3.11 o
 Inside a `try` or `with` block the resume function keeps the user's exception table, so it resumes
 inside the block (a `with` block's `__exit__` is a stack value it receives): what it raises reaches
 the user's handlers, `finally` and `__exit__` as in the user's frame. What the step function itself
-raises it returns, and a RAISED resume function raises it again inside the same block.
+raises it returns, and a RAISED resume function raises it again inside the same block. Inside an
+`except` body (or `finally`'s exception path) the prologue re-enters each handler as CPython entered
+it, by raising the handled exception it receives under a table entry that runs PUSH_EXC_INFO, so the
+resume function is right both traced by pdyn and run as it is.
 """
 
 from __future__ import annotations

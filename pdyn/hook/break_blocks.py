@@ -18,7 +18,6 @@ is rebuilt from its type and args where that makes the same object as far as cod
 from __future__ import annotations
 
 import contextlib
-import types
 from typing import Any
 
 import torch
@@ -174,17 +173,6 @@ def in_handlers(handled: list[str], lines: list[str]) -> list[str]:
     for name in reversed(handled):
         lines = ["try:", f"    raise {name}", "except BaseException:", *(f"    {line}" for line in lines)]
     return lines
-
-
-def plain_call(codegen: ResumeCodegen, code: types.CodeType, f_globals: dict[str, Any], cells: str | None,
-               args: list[str]) -> str:
-    """A call of a resume function without pdyn's hook (it takes the frame's cells as its closure)."""
-    if cells is None:
-        fn = codegen.constant(types.FunctionType(code, f_globals), "resume_raised")
-    else:
-        fn = f"{codegen.constant(types.FunctionType, 'FunctionType')}({codegen.constant(code, 'code')}, " \
-             f"{codegen.constant(f_globals, 'globals')}, {code.co_name!r}, None, {cells})"
-    return f"{fn}({', '.join(args)})"
 
 
 def call_with_hooks(module: torch.nn.Module, forward: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:

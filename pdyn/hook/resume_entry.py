@@ -21,7 +21,7 @@ from pdyn.bytecode.transform import (JUMPED, NEXT, NOT_FRAMES, RAISED, ResumePoi
                                      why_not_resumable)
 from pdyn.base import logs
 from pdyn.hook.break_blocks import (HandlerCodegen, call_with_hooks, exit_hook, handled_exceptions, handler_slots,
-                                   in_handlers, plain_call)
+                                   in_handlers)
 from pdyn.sources import AttrSource, ItemSource, LocalSource, SizeSource, Source
 from pdyn.trace.frame_codegen import ResumeCodegen
 from pdyn.trace.output_graph import OutputGraph
