@@ -111,11 +111,15 @@ def test_the_recompile_limit_counts_a_fallback_once_and_each_eager_frame():
 
 
 def test_an_untraceable_frame_counts_a_fallback_and_each_eager_call():
+    class OwnInit(Exception):
+        def __init__(self, code):
+            super().__init__(code)
+
     def break_in_handler(x):
         try:
-            raise ValueError
-        except ValueError:
-            return pdyn.graph_break() or x + 1   # a break in an except body: the frame runs eagerly
+            raise OwnInit(1)
+        except OwnInit:   # an exception of a class with its own __init__ cannot be rebuilt for a resume function
+            return pdyn.graph_break() or x + 1   # so a break in its handler runs the frame eagerly
 
     opt = pdyn.optimize(break_in_handler)
     _, messages = calls_without_warnings(opt, *[(torch.ones(2),)] * 3)

@@ -13,12 +13,19 @@ def two_ops(x, y):
     return torch.relu(x @ y) + 1
 
 
+class OwnInit(Exception):
+    """An exception whose class has its own __init__: pdyn cannot rebuild it for a resume function."""
+
+    def __init__(self, what):
+        super().__init__(what)
+
+
 def with_try(x):
     y = x * 2
     try:
-        raise ValueError("traced")
-    except ValueError:
-        pdyn.graph_break()  # a break in an except body: no resume function, the frame runs eagerly
+        raise OwnInit("traced")
+    except OwnInit:
+        pdyn.graph_break()  # a break handling OwnInit: no resume function, the frame runs eagerly
         return y + 1
 
 

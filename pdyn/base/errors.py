@@ -89,10 +89,14 @@ class InternalError(Exception):
 class UserException(Exception):
     """Internal: user code raised while being traced. Uncaught, the frame reruns eagerly, raising it
     for real. `catchable` marks an exception whose raising the guards already decide (a `raise`
-    statement reached by guarded control flow): only those may enter the traced code's handlers."""
+    statement reached by guarded control flow): only those may enter the traced code's handlers.
+    `tracker` is the raised value's tracker where it is an input (its handler then handles that
+    tracker, source included)."""
 
-    def __init__(self, exc: BaseException, loc: SourceLoc | None = None, *, catchable: bool = False):
+    def __init__(self, exc: BaseException, loc: SourceLoc | None = None, *, catchable: bool = False,
+                 tracker: Any = None):
         self.exc = exc
         self.loc = loc
         self.catchable = catchable
+        self.tracker = tracker
         super().__init__(f"{type(exc).__name__}: {exc}")

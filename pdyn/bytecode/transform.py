@@ -9,7 +9,10 @@ left on the stack and which way it went. How an instruction is spelled on 3.11 o
 Inside a `try` or `with` block the resume function keeps the user's exception table, so it resumes
 inside the block (a `with` block's `__exit__` is a stack value it receives): what it raises reaches
 the user's handlers, `finally` and `__exit__` as in the user's frame. What the step function itself
-raises it returns, and a RAISED resume function raises it again inside the same block.
+raises it returns, and a RAISED resume function raises it again inside the same block. Inside an
+`except` body (or `finally`'s exception path) the prologue re-enters each handler as CPython entered
+it, by raising the handled exception it receives under a table entry that runs PUSH_EXC_INFO, so the
+resume function is right both traced by pdyn and run as it is.
 """
 
 from __future__ import annotations
@@ -42,8 +45,10 @@ class ResumePoint:
     """Where a resume function starts in the user's `code` and what it receives.
 
     `stack` is the kind of each stack slot: "value" (an argument), "null" (the NULL under a
-    callable, pushed by the prologue) or "iter" (a list argument the prologue turns back into an
-    iterator); `names` are the live locals passed after the stack values (after `first`, where set).
+    callable, pushed by the prologue), "iter" (a list argument the prologue turns back into an
+    iterator) or "exc" (the slot of a handler the break is in: its argument is the exception that
+    handler handles, which the prologue raises and catches to re-enter the handler, see
+    `_reenter_handler`); `names` are the live locals passed after the stack values (after `first`).
     For RAISED, `stack` is the slots the handler keeps, then the exception, which the resume
     function raises inside the break's try block, so CPython's own unwinding reaches the handler.
     Its cells (the code's cell and free variables) come as its closure, passed by each call.
@@ -68,6 +73,9 @@ def cell_names(code: types.CodeType) -> tuple[str, ...]:
 
 
 RESUME_CODES: dict[ResumePoint, types.CodeType] = {}
+# a resume function's code -> the decoded indices of its prologue's raises: each raises again an
+# exception already raised for real (by the frame code or the step function), to reach its handler
+REDELIVERIES: dict[types.CodeType, frozenset[int]] = {}
 # a resume function's code -> (the user's code, how many decoded instructions its prologue adds)
 ORIGINS: dict[types.CodeType, tuple[types.CodeType, int]] = {}
 
@@ -78,6 +86,11 @@ def original_of(code: types.CodeType, index: int) -> tuple[types.CodeType, int]:
         original, offset = ORIGINS[code]
         return original, index - offset
     return code, index
+
+
+def is_redelivery(code: types.CodeType, index: int) -> bool:
+    """Whether instruction `index` of `code` is a resume prologue's raise of an exception it received."""
+    return index in REDELIVERIES.get(code, ())
 
 
 def why_not_resumable(code: types.CodeType, inst: Instruction) -> str | None:
@@ -185,7 +198,11 @@ def _build_resume(point: ResumePoint) -> types.CodeType:
     # the try blocks' depths are the user's (set above); the prologue pushes no more than the
     # user's stack held at the break, so the user's stack size holds
     result = out.to_code(stacksize=code.co_stacksize + 1, compute_exception_stack_depths=False)
-    _record_origin(result, code, sum(1 for i in prologue if i.name not in ("RESUME", "COPY_FREE_VARS")))
+    offset = sum(1 for i in prologue if isinstance(i, Instr) and i.name not in ("RESUME", "COPY_FREE_VARS"))
+    _record_origin(result, code, offset)
+    insts = decode(result)
+    raises = {i.index for i in insts[:offset] if i.opname == "RAISE_VARARGS"}
+    REDELIVERIES[result] = frozenset(raises | ({len(insts) - 1} if point.branch == RAISED else set()))
     log.debug("resume function %s: stack %s, names %s", out.name, point.stack, args)
     return result
 
@@ -200,16 +217,29 @@ def _raise_in_block(items: list[object], inst: Instruction, start: Label) -> lis
     return [start, entry, encode_raise(lineno), TryEnd(entry)]
 
 
-def _push_stack(kinds: tuple[str, ...], lineno: int) -> list[Instr]:
-    out: list[Instr] = []
+def _push_stack(kinds: tuple[str, ...], lineno: int) -> list[object]:
+    out: list[object] = []
     for i, kind in enumerate(kinds):
         if kind == "null":
             out.append(Instr("PUSH_NULL", lineno=lineno))
-            continue
-        out.append(encode_load_fast(f"{STACK_NAME}{i}", lineno))
-        if kind == "iter":
-            out.append(Instr("GET_ITER", lineno=lineno))
+        elif kind == "exc":
+            out += _reenter_handler(f"{STACK_NAME}{i}", i, lineno)
+        else:
+            out.append(encode_load_fast(f"{STACK_NAME}{i}", lineno))
+            if kind == "iter":
+                out.append(Instr("GET_ITER", lineno=lineno))
     return out
+
+
+def _reenter_handler(name: str, depth: int, lineno: int) -> list[object]:
+    """Enter a handler of the user's as CPython does: raise its exception (the argument `name`) under
+    an exception table entry whose handler runs PUSH_EXC_INFO, so the slot holds the thread's real
+    previous exception, and drops the exception (the user's handler body has consumed it already).
+    The handler body's own table entries (the cleanup that runs POP_EXCEPT) apply after the jump."""
+    handler = Label()
+    entry = TryBegin(handler, False, depth)
+    return [entry, encode_load_fast(name, lineno), encode_raise(lineno), TryEnd(entry), handler,
+            Instr("PUSH_EXC_INFO", lineno=lineno), Instr("POP_TOP", lineno=lineno)]
 
 
 def _strip_prologue(items: list[object]) -> list[object]:

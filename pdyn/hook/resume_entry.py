@@ -20,7 +20,8 @@ from pdyn.bytecode.transform import (JUMPED, NEXT, NOT_FRAMES, RAISED, ResumePoi
                                      live_locals, original_of, resume_code, resume_index, step_code,
                                      why_not_resumable)
 from pdyn.base import logs
-from pdyn.hook.break_blocks import call_with_hooks, check_handled_exception, exit_hook, plain_call
+from pdyn.hook.break_blocks import (HandlerCodegen, call_with_hooks, exit_hook, handled_exceptions, handler_slots,
+                                   in_handlers)
 from pdyn.sources import AttrSource, ItemSource, LocalSource, SizeSource, Source
 from pdyn.trace.frame_codegen import ResumeCodegen
 from pdyn.trace.output_graph import OutputGraph
@@ -28,6 +29,7 @@ from pdyn.trace.translator import InstructionTranslator, decoded
 from pdyn.trace.variables.base import NULL, VariableTracker
 from pdyn.trace.variables.constant import is_constant_value
 from pdyn.trace.variables.containers import DictVariable, IteratorVariable, ListVariable, TupleVariable
+from pdyn.trace.variables.exc_slot import ExcInfoSlot
 from pdyn.trace.variables.functions import UserFunctionVariable, UserMethodVariable
 from pdyn.trace.variables.generator import GeneratorVariable
 from pdyn.trace.variables.nn_module import NNModuleVariable
@@ -96,23 +98,24 @@ def _resume_entry(e: Unsupported, tx: InstructionTranslator, inst: Instruction, 
     taken, after_next, after_jump = break_effect(inst)
     if taken > len(tx.stack):
         raise Unsupported("resume", f"`{inst.opname}` takes more values than the stack holds")
-    check_handled_exception(tx)
-    codegen = ResumeCodegen()
+    slots = handler_slots(tx)   # the handlers the break is in, each re-entered by the resume function
+    codegen = HandlerCodegen()
+    handled = iter(handled_exceptions(codegen, slots))   # first: `as e` and the stack refer to them
     cells = _cells(codegen, tx, cell_names(original))   # first: values on the stack may close over them
     codegen.written_lists = set(tx.ctx.side_effects.containers)
     # an iterator on the stack goes as its items left (the prologue's GET_ITER makes it again) unless a
     # live local holds it too: then as the one real iterator both share
     held = {id(vt) for vt in tx.locals.values()} | {id(c.contents) for c in tx.cells.values()}
-    kinds = tuple("null" if vt is NULL else "iter" if isinstance(vt, IteratorVariable) and id(vt) not in held
-                  and vt.source is None else "value" for vt in tx.stack)   # an input iterator goes as itself
-    values = [_stack_value(codegen, vt, kind) for vt, kind in zip(tx.stack, kinds)]
+    kinds = tuple("null" if vt is NULL else "exc" if isinstance(vt, ExcInfoSlot) else "iter"
+                  if isinstance(vt, IteratorVariable) and id(vt) not in held and vt.source is None
+                  else "value" for vt in tx.stack)   # an input iterator goes as itself
+    values = [next(handled) if kind == "exc" else _stack_value(codegen, vt, kind) for vt, kind in zip(tx.stack, kinds)]
     if e.in_call is not None and inst.opname in ("CALL", "CALL_FUNCTION_EX"):
         at = len(values) - taken + (kinds[len(values) - taken] == "null")
         call_args = _call_arguments(inst, tx.stack[at + 1:])
         optimize_callee = lambda fn, first=None: optimize(fn, _callee_sizes(tx, fn, first, call_args))  # noqa: E731
         values[at] = _optimized_callee(codegen, tx.stack[at], optimize_callee) or values[at]
     split = len(values) - taken
-    below_vts = [vt for vt, kind in zip(tx.stack[:split], kinds[:split]) if kind != "null"]
     branches = [(NEXT, after_next), (JUMPED, after_jump)] if is_jump(inst) else [(NEXT, after_next)]
     if inst.handler is not None:  # inside a try or with block: what the step raises goes to its handler
         branches.append((RAISED, 1))
@@ -127,17 +130,17 @@ def _resume_entry(e: Unsupported, tx: InstructionTranslator, inst: Instruction, 
         kept = [v for v in values[:keep] if v is not None]
         args = [_local_value(codegen, tx, n) for n in head] + kept + ["*r[:-1]"] \
             + [_local_value(codegen, tx, name) for name in names]
-        if branch == RAISED:  # the rare path: the handler and the rest run as Python runs them
-            calls[branch] = f"return {plain_call(codegen, resume_code(point), tx.f_globals, cells, args)}"
-            continue
+        kept_vts = [vt for vt, kind in zip(tx.stack[:keep], kinds[:keep]) if kind != "null"]
         resume_fn = _resume_function(resume_code(point), tx.f_globals)
-        resume_fn = optimize(resume_fn, _parent_sizes(tx, point.arg_names(), [_local_tracker(tx, n) for n in head] + below_vts
-                                                      + [None] * produced + [_local_tracker(tx, n) for n in names]))
+        received = [_local_tracker(tx, n) for n in head] + kept_vts + [None] * produced \
+            + [_local_tracker(tx, n) for n in names]
+        resume_fn = optimize(resume_fn, _parent_sizes(tx, point.arg_names(), received))
         if cells is not None:
             args.insert(0, cells)
         calls[branch] = f"return {codegen.constant(resume_fn, 'resume')}({', '.join(args)})"
     step_fn = types.FunctionType(step_code(tx.code, inst, kinds[split:]), tx.f_globals)
-    tail = [f"r = {codegen.constant(step_fn, 'step')}({', '.join(v for v in values[split:] if v is not None)})"]
+    step = f"r = {codegen.constant(step_fn, 'step')}({', '.join(v for v in values[split:] if v is not None)})"
+    tail = in_handlers([v for v, kind in zip(values, kinds) if kind == "exc"], [step])   # resume: outside them
     for branch in (RAISED, JUMPED):
         if branch in calls:
             tail += [f"if r[-1] == {branch}:", f"    {calls[branch]}"]

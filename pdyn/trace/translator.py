@@ -140,7 +140,7 @@ class InstructionTranslator:
         del self.stack[inst.handler_depth:]
         if inst.handler_lasti:
             self.push(self.wrap_constant(inst.index))
-        self.push(self.wrap_constant(e.exc))
+        self.push(e.tracker or self.wrap_constant(e.exc))   # an input exception stays one (its source)
         self.ip = inst.handler
 
     # -- stack -----------------------------------------------------------------------------------

@@ -86,9 +86,11 @@ def test_what_the_breaking_call_raises_goes_to_the_handler():
 
     # fail=False: f [add], helper's resume function [mul], f's [add, mul]. fail=True (a bool input
     # is guarded by value): f again [add], helper again; helper's resume function raises in its
-    # trace (no entry: eager raises it) and the step hands it to f's handler, which runs as Python
+    # trace (no entry: eager raises it) and the step hands it to f's handler: the resume function
+    # of that branch raises it again in the try block, breaks at `str(e)` and its resume function
+    # compiles the rest of the handler and after it [sub, mul]
     run(f, (torch.ones(3), False), (torch.ones(3), True), (torch.ones(3), False),
-        graphs=[["add"], ["mul"], ["add", "mul"], ["add"]], breaks=4, compiles=6)
+        graphs=[["add"], ["mul"], ["add", "mul"], ["add"], ["sub", "mul"]], breaks=5, compiles=8)
 
 
 def test_finally_runs_once_on_either_path():
@@ -148,16 +150,16 @@ def test_a_break_in_the_normal_path_of_finally_is_compiled():
     run(f, (torch.ones(2),), (torch.ones(2),), graphs=[["add"], ["mul"]], breaks=1, compiles=2)
 
 
-def test_a_break_in_an_except_body_runs_the_frame_eagerly():
+def test_a_break_in_an_except_body_resumes_in_the_handler():
     def f(x):
         try:
             raise ValueError("v")
         except ValueError as e:
-            print("handling", e)   # the exception exists only in the trace: the frame runs eagerly
+            print("handling", e)   # the frame code rebuilds the exception; the resume function re-enters the handler
             y = x * 2
         return y
 
-    run(f, (torch.ones(2),), (torch.ones(2),), graphs=[], breaks=0, compiles=1, fallbacks=1)
+    run(f, (torch.ones(2),), (torch.ones(2),), graphs=[["mul"]], breaks=1, compiles=2)
 
 
 # -- with -----------------------------------------------------------------------------------------
@@ -234,8 +236,9 @@ def test_exit_that_swallows_what_the_break_raised():
             y = helper(y, fail)
         return y - 1
 
-    run(f, (torch.ones(2), False, []), (torch.ones(2), True, []), graphs=[["add"], ["mul"], ["sub"], ["add"]],
-        breaks=4, compiles=6)
+    # fail=True: the resume function of the raised branch is compiled too: the exit swallows, [sub]
+    run(f, (torch.ones(2), False, []), (torch.ones(2), True, []), graphs=[["add"], ["mul"], ["sub"], ["add"], ["sub"]],
+        breaks=4, compiles=7)
 
 
 def test_exit_that_swallows_what_is_raised_after_the_break():
@@ -262,8 +265,9 @@ def test_a_with_inside_a_try_whose_exit_lets_the_exception_go():
             y = x
         return y + 1
 
-    run(f, (torch.ones(2), False, []), (torch.ones(2), True, []), graphs=[["mul"], ["add"]],
-        breaks=4, compiles=6)
+    # fail=True: the resume function of the raised branch runs the exit and the handler, [add]
+    run(f, (torch.ones(2), False, []), (torch.ones(2), True, []), graphs=[["mul"], ["add"], ["add"]],
+        breaks=4, compiles=7)
 
 
 def test_a_contextmanager_generator_around_the_break_is_entered_by_the_frame_code():

@@ -155,6 +155,6 @@ def raise_varargs(tx: Tracer, inst: Instruction) -> None:
     if inst.argval == 0:  # a bare `raise`: the exception being handled
         if tx.handled_exc is None:  # the compiled function's caller may be handling one
             raise Unsupported("raise", "pdyn traces a bare `raise` only inside an except block", loc=tx.loc())
-        raise_exception(tx, tx.handled_exc)
+        raise_exception(tx, tx.handled_exc, again=True)
     cause = tx.pop() if inst.argval == 2 else None
     raise_exception(tx, tx.pop(), cause)

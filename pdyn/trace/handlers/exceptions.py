@@ -13,11 +13,13 @@ from typing import TYPE_CHECKING
 
 from pdyn.base.errors import Unsupported, UserException
 from pdyn.bytecode.instructions import Instruction
-from pdyn.sources import ModuleSource
+from pdyn.bytecode.transform import is_redelivery
+from pdyn.sources import AttrSource, ModuleSource
 from pdyn.trace.handlers.registry import handler
 from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.constant import ConstantVariable
 from pdyn.trace.variables.context_managers import BoundHook, ContextManagerVariable
+from pdyn.trace.variables.exc_slot import ExcInfoSlot
 
 if TYPE_CHECKING:
     from pdyn.trace.translator import InstructionTranslator as Tracer
@@ -42,14 +44,19 @@ def with_except_start(tx: Tracer, inst: Instruction) -> None:
     """Below the exception: the previous exception, the raising instruction and `__exit__`."""
     exc = tx.stack[-1]
     exit_fn = tx.stack[-4]
-    value = exc.as_python_constant()
-    tx.push(exit_fn.call(tx, [tx.wrap_constant(type(value)), exc, tx.wrap_constant(value.__traceback__)], {}))
+    value = value_of(exc)
+    if exc.source is None:
+        kind, tb = tx.wrap_constant(type(value)), tx.wrap_constant(value.__traceback__)
+    else:  # an input exception (a resume function's): its type is guarded, its traceback read from it
+        kind = tx.wrap_constant(exc.python_type())
+        tb = tx.wrap(value.__traceback__, AttrSource(exc.source, "__traceback__"))  # type: ignore[union-attr]
+    tx.push(exit_fn.call(tx, [kind, exc, tb], {}))
 
 
 @handler("PUSH_EXC_INFO")
 def push_exc_info(tx: Tracer, inst: Instruction) -> None:
     exc = tx.pop()
-    tx.push(tx.handled_exc or NONE)
+    tx.push(ExcInfoSlot(tx.handled_exc, exc))
     tx.push(exc)
     tx.handled_exc = exc
 
@@ -57,6 +64,9 @@ def push_exc_info(tx: Tracer, inst: Instruction) -> None:
 @handler("POP_EXCEPT")
 def pop_except(tx: Tracer, inst: Instruction) -> None:
     previous = tx.pop()
+    if isinstance(previous, ExcInfoSlot):
+        tx.handled_exc = previous.previous
+        return
     tx.handled_exc = None if previous is NONE or (previous.is_python_constant()
                                                    and previous.as_python_constant() is None) else previous
 
@@ -64,8 +74,12 @@ def pop_except(tx: Tracer, inst: Instruction) -> None:
 @handler("CHECK_EXC_MATCH")
 def check_exc_match(tx: Tracer, inst: Instruction) -> None:
     kinds = tx.pop().as_python_constant()
-    value = tx.stack[-1].as_python_constant()
-    tx.push(ConstantVariable(isinstance(value, kinds)))
+    exc = tx.stack[-1]
+    if exc.is_python_constant():
+        matched = isinstance(exc.as_python_constant(), kinds)
+    else:  # an input exception (a resume function's): its type is guarded
+        matched = issubclass(exc.python_type(), kinds)
+    tx.push(ConstantVariable(matched))
 
 
 @handler("STOPITERATION_ERROR")
@@ -81,13 +95,24 @@ def stopiteration_error(tx: Tracer, inst: Instruction) -> None:
 @handler("RERAISE")
 def reraise(tx: Tracer, inst: Instruction) -> None:
     exc = tx.pop()  # a nonzero arg only says where the raising instruction's position lies (peeked)
-    raise_exception(tx, exc)
+    raise_exception(tx, exc, again=True)
 
 
-def raise_exception(tx: Tracer, exc: VariableTracker, cause: VariableTracker | None = None) -> None:
-    """`raise exc [from cause]` of a trace-time exception (or class): catchable in the trace."""
-    value = exc.as_python_constant() if exc.is_python_constant() else getattr(exc, "value", None)
+def value_of(exc: VariableTracker) -> object:
+    """The exception object (or class) `exc` tracks: a trace-time one, or an input's real one."""
+    return exc.as_python_constant() if exc.is_python_constant() else getattr(exc, "value", None)
+
+
+def raise_exception(tx: Tracer, exc: VariableTracker, cause: VariableTracker | None = None,
+                    again: bool = False) -> None:
+    """`raise exc [from cause]` of a trace-time exception (or class): catchable in the trace. With
+    `again` (RERAISE, a bare `raise`), the exception being handled raised again, which keeps its
+    context. An input exception is raised only again, or by a resume prologue re-entering its
+    handler (it was raised for real before): neither sets a context or cause that is not there."""
+    value = value_of(exc)
     if exc.source is not None and isinstance(value, BaseException):
+        if again or (tx.inst is not None and is_redelivery(tx.code, tx.inst.index)):
+            raise UserException(value, tx.loc(), catchable=True, tracker=exc)
         # raising sets __context__/__cause__ on the object: an argument's would change for real
         raise Unsupported("raise", f"pdyn cannot trace raising an exception object it did not make ({exc})",
                           loc=tx.loc())
@@ -102,8 +127,9 @@ def raise_exception(tx: Tracer, exc: VariableTracker, cause: VariableTracker | N
         if isinstance(reason, type) and issubclass(reason, BaseException):
             reason = reason()
         value.__cause__ = reason
-    if tx.handled_exc is not None and value is not tx.handled_exc.as_python_constant():
-        value.__context__ = tx.handled_exc.as_python_constant()
+    handled = None if tx.handled_exc is None else value_of(tx.handled_exc)
+    if handled is not None and value is not handled and not again:
+        value.__context__ = handled  # a trace-time object: an input handled exception is only referred to
     raise UserException(value, tx.loc(), catchable=True)
 
 
