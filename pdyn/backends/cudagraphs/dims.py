@@ -21,6 +21,7 @@ import torch.fx
 from pdyn.ops.catalogue import BINARY, CONVERSIONS, REDUCTIONS, UNARY
 from pdyn.ops.table import op_of
 from pdyn.shapes.graph_meta import EXPR, SIZE_NODE, SIZES, SYMBOLS
+from pdyn.shapes.shape_env import FloorDiv
 
 # ops whose every output element reads only the same index of each (broadcast) operand
 POINTWISE = frozenset(UNARY + BINARY + CONVERSIONS) | {"where", "alias", "masked_fill"} \
@@ -157,6 +158,8 @@ def _getitem(node: torch.fx.Node, s: sympy.Symbol) -> str | None:
         return None  # an item of a tuple result
     entries = list(index) if isinstance(index, tuple) else [index]
     along = set(s_dims(src, s))
+    if entries and all(isinstance(e, torch.fx.Node) for e in entries):
+        return _gather_by_tensors(entries, along, s)
     consumed = sum(1 for e in entries if e is not None and e is not Ellipsis)
     dim = 0
     for e in entries:
@@ -171,6 +174,43 @@ def _getitem(node: torch.fx.Node, s: sympy.Symbol) -> str | None:
                 return f"indexing along a dim of size {s}"
             dim += 1
     return None
+
+
+def _gather_by_tensors(entries: list[torch.fx.Node], along: set[int], s: sympy.Symbol) -> str | None:
+    """`src[i0, i1, ...]` with index tensors on its leading dims: each output element reads src at
+    its indices. A dim of size `s` is indexed by `arange(s)` laid along the output's own `s` dim
+    (row i reads row i, a padded row a padded row); any other dim by an index with no `s` dim (its
+    values do not change with the padding)."""
+    for dim, e in enumerate(entries):
+        if dim in along:
+            if not _identity_index(e, s):
+                return f"indexing a dim of size {s} with other than arange({s})"
+        elif s_dims(e, s) or any(has(d, s) for z in tensor_sizes(e) for d in z):
+            return f"an index with a dim of size {s} gathers along another dim"
+    return None
+
+
+def _identity_index(node: torch.fx.Node, s: sympy.Symbol) -> bool:
+    """`arange(s)`, with unit dims added by `[:, None]` or unsqueeze: its value at i is i."""
+    while node.op in ("call_function", "call_method"):
+        name = op_of(node).name
+        if name == "getitem":
+            index = node.args[1] if isinstance(node.args[1], tuple) else (node.args[1],)
+            if not all(e is None or e == slice(None, None, None) for e in index):
+                return False
+            node = node.args[0]
+        elif name == "unsqueeze":
+            node = node.args[0]
+        elif name == "arange":
+            end = node.args[0] if len(node.args) == 1 else None
+            dtype = node.kwargs.get("dtype")
+            return (set(node.kwargs) <= {"device", "dtype"} and dtype in (None, torch.int64, torch.int32)
+                    and isinstance(end, torch.fx.Node) and end.meta.get(EXPR) == s)
+        else:
+            return False
+        if not isinstance(node, torch.fx.Node):
+            return False
+    return False
 
 
 def _norm(node: torch.fx.Node, name: str, s: sympy.Symbol) -> str | None:
@@ -258,12 +298,31 @@ def refusal(gm: torch.fx.GraphModule, s: sympy.Symbol) -> str | None:
             return f"{name} draws random numbers"
         if name == "runtime_assert":
             return f"a runtime assert reads {s}"
+        if name in POINTWISE and (why := _broadcast(node, s)):
+            return why
         rule = RULES.get(name)
         if rule is None:
             return f"{name} is not known to keep the indices of {s} apart"
         why = rule(node, name, s)
         if why:
             return why
+    return None
+
+
+def _broadcast(node: torch.fx.Node, s: sympy.Symbol) -> str | None:
+    """A pointwise op pairs its operands' dims from the right: where one is `s`, each other must be
+    `s` or 1, else padding `s` alone would pair a padded dim with an unpadded one (equal only by a
+    guard, as `x * mask.view(b, -1)` pairs x's length with the mask's)."""
+    out = tensor_sizes(node)
+    if len(out) != 1:
+        return None
+    for arg in node.all_input_nodes:
+        sizes = tensor_sizes(arg)
+        if len(sizes) != 1 or _is_size_node(arg):
+            continue
+        for o, i in zip(reversed(out[0]), reversed(sizes[0])):
+            if (o == s) != (i == s) and i != 1:
+                return f"{node.name} pairs a dim of size {s} with {i if o == s else o}"
     return None
 
 
@@ -291,7 +350,67 @@ def _touches(node: torch.fx.Node, s: sympy.Symbol) -> bool:
 def paddable(gm: torch.fx.GraphModule) -> dict[sympy.Symbol, str | None]:
     """Each size symbol read from a tensor input's dim, with None where it may be padded and the
     reason where it may not."""
+    return analyse(gm)[0]
+
+
+def analyse(gm: torch.fx.GraphModule) -> tuple[dict[sympy.Symbol, str | None], dict[sympy.Symbol, sympy.Symbol]]:
+    """`paddable`'s verdicts, and the tied symbols: a symbol refused alone may still be padded
+    together with the others that had its value in the example call (a batch read from two inputs,
+    `input_ids` and `attention_mask`, that the trace never equated): the graph read as if they were
+    one symbol passes. Each tied symbol maps to its group's first; a call where the group's values
+    differ runs unpadded (pad.padded_sizes)."""
     symbols = gm.meta.get(SYMBOLS)
     if symbols is None:
-        return {}
-    return {s: refusal(gm, s) for s, b in symbols.bindings.items() if b.dim is not None}
+        return {}, {}
+    dims = [s for s, b in symbols.bindings.items() if b.dim is not None]
+    verdicts: dict[sympy.Symbol, str | None] = {}
+    ties: dict[sympy.Symbol, sympy.Symbol] = {}
+    for s in dims:
+        if s in verdicts:
+            continue
+        verdicts[s] = refusal(gm, s)
+        others = [t for t in dims if t != s and t not in verdicts and symbols.hints.get(t) == symbols.hints.get(s)]
+        if verdicts[s] is None or not others:
+            continue
+        with substituted(gm, {t: s for t in others}):
+            why = refusal(gm, s)
+        if why is None:
+            verdicts[s] = None
+            for t in others:
+                verdicts[t], ties[t] = None, s
+            ties[s] = s
+    return verdicts, ties
+
+
+class substituted:
+    """The graph's size stamps with `subs` applied (and `a*b // a` cancelled) while inside."""
+
+    def __init__(self, gm: torch.fx.GraphModule, subs: dict[sympy.Symbol, sympy.Symbol]) -> None:
+        self.gm, self.subs = gm, subs
+        self.saved: list[tuple[torch.fx.Node, str, Any]] = []
+
+    def __enter__(self) -> None:
+        for node in self.gm.graph.nodes:
+            for key in (SIZES, EXPR):
+                if key in node.meta:
+                    self.saved.append((node, key, node.meta[key]))
+                    node.meta[key] = _subs(node.meta[key], self.subs)
+
+    def __exit__(self, *exc: Any) -> None:
+        for node, key, value in self.saved:
+            node.meta[key] = value
+
+
+def _subs(value: Any, subs: dict[sympy.Symbol, sympy.Symbol]) -> Any:
+    if isinstance(value, tuple):
+        return tuple(_subs(v, subs) for v in value)
+    if isinstance(value, list):
+        return [_subs(v, subs) for v in value]
+    if isinstance(value, sympy.Basic):
+        return value.xreplace(subs).replace(lambda e: isinstance(e, FloorDiv), _cancel)
+    return value
+
+
+def _cancel(e: Any) -> Any:
+    q = sympy.cancel(e.args[0] / e.args[1])
+    return q if q.as_numer_denom()[1] == 1 else e
