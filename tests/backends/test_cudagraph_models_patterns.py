@@ -13,7 +13,7 @@ import pdyn
 from pdyn.backends.cudagraphs.pad import padded_sizes
 from tests.backends.test_cudagraph_buckets import run
 
-pytestmark = pytest.mark.filterwarnings("error")  # a padded run that raises would rerun eagerly, with a warning
+pytestmark = pytest.mark.filterwarnings("error::UserWarning")  # a padded run that raises would rerun eagerly, with a warning
 
 
 def setup_function() -> None:
