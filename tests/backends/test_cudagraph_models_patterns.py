@@ -11,7 +11,9 @@ import torch
 
 import pdyn
 from pdyn.backends.cudagraphs.pad import padded_sizes
-from tests.backends.test_cudagraph_buckets import run
+from tests.backends.test_cudagraph_buckets import PaddingBackend, run
+from tests.models import cases
+from tests.models.harness import text_inputs
 
 pytestmark = pytest.mark.filterwarnings("error::UserWarning")  # a padded run that raises would rerun eagerly, with a warning
 
@@ -106,3 +108,51 @@ def test_index_carrying_the_batch_into_another_dim_is_not_padded() -> None:
 
     backend = run(f, lambda n: (torch.randn(n, 4),), {0: [0]})
     assert "0.0" not in backend.padded()
+
+
+W = torch.randn(8, 12)
+BIAS = torch.randn(12)
+
+
+def conv1d(x: torch.Tensor) -> torch.Tensor:
+    """GPT-2's Conv1D: rows of (batch*seq, h) through addmm, viewed back."""
+    b, s, h = x.shape
+    return torch.addmm(BIAS, x.view(-1, h), W).view(b, s, 12).relu()
+
+
+def test_rows_merging_the_batch_outermost_are_padded() -> None:
+    backend = run(conv1d, lambda n: (torch.randn(n, n + 1, 8),), {0: [0, 1]})
+    assert "0.0" in backend.padded()
+    assert "0.1" not in backend.padded()  # rows b*seq + t: a padded seq would move every later row
+    assert backend.padded_calls == 3
+
+
+def test_rows_merging_the_batch_inside_are_not_padded() -> None:
+    def f(x: torch.Tensor) -> torch.Tensor:
+        b, s, h = x.shape  # (seq, batch) rows: padding the batch would move every row after the first seq
+        return torch.addmm(BIAS, x.transpose(0, 1).reshape(-1, h), W).view(s, b, 12).transpose(0, 1)
+
+    backend = run(f, lambda n: (torch.randn(n, n + 1, 8),), {0: [0, 1]})
+    assert "0.0" not in backend.padded()
+
+
+def test_reduction_over_merged_rows_is_not_padded() -> None:
+    backend = run(lambda x: x.view(-1, x.shape[-1]).sum(0), lambda n: (torch.randn(n, 3, 8),), {0: [0]})
+    assert "0.0" not in backend.padded()
+
+
+def test_whole_models_pad_their_batch() -> None:
+    """GPT-2, Llama and BERT of the model suite: the batch of input_ids and of attention_mask is one
+    padded group, and padded-then-sliced logits equal unpadded ones."""
+    for name in ("gpt2", "llama", "bert"):
+        pdyn.reset()
+        torch.manual_seed(0)
+        model = getattr(cases, name)().eval()
+        backend = PaddingBackend()
+        compiled = pdyn.optimize(model.forward, backend=backend)
+        with torch.no_grad():
+            for b, s in [(3, 9), (5, 12), (6, 7)]:
+                kwargs = text_inputs(b, s, seed=b) | ({"use_cache": False} if name != "bert" else {})
+                torch.testing.assert_close(compiled(**kwargs)[0], model(**kwargs)[0])
+        assert len(backend.plans) == 1 and {"0.0", "1.0"} <= backend.padded(), (name, backend.plans[0].refused)
+        assert backend.padded_calls == 3
