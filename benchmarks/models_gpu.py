@@ -1,7 +1,8 @@
 """Whole models on the GPU (issue 15): the suite's GPT-2, Llama and BERT (tests/models/cases.py)
 scaled to 6 layers, 512 wide, fp16, in inference over a serving-like sequence of calls whose batch
 size and sequence length change. Columns: eager, pdyn (Triton), pdyn with CUDA graphs
-(mode="reduce-overhead"), torch.compile mode="reduce-overhead", default and dynamic=True.
+(mode="reduce-overhead"), torch.compile mode="reduce-overhead", default and dynamic=True, and the eager
+model captured by hand into a CUDA graph per shape (eager_cg: its steady time is the replay).
 
 For each: first call (s, compile included), total over the sequence (s, compiles included), steady
 per-call time (ms: the sequence a third time with every shape warm and captured, synchronized after each call as a
@@ -31,12 +32,13 @@ if not torch.cuda.is_available():
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))  # the suite lives in tests/models
 
 import pdyn  # noqa: E402
+from pdyn.backends.triton.runtime import cache as kernel_cache  # noqa: E402
 from tests.models import cases  # noqa: E402
 from tests.models.harness import text_inputs  # noqa: E402
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 MODELS = {"gpt2": cases.gpt2, "llama": cases.llama, "bert": cases.bert}
-COLUMNS = ["eager", "pdyn", "pdyn_cg", "tc_reduce_overhead", "tc_default", "tc_dynamic"]
+COLUMNS = ["eager", "eager_cg", "pdyn", "pdyn_cg", "tc_reduce_overhead", "tc_default", "tc_dynamic"]
 
 
 def serving_calls(n: int, max_batch: int, max_seq: int, seed: int = 0) -> list[tuple[int, int]]:
@@ -63,9 +65,13 @@ def output_of(out: Any) -> torch.Tensor:
 def compiled(column: str, model: torch.nn.Module) -> Callable[..., Any]:
     if column == "eager":
         return model
+    if column == "eager_cg":
+        return HandCaptured(model)
     if column in ("pdyn", "pdyn_cg"):
         pdyn.reset()
-        # each pdyn column compiles cold: its own kernel directories (else the second reuses the first's binaries)
+        # each pdyn column compiles cold: its own kernel directories and no kernel module kept in
+        # memory (else the second column reuses the first's binaries)
+        kernel_cache._MODULES.clear()
         cold = tempfile.mkdtemp(prefix=f"pdyn_{column}_")
         pdyn.config.cache_dir = os.path.join(cold, "pdyn")
         os.environ["TRITON_CACHE_DIR"] = os.path.join(cold, "triton")
@@ -104,6 +110,36 @@ class CudagraphLog(logging.Handler):
         return f"{captures} captures; {per_size} symbols captured per size; " + "; ".join(r[:160] for r in reasons[:4])
 
 
+class HandCaptured:
+    """The eager model captured by hand into one CUDA graph per shape (static inputs copied in,
+    the graph replayed): the floor the issue's "1.5x of hand-captured" target is measured against."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        self.model = model
+        self.graphs: dict[Any, tuple[torch.cuda.CUDAGraph, dict[str, Any], Any]] = {}
+        self.pool = torch.cuda.graph_pool_handle()
+
+    def __call__(self, **kwargs: Any) -> Any:
+        key = tuple((k, tuple(v.shape)) if isinstance(v, torch.Tensor) else (k, v) for k, v in kwargs.items())
+        if key not in self.graphs:
+            static = {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in kwargs.items()}
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                self.model(**static)  # warmup outside capture
+            torch.cuda.current_stream().wait_stream(side)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph, pool=self.pool):
+                out = self.model(**static)
+            self.graphs[key] = (graph, static, out)
+        graph, static, out = self.graphs[key]
+        for k, v in kwargs.items():
+            if isinstance(v, torch.Tensor):
+                static[k].copy_(v)
+        graph.replay()
+        return out
+
+
 def measure(column: str, model: torch.nn.Module, inputs: list[dict[str, Any]],
             refs: list[torch.Tensor] | None) -> dict[str, Any]:
     fn = compiled(column, model)
@@ -121,7 +157,7 @@ def measure(column: str, model: torch.nn.Module, inputs: list[dict[str, Any]],
         start = time.perf_counter()
         first = 0.0
         for i, kwargs in enumerate(inputs):
-            outs.append(output_of(fn(**kwargs)))
+            outs.append(output_of(fn(**kwargs)))  # NOTE: a copy: a replayed graph overwrites its output
             sync()
             if i == 0:
                 first = time.perf_counter() - start

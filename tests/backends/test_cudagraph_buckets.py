@@ -17,6 +17,9 @@ from pdyn.backends.cudagraphs.pad import PadPlan, pad_args, padded_sizes, plan, 
 from pdyn.backends.cudagraphs.runner import GraphRunner
 
 CUDA = torch.cuda.is_available()
+# a padded run that fails raises inside the compiled graph, which pdyn then reruns eagerly with a
+# warning: the warning fails the test
+pytestmark = pytest.mark.filterwarnings("error::UserWarning")
 
 
 class PaddingBackend:

@@ -15,7 +15,7 @@ import sympy
 import torch
 import torch.fx
 
-from pdyn.backends.cudagraphs.dims import paddable, s_dims
+from pdyn.backends.cudagraphs.dims import analyse, s_dims
 from pdyn.shapes.graph_meta import EXPR, SYMBOLS, SymbolBinding
 
 
@@ -28,11 +28,12 @@ class PadPlan:
     ints: dict[int, sympy.Symbol]                            # int placeholders equal to a symbol
     outputs: list[list[tuple[int, sympy.Symbol]]]            # flat output -> its padded dims
     facts: list[sympy.Basic] = field(default_factory=list)
+    ties: dict[sympy.Symbol, sympy.Symbol] = field(default_factory=dict)  # tied symbol -> its group's first
     refused: dict[sympy.Symbol, str] = field(default_factory=dict)  # the others, and why
 
 
 def plan(gm: torch.fx.GraphModule) -> PadPlan:
-    verdicts = paddable(gm)
+    verdicts, ties = analyse(gm)
     symbols_meta = gm.meta.get(SYMBOLS)
     ok = {s: symbols_meta.bindings[s] for s, why in verdicts.items() if why is None}
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
@@ -48,7 +49,7 @@ def plan(gm: torch.fx.GraphModule) -> PadPlan:
     flat = list(out) if isinstance(out, (tuple, list)) else [out]
     outputs = [sorted((d, s) for s in ok for d in s_dims(o, s)) for o in flat]
     facts = list(symbols_meta.facts) if symbols_meta is not None else []
-    return PadPlan(ok, inputs, ints, outputs, facts, {s: w for s, w in verdicts.items() if w})
+    return PadPlan(ok, inputs, ints, outputs, facts, ties, {s: w for s, w in verdicts.items() if w})
 
 
 def bucket(n: int, buckets: tuple[int, ...] | None) -> int:
@@ -65,6 +66,8 @@ def padded_sizes(p: PadPlan, args: list[Any], buckets: tuple[int, ...] | None) -
     for s, b in p.symbols.items():
         n = args[b.placeholder].shape[b.dim]
         sizes[s] = (n, bucket(n, buckets))
+    if any(sizes[t][0] != sizes[first][0] for t, first in p.ties.items()):
+        return {s: (n, n) for s, (n, _) in sizes.items()}  # tied symbols differ: the analysis does not hold
     if p.facts and any(n != m for n, m in sizes.values()):
         subs = {s: m for s, (n, m) in sizes.items()}
         if any(f.subs(subs) == sympy.false for f in p.facts):

@@ -55,7 +55,7 @@ class WrapperCode:
             else:
                 self.kernel(i, step)
         self.add(f"return {out_struct.format(*self.lx.outputs)}")
-        body, self.lines = self.lines[head:], self.lines[:head]
+        body, self.lines = unused_copies_dropped(self.lines[head:]), self.lines[:head]
         self.bind_sizes(used(self.sym.bindings + self.lx.stride_bindings, "\n".join(body)))
         self.lines += body
         return "\n".join(self.lines) + "\n"
@@ -127,6 +127,19 @@ class WrapperCode:
 
     def pointer_expr(self, buf: Buffer) -> str:
         return buf.name
+
+
+CONTIGUOUS = re.compile(r"\s*(\w+) = _rt\.contiguous\(")
+
+
+def unused_copies_dropped(body: list[str]) -> list[str]:
+    """Without the contiguous copies of torch results that no later line reads (a split's items
+    the code views instead): each would be a copy kernel and an allocation on every call."""
+    counts: dict[str, int] = {}
+    for line in body:
+        for name in re.findall(r"\b[A-Za-z_]\w*\b", line.split("#")[0]):
+            counts[name] = counts.get(name, 0) + 1
+    return [line for line in body if not ((m := CONTIGUOUS.match(line)) and counts.get(m.group(1)) == 1)]
 
 
 def used(bindings: list[tuple[sympy.Symbol, str]], text: str) -> list[tuple[sympy.Symbol, str]]:

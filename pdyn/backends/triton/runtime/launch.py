@@ -21,6 +21,8 @@ from pdyn.backends.triton.runtime.launch_config import (
 )
 from pdyn.backends.triton.runtime.split_finish import finish_source
 
+INT32_MIN = -(2 ** 31)  # Triton passes an int in [INT32_MIN, INT32_MAX] as i32
+
 # Bounds on the per-launcher caches: past them a cache starts over (sizes that never repeat must
 # not grow memory without end; a real workload sees a few dozen sizes).
 MAX_PLANS = 1024  # sizes with a launch plan
@@ -185,8 +187,8 @@ class KernelLauncher:
         fast = _FAST if _FAST is not False else _fast()
         if fast is None:
             return False
-        if max(ints) > INT32_MAX or min(ints) < 0:
-            return False
+        if max(ints) > INT32_MAX or min(ints) < INT32_MIN:  # NOTE: a negative int (an offset such as
+            return False                                    # -s4) is an i32 specialized as a positive one
         addresses = []
         for t in ptrs:  # NOTE: Triton specializes on 16-byte alignment; storage < 2 GiB: 32-bit ok
             address = t.data_ptr()
@@ -247,7 +249,7 @@ class KernelLauncher:
         call qualifies for the bound path, the compiled kernel's launcher is kept for later calls."""
         fast = None if self.interpret else _fast()
         kernel = self._slow(fn, grid, ptrs, ints, consts, warps, names)
-        if fast is None or max(ints) > INT32_MAX or min(ints) < 0 or \
+        if fast is None or max(ints) > INT32_MAX or min(ints) < INT32_MIN or \
                 any(t.data_ptr() & 15 for t in ptrs):
             return
         try:
