@@ -115,3 +115,16 @@ def test_refusals_come_from_the_table():
         with pytest.raises(Unsupported) as e:
             pdyn.optimize(fn, fullgraph=True)(torch.ones(3))
         assert e.value.key == kind
+
+
+def test_a_dropout_traced_in_eval_draws_no_random_numbers():
+    """An eval-mode dropout is the identity: the frame code need not save the generator's state."""
+    from pdyn.ops.effects import draws_random
+
+    def f(x, training):
+        return F.dropout(x, 0.1, training), torch.dropout(x, 0.1, train=training), F.alpha_dropout(x, 0.2, training)
+
+    for training in (False, True):
+        gm = torch.fx.symbolic_trace(lambda x: f(x, training))
+        drops = [n for n in gm.graph.nodes if n.op == "call_function"]
+        assert drops and all(draws_random(n) is training for n in drops), [(n.target, n.args, n.kwargs) for n in drops]

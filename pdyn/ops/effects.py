@@ -76,7 +76,20 @@ def draws_random(node: torch.fx.Node) -> bool:
     under the node's name (`dropout`, `randn_like`, `bernoulli_`, ...)."""
     if node.op not in ("call_function", "call_method"):
         return False
-    return op_of(node).draws_random
+    op = op_of(node)
+    return op.draws_random and not (op.name in DROPOUTS and _training_flag(node) is False)
+
+
+# the dropouts whose third parameter (`training`, `train` for torch.dropout) turns them into the identity
+DROPOUTS = frozenset({"dropout", "alpha_dropout", "feature_alpha_dropout"})
+
+
+def _training_flag(node: torch.fx.Node) -> Any:
+    """A dropout node's `training` argument as traced (a guarded constant: `self.training`)."""
+    for name in ("training", "train"):
+        if name in node.kwargs:
+            return node.kwargs[name]
+    return node.args[2] if len(node.args) > 2 else True
 
 
 def _written(node: torch.fx.Node) -> list[Any]:
