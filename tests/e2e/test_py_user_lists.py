@@ -177,3 +177,21 @@ def test_list_index_compares_as_python_does_so_an_equal_tensor_earlier_in_the_li
     # decide a tensor's `==` at trace time, so the call is a graph break
     opt = check(f, torch.ones(1), torch.ones(1), graphs=2)
     assert pdyn.stats(opt)["graph_breaks"] == 1
+
+
+def test_index_and_remove_raise_pythons_messages_on_lists_tuples_and_deques():
+    import collections
+
+    def attempt(fn):
+        try:
+            fn()
+        except ValueError as e:
+            return str(e)
+        return None
+
+    def f(x):
+        return x + 1, [attempt(lambda: [1].index(5)), attempt(lambda: [1].remove(5)),
+                       attempt(lambda: (1,).index(5)), attempt(lambda: collections.deque([1]).index(5)),
+                       attempt(lambda: collections.deque([1]).remove(5)), attempt(lambda: ["a"].index("b"))]
+
+    check(f, torch.randn(2))

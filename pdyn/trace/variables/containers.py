@@ -200,12 +200,11 @@ class SequenceVariable(VariableTracker):
             elif not (_compares_by_identity(item) and (known or _compares_by_identity(value))):
                 raise Unsupported("list_method", f"pdyn cannot decide whether {item} == {value} at trace time")
         kind = self.python_type().__name__
-        if method == "remove":
-            raise UserException(ValueError(f"{kind}.remove(x): x not in {kind}"), catchable=True)
+        if kind in ("list", "tuple") and (method == "remove" or kind == "tuple"):
+            raise UserException(ValueError(f"{kind}.{method}(x): x not in {kind}"), catchable=True)
         if not known:
-            raise Unsupported("list_method", f"pdyn cannot spell the error of {kind}.index({value})")
-        error = f"{value.as_python_constant()!r} is not in list" if kind == "list" else "tuple.index(x): x not in tuple"
-        raise UserException(ValueError(error), catchable=True)
+            raise Unsupported("list_method", f"pdyn cannot spell the error of {kind}.{method}({value})")
+        raise UserException(ValueError(f"{value.as_python_constant()!r} is not in {kind}"), catchable=True)
 
     def _reconstruct_items(self, codegen: FrameCodegen) -> list[str]:
         return [codegen.reconstruct(i) for i in self.items]
