@@ -30,13 +30,13 @@ Step = KernelGroup | TorchCall
 
 
 def live_nodes(lx: GraphLowering) -> list[SchedulerNode]:
-    """Drop computed buffers nobody reads (an unused half of var_mean, ...)."""
+    """Drop computed buffers nobody reads (an unused half of var_mean, ...); index checks stay."""
     nodes = list(lx.scheduled)
     while True:
         needed = set(lx.output_buffers) | set(lx.outputs)
         for n in nodes:
             needed |= n.reads
-        keep = [n for n in nodes if isinstance(n, TorchCall) or n.name in needed]
+        keep = [n for n in nodes if isinstance(n, TorchCall) or n.effect or n.name in needed]
         if len(keep) == len(nodes):
             return keep
         nodes = keep

@@ -12,6 +12,7 @@ from typing import Any
 
 import torch
 
+from pdyn.backends.triton.kernel_builder import INDEX_ERRORS, INDEX_MESSAGE
 from pdyn.backends.triton.runtime.cache import load_kernel
 from pdyn.backends.triton.runtime.fast_launch import (
     BoundLauncher, FastLaunch, ReadyLaunch, direct_entry, make_fast_launch,
@@ -20,6 +21,19 @@ from pdyn.backends.triton.runtime.launch_config import (
     INT32_MAX, cdiv, finish_config, int_spec, needs_int64, pointwise_config, reduction_config, tile_config,
 )
 from pdyn.backends.triton.runtime.split_finish import finish_source
+
+def debug_options(fn: Any) -> dict[str, Any]:
+    """A kernel compiled with device asserts (an index check) keeps Triton's integer-overflow
+    asserts off: they would check every index add (Triton versions that have them)."""
+    if getattr(fn, "debug", None) is not True:
+        return {}
+    try:
+        from triton.backends.nvidia.compiler import CUDAOptions
+    except ImportError:
+        return {}
+    fields = getattr(CUDAOptions, "__dataclass_fields__", {})
+    return {"sanitize_overflow": False} if "sanitize_overflow" in fields else {}
+
 
 # Bounds on the per-launcher caches: past them a cache starts over (sizes that never repeat must
 # not grow memory without end; a real workload sees a few dozen sizes).
@@ -246,7 +260,14 @@ class KernelLauncher:
         """The general path: through Triton (binding, specialization, compile on a miss); where the
         call qualifies for the bound path, the compiled kernel's launcher is kept for later calls."""
         fast = None if self.interpret else _fast()
-        kernel = self._slow(fn, grid, ptrs, ints, consts, warps, names)
+        try:
+            kernel = self._slow(fn, grid, ptrs, ints, consts, warps, names)
+        except Exception as e:
+            # the interpreter wraps what a kernel's index check raised: eager's error, unwrapped
+            cause = e.__cause__
+            if self.interpret and isinstance(cause, INDEX_ERRORS) and str(cause) == INDEX_MESSAGE:
+                raise cause from None
+            raise
         if fast is None or max(ints) > INT32_MAX or min(ints) < 0 or \
                 any(t.data_ptr() & 15 for t in ptrs):
             return
@@ -263,4 +284,4 @@ class KernelLauncher:
               warps: int, names: tuple[str, ...] | None = None) -> Any:
         if names is None:
             names = ("XBLOCK", "INDEX64") if len(consts) == 2 else ("XBLOCK", "RBLOCK", "INDEX64")
-        return fn[grid](*ptrs, *ints, **dict(zip(names, consts)), num_warps=warps)
+        return fn[grid](*ptrs, *ints, **dict(zip(names, consts)), **debug_options(fn), num_warps=warps)
