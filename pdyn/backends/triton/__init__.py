@@ -43,6 +43,7 @@ class CompiledGraph:
     call: Callable[..., Any]
     launchers: list[Any] = field(default_factory=list)  # runtime.KernelLauncher per kernel
     assumptions: list[Guard] = field(default_factory=list)  # checked by the entry's guard
+    compile_jobs: list[Any] = field(default_factory=list)  # runtime.precompile.Job per launch of the first call
 
 
 def triton_backend(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
@@ -107,6 +108,7 @@ def _has_a_zero_dim(sizes: Any) -> bool:
 
 def compile_graph(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> CompiledGraph:
     from pdyn.backends.triton import lowering  # noqa: F401  # registers the lowerings
+    from pdyn.backends.triton.ahead import compile_ahead, jobs_ahead
     from pdyn.backends.triton.graph_lowering import GraphLowering
     from pdyn.backends.triton.scheduler import schedule
     from pdyn.backends.triton.symbolic import read_stamps
@@ -122,7 +124,10 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Compil
     source = code.build(steps, output_structure(gm))
     namespace = dict(code.globals)
     exec(compile(source, "<pdyn triton wrapper>", "exec"), namespace)  # noqa: S102  # our own text
+    jobs = jobs_ahead(steps, code.launchers, sym)
+    if not interpret and lx.device.type == "cuda":
+        compile_ahead(jobs, lx.device)  # the first call's compiles, in parallel
     if output_code.isEnabledFor(logging.DEBUG):
         output_code.debug("wrapper:\n%s\n%s", source, "\n\n".join(code.kernels))
     return CompiledGraph(source, code.kernels, kernel_count(steps), lx.fallbacks, namespace["call"],
-                         code.launchers, lx.assumptions)
+                         code.launchers, lx.assumptions, jobs)
