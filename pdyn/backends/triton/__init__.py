@@ -124,7 +124,7 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Compil
     source = code.build(steps, output_structure(gm))
     namespace = dict(code.globals)
     exec(compile(source, "<pdyn triton wrapper>", "exec"), namespace)  # noqa: S102  # our own text
-    jobs = jobs_ahead(steps, code.launchers, sym)
+    jobs = jobs_ahead(steps, sym)
     if not interpret and lx.device.type == "cuda":
         compile_ahead(jobs, lx.device)  # the first call's compiles, in parallel
     if output_code.isEnabledFor(logging.DEBUG):

@@ -11,7 +11,7 @@ from typing import Any
 import sympy
 import torch
 
-from pdyn.backends.triton.runtime import precompile
+from pdyn.backends.triton.runtime import launch_config, precompile
 from pdyn.backends.triton.scheduler import KernelGroup, Step
 from pdyn.backends.triton.symbolic import SymbolicGraph
 
@@ -23,14 +23,13 @@ def _value(expr: Any, hints: dict[sympy.Symbol, int]) -> int | None:
     return int(value) if value.is_Integer else None
 
 
-def jobs_ahead(steps: list[Step], launchers: list[Any], sym: SymbolicGraph) -> list[precompile.Job]:
+def jobs_ahead(steps: list[Step], sym: SymbolicGraph) -> list[precompile.Job]:
     """The compiles the first call will need, one per launch (runtime.precompile drops repeats)."""
     hints = {s: sympy.Integer(v) for s, v in sym.hints.items()}
     jobs: list[precompile.Job] = []
-    groups = [s for s in steps if isinstance(s, KernelGroup)]
-    for group, launcher in zip(groups, launchers):
-        source = group.source
-        assert source is not None
+    for group in _groups(steps, hints):
+        source, launcher = group.source, group.launcher
+        assert source is not None and launcher is not None
         t = source.tiling
         values = [_value(e, hints) for e in source.args.sizes]
         x = _value(sympy.Mul(*t.x_ranges), hints)
@@ -46,6 +45,24 @@ def jobs_ahead(steps: list[Step], launchers: list[Any], sym: SymbolicGraph) -> l
         jobs += precompile.launcher_jobs(launcher, ptrs, tuple(values), tuple(dims),  # type: ignore[arg-type]
                                          source.ysplit is not None)
     return jobs
+
+
+def _groups(steps: list[Step], hints: dict[sympy.Symbol, sympy.Integer]) -> list[KernelGroup]:
+    """The kernel groups the first call launches: a phased group's nodes where the example's
+    sizes choose them (launch_config.phased), else the fused kernel."""
+    out = []
+    for step in steps:
+        if not isinstance(step, KernelGroup):
+            continue
+        source = step.source
+        if step.phased is not None and source is not None:
+            x = _value(sympy.Mul(*source.tiling.x_ranges), hints)
+            r = _value(sympy.Mul(*source.tiling.r_ranges), hints)
+            if x is not None and r is not None and launch_config.phased(x, r, source.inner):
+                out += step.phased
+                continue
+        out.append(step)
+    return out
 
 
 def compile_ahead(jobs: list[precompile.Job], device: torch.device) -> None:

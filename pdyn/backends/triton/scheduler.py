@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import Any
 
 from pdyn.backends.triton.codegen import KernelSource, generate_kernel, tiling_of
 from pdyn.backends.triton.graph_lowering import GraphLowering
@@ -24,6 +25,10 @@ MAX_FUSED = 64  # nodes per kernel: bounds compile time and register pressure
 class KernelGroup:
     nodes: list[ComputedBuffer]
     source: KernelSource | None = None
+    # A reduction kernel that cannot split over r: the same nodes one kernel each, so each
+    # reduction can split; the wrapper runs these where the fused kernel would not fill the GPU
+    phased: list[KernelGroup] | None = None
+    launcher: Any = None  # runtime.KernelLauncher, set by the wrapper
 
 
 Step = KernelGroup | TorchCall
@@ -92,3 +97,22 @@ def _generate(steps: list[Step], lx: GraphLowering, interpret: bool) -> None:
             others = outside.union(*[r for j, r in enumerate(reads_by_step) if j != i])
             stored = {n.name for n in step.nodes if n.name in others}
             step.source = generate_kernel(step.nodes, stored, interpret)
+            step.phased = _phased(step, stored, interpret)
+
+
+def _phased(group: KernelGroup, stored: set[str], interpret: bool) -> list[KernelGroup] | None:
+    """One kernel per node of a reduction kernel with several nodes and no split variant (a
+    softmax over a long dim: max, sum, normalize): a reduction alone can split over r."""
+    source = group.source
+    assert source is not None
+    if not source.tiling.is_reduction or source.split is not None or len(group.nodes) < 2:
+        return None
+    if not any(isinstance(n.data, Reduction) for n in group.nodes):
+        return None
+    names = {n.name for n in group.nodes}
+    phases = [KernelGroup([n]) for n in group.nodes]
+    for sub in phases:
+        node = sub.nodes[0]
+        read_later = any(node.name in other.reads for other in group.nodes if other is not node)
+        sub.source = generate_kernel(sub.nodes, {node.name} & (stored | (names if read_later else set())), interpret)
+    return phases

@@ -107,6 +107,17 @@ def reduction_config(xnumel: int, rnumel: int, inner: bool, can_split: bool) -> 
     return "looped", xblock, rblock, warps, 1
 
 
+PHASED_MIN_R = 8192  # a kernel of several reductions runs one kernel per node from this reduced extent ...
+PHASED_PROGRAMS = 264  # ... when its fused form would have fewer programs than this (2 per SM)
+
+
+def phased(xnumel: int, rnumel: int, inner: bool) -> bool:
+    """Whether a reduction kernel that cannot split runs as one kernel per node (each reduction
+    split over r): a long reduced extent and too few kept elements to fill the GPU otherwise."""
+    programs = xnumel if inner else cdiv(xnumel, OUTER_MIN_XBLOCK)
+    return rnumel >= PHASED_MIN_R and programs < PHASED_PROGRAMS
+
+
 def finish_config(xnumel: int, chunks: int) -> tuple[int, int]:
     """(XBLOCK, RBLOCK) of the second stage: enough column blocks to spread over the GPU, and 32
     chunks per load (fixed, so the chunk count never picks another compile)."""
