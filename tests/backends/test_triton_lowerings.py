@@ -144,14 +144,14 @@ def test_attention_is_an_extern_call_between_fused_kernels():
 
 
 # -- the index check fuses into the kernel that walks the indices (no check kernel, no sync) --------
-def test_cross_entropy_with_gather_runs_a_row_kernel_a_sum_and_a_divide():
+def test_cross_entropy_with_gather_runs_a_row_kernel_and_a_mean():
     fn = lambda x, t: (torch.logsumexp(x, -1) - x.gather(1, t[:, None])[:, 0]).mean()  # noqa: E731
-    rec = no_fallbacks(fn, (randn(5, 7), idx(7, 5)), (randn(8, 11), idx(11, 8)), kernels=3)
+    rec = no_fallbacks(fn, (randn(5, 7), idx(7, 5)), (randn(8, 11), idx(11, 8)), kernels=2)
     assert "_check" not in rec.last.wrapper_source  # the check is inside the row kernel
     assert "_index_check(" in rec.last.kernel_sources[0] or "device_assert" in rec.last.kernel_sources[0]
 
 
-@pytest.mark.parametrize("reduction, kernels", [("mean", 4), ("sum", 2), ("none", 1)])
+@pytest.mark.parametrize("reduction, kernels", [("mean", 2), ("sum", 2), ("none", 1)])
 def test_cross_entropy_kernels_with_ignore_index(reduction, kernels):
     def targets(n, c):
         t = idx(c, n)

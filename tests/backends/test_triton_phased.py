@@ -25,6 +25,7 @@ def phased_from_short(monkeypatch):
     lambda x: x - x.amax(0, keepdim=True) + x.sum(0),
     lambda x: F.layer_norm(x.t(), (x.shape[0],)),
     lambda x: torch.var_mean(x, 0)[0] * 3,
+    lambda x: (x * 2).sum() * 0.5 + x.amax(),  # reductions to one value, then a scalar epilogue
 ])
 def test_phased_kernels_equal_eager(phased_from_short, fn):
     rec = check(fn, (randn(37, 5),), (randn(301, 3),), (randn(3, 517),), (randn(1031, 7),), (randn(2, 4500),))

@@ -47,17 +47,8 @@ def live_nodes(lx: GraphLowering) -> list[SchedulerNode]:
         nodes = keep
 
 
-def keeps_split(nodes: list[ComputedBuffer]) -> bool:
-    """A reduction to one value (no x extent: one program unless split over r) stays the last
-    node of its kernel, so its launch can split r over the GPU; what follows it runs after."""
-    tiling = tiling_of(nodes[:-1])
-    if not tiling.is_reduction or tiling.x_ranges:
-        return True
-    return not any(isinstance(n.data, Reduction) for n in nodes[:-1])
-
-
 def can_fuse(nodes: list[ComputedBuffer], interpret: bool) -> bool:
-    if len(nodes) > MAX_FUSED or not keeps_split(nodes):
+    if len(nodes) > MAX_FUSED:
         return False
     try:
         generate_kernel(nodes, {n.name for n in nodes}, interpret, layout=False)
