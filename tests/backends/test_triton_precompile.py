@@ -38,11 +38,14 @@ def test_repeated_layers_compile_each_distinct_kernel_once(monkeypatch):
     distinct = lambda jobs: {j.key() for j in jobs}  # noqa: E731
     assert len(distinct(four)) == len(distinct(two)) < len(four)  # the layers between share compiles
     ran = []
+    monkeypatch.setattr(precompile, "_DONE", set())
     monkeypatch.setattr(precompile.Job, "run", lambda self: ran.append(self.key()))
     before = dict(precompile.STATS)
     precompile.precompile(four, workers=4)
     assert sorted(ran, key=str) == sorted(distinct(four), key=str)
     assert precompile.STATS["compiled"] - before["compiled"] == len(distinct(four))
+    precompile.precompile(four + two, workers=4)  # compiled already: nothing runs again
+    assert len(ran) == len(distinct(four))
 
 
 def test_jobs_are_the_launches_the_first_call_makes():
@@ -66,6 +69,21 @@ def test_a_failing_compile_is_left_to_the_launch(monkeypatch):
         raise RuntimeError("no compiler")
 
     monkeypatch.setattr(precompile.Job, "run", fail)
+    monkeypatch.setattr(precompile, "_DONE", set())
     before = precompile.STATS["failed"]
     precompile.precompile(jobs, workers=2)
     assert precompile.STATS["failed"] - before == len({j.key() for j in jobs})
+
+
+def test_new_sizes_plan_their_own_launches():
+    """The wrapper asks for the jobs of each new tuple of sizes (on the GPU); the plan follows the
+    sizes: the 2-D tiles and blocks of a larger call."""
+    rec = check(lambda x, y: (x.t() + y) * 0.5, (randn(70, 33), randn(33, 70)), (randn(700, 65), randn(65, 700)))
+    ahead = rec.last.ahead
+    assert ahead.jobs((70, 33)) == rec.last.compile_jobs
+    (small,), (large,) = ahead.jobs((70, 33)), ahead.jobs((700, 65))
+    launcher = rec.last.launchers[0]
+    assert {(small.function, tuple(v for _, v in small.constexprs)), (large.function, tuple(v for _, v in large.constexprs))} \
+        == {(p.function, p.constexprs) for p in launcher.plans.values()}
+    ahead((700, 65))  # no GPU: remembered, nothing compiled
+    assert (700, 65) in ahead.seen

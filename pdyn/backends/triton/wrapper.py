@@ -33,6 +33,8 @@ class WrapperCode:
                                         "_dev": lx.device, "_empty": runtime.allocator(lx.device)}
         self.kernels: list[str] = []
         self.launchers: list[runtime.KernelLauncher] = []
+        self.ahead = lx.device.type == "cuda" and not interpret  # compile a new size's kernels ahead
+        self.ahead_names: list[str] = []
 
     def add(self, line: str, indent: int = 1) -> None:
         self.lines.append("    " * indent + line)
@@ -56,7 +58,13 @@ class WrapperCode:
                 self.kernel(i, step)
         self.add(f"return {out_struct.format(*self.lx.outputs)}")
         body, self.lines = self.lines[head:], self.lines[:head]
-        self.bind_sizes(used(self.sym.bindings + self.lx.stride_bindings, "\n".join(body)))
+        bindings = used(self.sym.bindings + self.lx.stride_bindings, "\n".join(body))
+        self.bind_sizes(bindings)
+        self.ahead_names = [symbol.name for symbol, _ in bindings]
+        if self.ahead and bindings:  # new sizes: their launches' compiles, made ahead in parallel
+            key = f"({', '.join(self.ahead_names)},)"
+            self.add(f"if {key} not in _ahead_seen:")
+            self.add(f"_ahead({key})", 2)
         self.lines += body
         return "\n".join(self.lines) + "\n"
 

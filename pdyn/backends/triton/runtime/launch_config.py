@@ -107,7 +107,7 @@ def reduction_config(xnumel: int, rnumel: int, inner: bool, can_split: bool) -> 
     return "looped", xblock, rblock, warps, 1
 
 
-PHASED_MIN_R = 8192  # a kernel of several reductions runs one kernel per node from this reduced extent ...
+PHASED_MIN_R = 4096  # a kernel of several reductions runs one kernel per node from this reduced extent ...
 PHASED_PROGRAMS = 264  # ... when its fused form would have fewer programs than this (2 per SM)
 
 

@@ -30,6 +30,8 @@ log = logging.getLogger("pdyn.lowering")
 
 STATS = {"jobs": 0, "compiled": 0, "seconds": 0.0, "failed": 0}  # observed by benchmarks and tests
 _LOCK = threading.Lock()
+_DONE: set[tuple] = set()  # jobs compiled (or tried) in this process
+MAX_DONE = 1 << 16
 
 
 def threads() -> int:
@@ -50,9 +52,11 @@ class Job:
     warps: int
 
     def key(self) -> tuple:
-        ints = tuple(a if isinstance(a, int) else str(a) for a in self.args)
-        spec = tuple(("1" if a == 1 else "16" if a % 16 == 0 else "") if isinstance(a, int) else a for a in ints)
-        return (id(self.function), spec, self.constexprs, self.warps)
+        """What Triton compiles for: the function, each argument's dtype or int class (1, a
+        multiple of 16, other), the constexprs and warps."""
+        spec = tuple(("1" if a == 1 else "16" if a % 16 == 0 else "") if isinstance(a, int) else str(a)
+                     for a in self.args)
+        return (self.function, spec, self.constexprs, self.warps)
 
     def run(self) -> None:
         options = dict(self.constexprs) | debug_options(self.function)
@@ -99,9 +103,14 @@ def precompile(jobs: list[Job], workers: int | None = None, device: int | None =
     thread makes it current: Triton keeps compiled kernels per device); failures are left to
     the launch."""
     workers = threads() if workers is None else workers
-    unique = list({job.key(): job for job in jobs}.values())
-    if workers <= 0 or not unique:
+    if workers <= 0:
         return
+    unique = [job for key, job in {job.key(): job for job in jobs}.items() if key not in _DONE]
+    if not unique:
+        return
+    if len(_DONE) > MAX_DONE:
+        _DONE.clear()
+    _DONE.update(job.key() for job in unique)
     start = time.perf_counter()
 
     def run(job: Job) -> None:
