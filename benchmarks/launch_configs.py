@@ -32,7 +32,7 @@ VARIANTS: dict[str, list[dict[str, Any]]] = {
     "column sum": [
         {}, {"SPLIT_MIN_R": 2048}, {"SPLIT_MIN_R": 4096}, {"SPLIT_MIN_R": 2048, "OUTER_MIN_PROGRAMS": 256},
     ],
-    "softmax over dim 0": [{}, {"PHASED_MIN_R": 1 << 40}, {"PHASED_MIN_R": 2048}, {"PHASED_MIN_R": 4096},
+    "softmax over dim 0": [{}, {"PHASED_MIN_R": 1 << 40}, {"PHASED_MIN_R": 2048}, {"PHASED_MIN_R": 8192},
                            {"PHASED_MIN_R": 16384}],
 }
 SIZES = {"pointwise chain": [256, 1024, 4096], "softmax": [256, 1024, 4096],

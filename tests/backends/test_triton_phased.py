@@ -16,6 +16,7 @@ from tests.backends.util import check, randn
 def phased_from_short(monkeypatch):
     """Phased from 40 reduced elements, and a split from 64: small inputs take every path."""
     monkeypatch.setattr(launch_config, "PHASED_MIN_R", 40)
+    monkeypatch.setattr(launch_config, "PHASED_MIN_R_INNER", 40)
     monkeypatch.setattr(launch_config, "SPLIT_MIN_R", 64)
 
 
@@ -47,4 +48,5 @@ def test_phased_choice():
     assert not launch_config.phased(1024, 1024, inner=False)
     assert not launch_config.phased(1 << 16, 65536, inner=False)
     assert launch_config.phased(4, 1 << 20, inner=True)
+    assert launch_config.phased(1024, 4096, inner=False) and not launch_config.phased(1, 4096, inner=True)
     assert not launch_config.phased(4096, 1 << 20, inner=True)
