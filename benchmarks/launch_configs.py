@@ -32,9 +32,11 @@ VARIANTS: dict[str, list[dict[str, Any]]] = {
     "column sum": [
         {}, {"SPLIT_MIN_R": 2048}, {"SPLIT_MIN_R": 4096}, {"SPLIT_MIN_R": 2048, "OUTER_MIN_PROGRAMS": 256},
     ],
+    "softmax over dim 0": [{}, {"PHASED_MIN_R": 1 << 40}, {"PHASED_MIN_R": 2048}, {"PHASED_MIN_R": 8192},
+                           {"PHASED_MIN_R": 16384}],
 }
 SIZES = {"pointwise chain": [256, 1024, 4096], "softmax": [256, 1024, 4096],
-         "column sum": [512, 1024, 2048, 4096, 8192]}
+         "column sum": [512, 1024, 2048, 4096, 8192], "softmax over dim 0": [1024, 4096, 8192, 16384, 65536]}
 LAYERNORM_VARIANTS = VARIANTS["softmax"]
 
 

@@ -141,3 +141,40 @@ def test_attention_is_an_extern_call_between_fused_kernels():
 
     rec = no_fallbacks(attn, (randn(2, 5, 8),), (randn(2, 7, 8),), kernels=2)
     assert "extern: scaled_dot_product_attention" in rec.last.wrapper_source
+
+
+# -- the index check fuses into the kernel that walks the indices (no check kernel, no sync) --------
+def test_cross_entropy_with_gather_runs_a_row_kernel_and_a_mean():
+    fn = lambda x, t: (torch.logsumexp(x, -1) - x.gather(1, t[:, None])[:, 0]).mean()  # noqa: E731
+    rec = no_fallbacks(fn, (randn(5, 7), idx(7, 5)), (randn(8, 11), idx(11, 8)), kernels=2)
+    assert "_check" not in rec.last.wrapper_source  # the check is inside the row kernel
+    assert "_index_check(" in rec.last.kernel_sources[0] or "device_assert" in rec.last.kernel_sources[0]
+
+
+@pytest.mark.parametrize("reduction, kernels", [("mean", 2), ("sum", 2), ("none", 1)])
+def test_cross_entropy_kernels_with_ignore_index(reduction, kernels):
+    def targets(n, c):
+        t = idx(c, n)
+        t[1] = -100
+        return t
+
+    no_fallbacks(lambda x, t: F.cross_entropy(x, t, reduction=reduction), (randn(5, 7), targets(5, 7)),
+                 (randn(8, 11), targets(8, 11)), kernels=kernels)
+
+
+@cpu_only
+def test_fused_index_check_raises_as_eager_even_where_the_gather_is_unused():
+    def fn(x, t):
+        g = x.gather(1, t[:, None])  # noqa: F841  # unused: eager still checks it
+        return torch.logsumexp(x, -1)
+
+    compiled = pdyn.optimize(fn, backend="triton")
+    x, t = randn(4, 6), idx(6, 4)
+    torch.testing.assert_close(compiled(x, t), fn(x, t))
+    for bad in (t + 6, t - 7):
+        with pytest.raises(RuntimeError):
+            fn(x, bad)
+        with pytest.raises(RuntimeError):
+            compiled(x, bad)
+    with pytest.raises(IndexError):
+        pdyn.optimize(lambda x, t: F.cross_entropy(x, t, reduction="none"), backend="triton")(x, t + 6)

@@ -43,6 +43,8 @@ class CompiledGraph:
     call: Callable[..., Any]
     launchers: list[Any] = field(default_factory=list)  # runtime.KernelLauncher per kernel
     assumptions: list[Guard] = field(default_factory=list)  # checked by the entry's guard
+    compile_jobs: list[Any] = field(default_factory=list)  # runtime.precompile.Job per launch of the first call
+    ahead: Any = None  # ahead.AheadCompiler: the jobs of any tuple of sizes
 
 
 def triton_backend(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
@@ -107,6 +109,7 @@ def _has_a_zero_dim(sizes: Any) -> bool:
 
 def compile_graph(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> CompiledGraph:
     from pdyn.backends.triton import lowering  # noqa: F401  # registers the lowerings
+    from pdyn.backends.triton.ahead import AheadCompiler
     from pdyn.backends.triton.graph_lowering import GraphLowering
     from pdyn.backends.triton.scheduler import schedule
     from pdyn.backends.triton.symbolic import read_stamps
@@ -121,8 +124,15 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Compil
     code = WrapperCode(lx, sym, interpret)
     source = code.build(steps, output_structure(gm))
     namespace = dict(code.globals)
+    ahead = AheadCompiler(steps, code.ahead_names, namespace, lx.device if code.ahead else None)
+    namespace.update(_ahead=ahead, _ahead_seen=ahead.seen)
     exec(compile(source, "<pdyn triton wrapper>", "exec"), namespace)  # noqa: S102  # our own text
+    hints = {symbol.name: value for symbol, value in sym.hints.items()}
+    key = tuple(hints.get(n) for n in code.ahead_names)
+    jobs = ahead.jobs(key) if None not in key else []  # the example call's launches
+    if code.ahead and None not in key:
+        ahead(key)  # the first call's compiles, in parallel, before it runs
     if output_code.isEnabledFor(logging.DEBUG):
         output_code.debug("wrapper:\n%s\n%s", source, "\n\n".join(code.kernels))
     return CompiledGraph(source, code.kernels, kernel_count(steps), lx.fallbacks, namespace["call"],
-                         code.launchers, lx.assumptions)
+                         code.launchers, lx.assumptions, jobs, ahead)

@@ -15,7 +15,9 @@ import torch
 
 from pdyn.backends.triton.codegen_layout import pointwise_split, reduction_inner, tiled_head
 from pdyn.backends.triton.ir import ComputedBuffer, Pointwise, Reduction, Scan, Val
-from pdyn.backends.triton.kernel_builder import CannotFuse, KernelArgs, KernelBuilder, Local, Scope
+from pdyn.backends.triton.kernel_builder import (
+    INDEX_CHECK_HELPER, CannotFuse, KernelArgs, KernelBuilder, Local, Scope,
+)
 from pdyn.backends.triton.symbolic import floordiv, index_var, moddim
 from pdyn.backends.triton.triton_ops import PREAMBLE, constant_text, dtype_text
 
@@ -294,7 +296,10 @@ class KernelCodegen:
         # NOTE: sizes are specialized by Triton (== 1, % 16 == 0), checked per call: the multiple-of-16
         # case is what lets strided rows and masked blocks use vector loads
         no_spec = ["rchunk"] if self.split else []
-        head = [f"@triton.jit(do_not_specialize={no_spec!r})" if no_spec else "@triton.jit",
+        options = [f"do_not_specialize={no_spec!r}"] if no_spec else []
+        if b.asserts and not b.interpret:  # NOTE: Triton compiles device asserts out without debug
+            options.append("debug=True")
+        head = [f"@triton.jit({', '.join(options)})" if options else "@triton.jit",
                 f"def {name}({', '.join(params + consts + ['INDEX64: tl.constexpr'])}):"]
         if self.ysplit is not None:
             return "\n".join(head + tiled_head() + ["    " + line for line in b.top.lines]) + "\n"
@@ -355,6 +360,8 @@ def generate_kernel(nodes: list[ComputedBuffer], stored: set[str], interpret: bo
     header = "import triton\nimport triton.language as tl\n"
     if not interpret:
         header += "from triton.language.extra import libdevice\n"
+    elif "_index_check(" in body:
+        header += INDEX_CHECK_HELPER
     text = header + PREAMBLE + "\n\n" + body
     return KernelSource(text, tiling, args, [n.name for n in nodes if n.name in stored], names, split,
                         inner, ysplit)

@@ -220,26 +220,31 @@ class GraphLowering:
 
     def check_indices(self, node: torch.fx.Node, index: Pointwise, bound: sympy.Expr,
                       ignored: int | None = None, error: type = RuntimeError) -> None:
-        """Before a kernel gathers with `index`: a kernel reduces "every index lies in [0, bound)
-        (or is `ignored`)" to one flag, which the wrapper asserts as eager does (on the GPU without
-        a sync). The gathering kernel's loads are masked to the bounds: nothing reads outside."""
-        def ok(h: Any, idx: list[sympy.Expr]) -> Any:
+        """Before a kernel gathers with `index`: a node over the index's elements asserts each lies
+        in [0, bound) (or is `ignored`), as eager does: eager's error under the interpreter, a
+        device assert without a sync on the GPU. It has the index's ranges, so it fuses into the
+        kernel that walks them (a row reduction gathering one target per row); the gathering
+        kernel's loads are masked to the bounds, so nothing reads outside whatever runs first."""
+        # NOTE: size-1 dims dropped: the check walks the same elements in any shape, and `t[:, None]`
+        # then has the rows of the row reduction it fuses into
+        kept = [d for d, n in enumerate(index.ranges) if n != 1]
+
+        def ok(h: Any, at: list[sympy.Expr]) -> Any:
+            idx: list[sympy.Expr] = [sympy.Integer(0)] * len(index.ranges)
+            for d, i in zip(kept, at):
+                idx[d] = i
             v = h.cast(index.fn(h, idx), torch.int64)
             inside = h.op("and", torch.bool, h.op("ge", torch.bool, v, h.constant(0, torch.int64)),
                           h.op("lt", torch.bool, v, h.scalar(bound, torch.int64)))
             if ignored is not None:
                 inside = h.op("or", torch.bool, inside, h.op("eq", torch.bool, v, h.constant(ignored, torch.int64)))
-            return h.cast(inside, torch.int32)
+            h.check(inside, at, error)
+            return inside
 
-        if index.ranges:
-            red = Reduction("min", list(index.ranges), tuple(range(len(index.ranges))), ok, torch.int32)
-            flag = self.schedule_reduction(red, torch.int32, index.reads, [], None)
-        else:
-            flag = buffer_value(self.schedule_pointwise(Pointwise([], torch.int32, ok, index.reads)))
-        assert flag.buffer is not None
-        name = flag.buffer.name
-        self.scheduled.append(TorchCall("check", node, self.new_name("chk"), [name], frozenset([name]),
-                                        check=(bound, ignored, error)))
+        size = [index.ranges[d] for d in kept]
+        value = Pointwise(size, torch.bool, ok, index.reads)
+        buf = Buffer(self.new_name("chk"), torch.bool, size, contiguous_strides(size))
+        self.scheduled.append(ComputedBuffer(buf, value, value.reads, effect=True))
 
     def fallback(self, node: torch.fx.Node, kind: str = "fallback") -> Any:
         if node.op != "get_attr":

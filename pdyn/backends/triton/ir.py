@@ -41,6 +41,7 @@ class Handler(Protocol):
     def op(self, name: str, dtype: torch.dtype, *args: Val) -> Val: ...
     def masked(self, mask: Val, body: Callable[[], Val], other: Any) -> Val: ...
     def indirect_index(self, v: Val, at: list[sympy.Expr], bound: sympy.Expr) -> sympy.Expr: ...
+    def check(self, ok: Val, at: list[sympy.Expr], error: type) -> None: ...
 
 
 Index = list[sympy.Expr]
@@ -163,6 +164,7 @@ class ComputedBuffer:
     data: Pointwise | Reduction | Scan
     reads: frozenset[str]
     keep_index: Callable[[Index], Index] | None = None
+    effect: bool = False  # runs for an effect (an index check) even if no one reads it
 
     @property
     def name(self) -> str:

@@ -20,6 +20,21 @@ from pdyn.backends.triton.triton_ops import (
 )
 
 
+INDEX_MESSAGE = "index out of range"
+INDEX_ERRORS = (RuntimeError, IndexError)  # the error types eager's CPU kernels raise for one
+INDEX_CHECK_HELPER = """
+def _index_check(ok, mask, error):
+    # interpreter only: raise eager's error where a live lane's index is out of range
+    import numpy
+    good = ok.handle.data
+    if mask is not None:
+        good, live = numpy.broadcast_arrays(good, mask.handle.data)
+        good = good | ~live
+    if not good.all():
+        raise (RuntimeError, IndexError)[error]("%s")
+""" % INDEX_MESSAGE
+
+
 class CannotFuse(Exception):
     """A node's reads cannot be served inside this kernel; the scheduler starts a new kernel."""
 
@@ -92,6 +107,7 @@ class KernelBuilder:
         self.indirect: dict[sympy.Symbol, tuple[set[sympy.Symbol], str]] = {}
         self.accesses: list[sympy.Expr] = []  # every load's index: the layout choice
         self.stores: list[sympy.Expr] = []  # every store's index
+        self.asserts = False  # an index check: the kernel compiles with device asserts on
 
     # -- text -------------------------------------------------------------------------------
     def emit(self, text: str, dtype: torch.dtype, cse: bool = True, block: bool = True) -> Val:
@@ -212,6 +228,18 @@ class KernelBuilder:
         hi = KERNEL_PRINTER.doprint(self.args.size(sympy.sympify(bound)))
         self.indirect[sym] = (deps & (self.x_syms | self.r_syms | self.y_syms), f"({v.text} >= 0) & ({v.text} < {hi})")
         return sym
+
+    def check(self, ok: Val, at: list[sympy.Expr], error: type) -> None:
+        """Fail where a live lane's `ok` is false: eager's `error` under the interpreter (a helper
+        the module defines), a device assert on the GPU (no sync, as eager's kernels fail)."""
+        mask = self.mask_for(sympy.Add(*[sympy.sympify(e) for e in at])) if at else None
+        self.asserts = True
+        if self.interpret:
+            code = INDEX_ERRORS.index(error)
+            self.line(f"_index_check({ok.text}, {mask or 'None'}, {code})")
+        else:
+            cond = f"{ok.text} | ~({mask})" if mask else ok.text
+            self.line(f'tl.device_assert({cond}, "{INDEX_MESSAGE}")')
 
     def constant(self, value: Any, dtype: torch.dtype) -> Val:
         dtype = compute_dtype(dtype)

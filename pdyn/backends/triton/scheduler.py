@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import Any
 
 from pdyn.backends.triton.codegen import KernelSource, generate_kernel, tiling_of
 from pdyn.backends.triton.graph_lowering import GraphLowering
@@ -24,35 +25,30 @@ MAX_FUSED = 64  # nodes per kernel: bounds compile time and register pressure
 class KernelGroup:
     nodes: list[ComputedBuffer]
     source: KernelSource | None = None
+    # A reduction kernel that cannot split over r: the same nodes one kernel each, so each
+    # reduction can split; the wrapper runs these where the fused kernel would not fill the GPU
+    phased: list[KernelGroup] | None = None
+    launcher: Any = None  # runtime.KernelLauncher, set by the wrapper
 
 
 Step = KernelGroup | TorchCall
 
 
 def live_nodes(lx: GraphLowering) -> list[SchedulerNode]:
-    """Drop computed buffers nobody reads (an unused half of var_mean, ...)."""
+    """Drop computed buffers nobody reads (an unused half of var_mean, ...); index checks stay."""
     nodes = list(lx.scheduled)
     while True:
         needed = set(lx.output_buffers) | set(lx.outputs)
         for n in nodes:
             needed |= n.reads
-        keep = [n for n in nodes if isinstance(n, TorchCall) or n.name in needed]
+        keep = [n for n in nodes if isinstance(n, TorchCall) or n.effect or n.name in needed]
         if len(keep) == len(nodes):
             return keep
         nodes = keep
 
 
-def keeps_split(nodes: list[ComputedBuffer]) -> bool:
-    """A reduction to one value (no x extent: one program unless split over r) stays the last
-    node of its kernel, so its launch can split r over the GPU; what follows it runs after."""
-    tiling = tiling_of(nodes[:-1])
-    if not tiling.is_reduction or tiling.x_ranges:
-        return True
-    return not any(isinstance(n.data, Reduction) for n in nodes[:-1])
-
-
 def can_fuse(nodes: list[ComputedBuffer], interpret: bool) -> bool:
-    if len(nodes) > MAX_FUSED or not keeps_split(nodes):
+    if len(nodes) > MAX_FUSED:
         return False
     try:
         generate_kernel(nodes, {n.name for n in nodes}, interpret, layout=False)
@@ -92,3 +88,22 @@ def _generate(steps: list[Step], lx: GraphLowering, interpret: bool) -> None:
             others = outside.union(*[r for j, r in enumerate(reads_by_step) if j != i])
             stored = {n.name for n in step.nodes if n.name in others}
             step.source = generate_kernel(step.nodes, stored, interpret)
+            step.phased = _phased(step, stored, interpret)
+
+
+def _phased(group: KernelGroup, stored: set[str], interpret: bool) -> list[KernelGroup] | None:
+    """One kernel per node of a reduction kernel with several nodes and no split variant (a
+    softmax over a long dim: max, sum, normalize): a reduction alone can split over r."""
+    source = group.source
+    assert source is not None
+    if not source.tiling.is_reduction or source.split is not None or len(group.nodes) < 2:
+        return None
+    if not any(isinstance(n.data, Reduction) for n in group.nodes):
+        return None
+    names = {n.name for n in group.nodes}
+    phases = [KernelGroup([n]) for n in group.nodes]
+    for sub in phases:
+        node = sub.nodes[0]
+        read_later = any(node.name in other.reads for other in group.nodes if other is not node)
+        sub.source = generate_kernel(sub.nodes, {node.name} & (stored | (names if read_later else set())), interpret)
+    return phases

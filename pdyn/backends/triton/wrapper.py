@@ -33,6 +33,8 @@ class WrapperCode:
                                         "_dev": lx.device, "_empty": runtime.allocator(lx.device)}
         self.kernels: list[str] = []
         self.launchers: list[runtime.KernelLauncher] = []
+        self.ahead = lx.device.type == "cuda" and not interpret  # compile a new size's kernels ahead
+        self.ahead_names: list[str] = []
 
     def add(self, line: str, indent: int = 1) -> None:
         self.lines.append("    " * indent + line)
@@ -56,7 +58,13 @@ class WrapperCode:
                 self.kernel(i, step)
         self.add(f"return {out_struct.format(*self.lx.outputs)}")
         body, self.lines = unused_copies_dropped(self.lines[head:]), self.lines[:head]
-        self.bind_sizes(used(self.sym.bindings + self.lx.stride_bindings, "\n".join(body)))
+        bindings = used(self.sym.bindings + self.lx.stride_bindings, "\n".join(body))
+        self.bind_sizes(bindings)
+        self.ahead_names = [symbol.name for symbol, _ in bindings]
+        if self.ahead and bindings:  # new sizes: their launches' compiles, made ahead in parallel
+            key = f"({', '.join(self.ahead_names)},)"
+            self.add(f"if {key} not in _ahead_seen:")
+            self.add(f"_ahead({key})", 2)
         self.lines += body
         return "\n".join(self.lines) + "\n"
 
@@ -89,19 +97,34 @@ class WrapperCode:
             self.add(f"{symbol.name} = {expr}")
 
     def kernel(self, i: int, group: KernelGroup) -> None:
+        if group.phased is None:
+            self.launch(f"kernel{i}", group, 1)
+            return
+        # a reduction kernel that cannot split: one kernel per node where it would not fill the GPU
+        t = group.source.tiling if group.source is not None else None
+        assert t is not None
+        inner = group.source.inner if group.source is not None else True
+        x, r = pexpr(_product(t.x_ranges)), pexpr(_product(t.r_ranges))
+        self.add(f"if not _rt.launch_config.phased({x}, {r}, {inner}):")
+        self.launch(f"kernel{i}", group, 2)
+        self.add("else:")
+        for j, sub in enumerate(group.phased):
+            self.launch(f"kernel{i}_{j}", sub, 2)
+
+    def launch(self, name: str, group: KernelGroup, indent: int) -> None:
         source = group.source
         assert source is not None
-        name = f"kernel{i}"
         self.globals[name] = runtime.load_kernel(source.text, self.interpret)
         self.kernels.append(f"# {name}: {', '.join(n.name for n in group.nodes)}\n{source.text}")
         for node in group.nodes:
             if node.name in source.stored:
-                self.allocate(node.buffer)
+                self.allocate(node.buffer, indent)
         ptrs = [self.pointer_expr(b) for b in source.args.pointers.values()]
         sizes = [pexpr(e) for e in source.args.sizes]
         t = source.tiling
         launcher = runtime.KernelLauncher(self.globals[name], t.is_reduction, source.inner, source.split,
                                           self.interpret)
+        group.launcher = launcher
         self.launchers.append(launcher)
         ptr_tuple = f"({', '.join(ptrs)}{',' if len(ptrs) == 1 else ''})"
         size_tuple = f"({', '.join(sizes)}{',' if len(sizes) == 1 else ''})"
@@ -109,21 +132,21 @@ class WrapperCode:
         if source.ysplit is not None:  # 2-D tiles: y over the leading dims, x over the others
             y, x = (pexpr(_product(t.x_ranges[:source.ysplit])), pexpr(_product(t.x_ranges[source.ysplit:])))
             self.globals[f"{name}_launch"] = launcher.tiled
-            self.add(f"{name}_launch({ptr_tuple}, {size_tuple}, {y}, {x})")
+            self.add(f"{name}_launch({ptr_tuple}, {size_tuple}, {y}, {x})", indent)
             return
         if not t.is_reduction:
             self.globals[f"{name}_launch"] = launcher.pointwise
-            self.add(f"{name}_launch({ptr_tuple}, {size_tuple}, {x})")
+            self.add(f"{name}_launch({ptr_tuple}, {size_tuple}, {x})", indent)
             return
         r = pexpr(_product(t.r_ranges))
         self.globals[f"{name}_launch"] = launcher.reduce
-        self.add(f"{name}_launch({ptr_tuple}, {size_tuple}, {x}, {r})")
+        self.add(f"{name}_launch({ptr_tuple}, {size_tuple}, {x}, {r})", indent)
 
-    def allocate(self, buf: Buffer) -> None:
+    def allocate(self, buf: Buffer, indent: int = 1) -> None:
         size = ", ".join(pexpr(s) for s in buf.size)
         stride = ", ".join(pexpr(s) for s in buf.stride)
         comma = "," if len(buf.size) == 1 else ""
-        self.add(f"{buf.name} = _empty(({size}{comma}), ({stride}{comma}), {buf.dtype})")
+        self.add(f"{buf.name} = _empty(({size}{comma}), ({stride}{comma}), {buf.dtype})", indent)
 
     def pointer_expr(self, buf: Buffer) -> str:
         return buf.name

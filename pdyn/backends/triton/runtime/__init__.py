@@ -4,6 +4,7 @@
 - `launch_config`: launch-time choices from the actual sizes (variant, blocks, warps, index width);
 - `split_finish`: the second-stage kernel of a split reduction;
 - `launch`: `KernelLauncher` and its `LaunchPlan`s; `fast_launch`: Triton's C launcher, called directly;
+- `precompile`: the first call's kernels compiled ahead, in a thread pool;
 - `torch_calls`: the allocator, contiguous copies and `TorchOp` fallbacks.
 
 Wrappers and the backend use the names re-exported here. Tests that patch a table or the fast
@@ -12,7 +13,9 @@ path patch the module that owns it (`runtime.launch_config.SPLIT_MIN_R`, `runtim
 
 from __future__ import annotations
 
-from pdyn.backends.triton.runtime import cache, fast_launch, launch, launch_config, split_finish, torch_calls
+from pdyn.backends.triton.runtime import (
+    cache, fast_launch, launch, launch_config, precompile, split_finish, torch_calls,
+)
 from pdyn.backends.triton.runtime.cache import cache_dir, load_kernel, prepare_interpreter, use_interpreter
 from pdyn.backends.triton.runtime.launch import KernelLauncher, LaunchPlan
 from pdyn.backends.triton.runtime.launch_config import (
@@ -21,7 +24,7 @@ from pdyn.backends.triton.runtime.launch_config import (
 from pdyn.backends.triton.runtime.torch_calls import TorchOp, allocator, check_index, contiguous
 
 __all__ = [
-    "cache", "fast_launch", "launch", "launch_config", "split_finish", "torch_calls",
+    "cache", "fast_launch", "launch", "launch_config", "precompile", "split_finish", "torch_calls",
     "cache_dir", "load_kernel", "prepare_interpreter", "use_interpreter", "KernelLauncher", "LaunchPlan",
     "INT32_MAX", "cdiv", "finish_config", "int_spec", "needs_int64", "next_pow2", "pointwise_config",
     "reduction_config", "tile_config", "TorchOp", "allocator", "check_index", "contiguous",

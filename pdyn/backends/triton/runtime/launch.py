@@ -12,6 +12,7 @@ from typing import Any
 
 import torch
 
+from pdyn.backends.triton.kernel_builder import INDEX_ERRORS, INDEX_MESSAGE
 from pdyn.backends.triton.runtime.cache import load_kernel
 from pdyn.backends.triton.runtime.fast_launch import (
     BoundLauncher, FastLaunch, ReadyLaunch, direct_entry, make_fast_launch,
@@ -22,6 +23,20 @@ from pdyn.backends.triton.runtime.launch_config import (
 from pdyn.backends.triton.runtime.split_finish import finish_source
 
 INT32_MIN = -(2 ** 31)  # Triton passes an int in [INT32_MIN, INT32_MAX] as i32
+
+
+def debug_options(fn: Any) -> dict[str, Any]:
+    """A kernel compiled with device asserts (an index check) keeps Triton's integer-overflow
+    asserts off: they would check every index add (Triton versions that have them)."""
+    if getattr(fn, "debug", None) is not True:
+        return {}
+    try:
+        from triton.backends.nvidia.compiler import CUDAOptions
+    except ImportError:
+        return {}
+    fields = getattr(CUDAOptions, "__dataclass_fields__", {})
+    return {"sanitize_overflow": False} if "sanitize_overflow" in fields else {}
+
 
 # Bounds on the per-launcher caches: past them a cache starts over (sizes that never repeat must
 # not grow memory without end; a real workload sees a few dozen sizes).
@@ -248,7 +263,14 @@ class KernelLauncher:
         """The general path: through Triton (binding, specialization, compile on a miss); where the
         call qualifies for the bound path, the compiled kernel's launcher is kept for later calls."""
         fast = None if self.interpret else _fast()
-        kernel = self._slow(fn, grid, ptrs, ints, consts, warps, names)
+        try:
+            kernel = self._slow(fn, grid, ptrs, ints, consts, warps, names)
+        except Exception as e:
+            # the interpreter wraps what a kernel's index check raised: eager's error, unwrapped
+            cause = e.__cause__
+            if self.interpret and isinstance(cause, INDEX_ERRORS) and str(cause) == INDEX_MESSAGE:
+                raise cause from None
+            raise
         if fast is None or max(ints) > INT32_MAX or min(ints) < INT32_MIN or \
                 any(t.data_ptr() & 15 for t in ptrs):
             return
@@ -265,4 +287,4 @@ class KernelLauncher:
               warps: int, names: tuple[str, ...] | None = None) -> Any:
         if names is None:
             names = ("XBLOCK", "INDEX64") if len(consts) == 2 else ("XBLOCK", "RBLOCK", "INDEX64")
-        return fn[grid](*ptrs, *ints, **dict(zip(names, consts)), num_warps=warps)
+        return fn[grid](*ptrs, *ints, **dict(zip(names, consts)), **debug_options(fn), num_warps=warps)

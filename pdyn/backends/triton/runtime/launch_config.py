@@ -107,6 +107,21 @@ def reduction_config(xnumel: int, rnumel: int, inner: bool, can_split: bool) -> 
     return "looped", xblock, rblock, warps, 1
 
 
+PHASED_MIN_R = 4096  # a strided kernel of several reductions runs one kernel per node from this reduced extent ...
+PHASED_MIN_R_INNER = 8192  # ... an inner one (a row per program, a reduction to one value) from this one ...
+PHASED_PROGRAMS = 264  # ... when its fused form would have fewer programs than this (2 per SM)
+
+
+def phased(xnumel: int, rnumel: int, inner: bool) -> bool:
+    """Whether a reduction kernel that cannot split runs as one kernel per node (each reduction
+    split over r): a long reduced extent and too few kept elements to fill the GPU otherwise.
+    Measured on an H100 (benchmarks/launch_configs.py, gpu.py): a softmax over dim 0 of 4096 x
+    1024 gains phased (29.5 against 39.6 us); a cross-entropy's mean over 4096 rows loses (17.0
+    against 16.0 us), over 16384 rows it is level with torch.compile phased."""
+    programs = xnumel if inner else cdiv(xnumel, OUTER_MIN_XBLOCK)
+    return rnumel >= (PHASED_MIN_R_INNER if inner else PHASED_MIN_R) and programs < PHASED_PROGRAMS
+
+
 def finish_config(xnumel: int, chunks: int) -> tuple[int, int]:
     """(XBLOCK, RBLOCK) of the second stage: enough column blocks to spread over the GPU, and 32
     chunks per load (fixed, so the chunk count never picks another compile)."""
