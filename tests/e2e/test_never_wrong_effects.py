@@ -187,3 +187,13 @@ def test_a_graph_that_writes_an_input_and_raises_keeps_the_side_effects_before_t
         log.clear()
         check_calls(f, (torch.ones(*shape), torch.ones(*shape)))
         assert log == [*shape, *shape]  # eager's call, then pdyn's
+
+
+def test_comprehensions_that_break_on_every_item_keep_every_item():
+    """3.12 inlines comprehensions: the list, dict or set being built crosses each break as an input,
+    and what LIST_APPEND, MAP_ADD and SET_ADD add to it is replayed after the graph."""
+    def f(r):
+        return ([str(d) for d in r], {i: str(d) for i, d in enumerate(r)}, {str(d) for d in r},
+                [*(str(d) for d in r)])
+
+    check_calls(f, (torch.arange(3),), (torch.arange(4),))

@@ -89,7 +89,9 @@ def format_value(tx: Tracer, inst: Instruction) -> None:
 @handler("LIST_APPEND")
 def list_append(tx: Tracer, inst: Instruction) -> None:
     value = tx.pop()
-    tx.stack[-inst.argval].items.append(value)  # type: ignore[attr-defined]
+    # through the list's method: a list that crossed a graph break (3.12 inlines comprehensions) is
+    # an input, and its appends are replayed after the graph
+    tx.stack[-inst.argval].call_method(tx, "append", [value], {})
 
 
 @handler("SET_ADD")
@@ -102,13 +104,13 @@ def set_add(tx: Tracer, inst: Instruction) -> None:
 def map_add(tx: Tracer, inst: Instruction) -> None:
     value = tx.pop()
     key = tx.pop()
-    tx.stack[-inst.argval].items[_key(tx, key)] = value  # type: ignore[attr-defined]
+    tx.stack[-inst.argval].setitem(tx, key, value)
 
 
 @handler("LIST_EXTEND")
 def list_extend(tx: Tracer, inst: Instruction) -> None:
-    values = tx.iterate(tx.pop())
-    tx.stack[-inst.argval].items.extend(values)  # type: ignore[attr-defined]
+    value = tx.pop()
+    tx.stack[-inst.argval].call_method(tx, "extend", [value], {})
 
 
 @handler("SET_UPDATE")
