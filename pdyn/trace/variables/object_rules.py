@@ -7,6 +7,7 @@ from __future__ import annotations
 import collections
 from typing import TYPE_CHECKING
 
+import pdyn.trace.variables.exc_values  # noqa: F401  (registers str, repr, sys.exc_info)
 from pdyn.base.errors import Unsupported, UserException
 from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.builtins import _fold_object, rule

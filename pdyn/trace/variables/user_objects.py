@@ -20,6 +20,7 @@ from pdyn.sources import AttrSource, ItemSource, Source
 from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.constant import ConstantVariable, is_constant_value
 from pdyn.trace.variables.deleted import is_deleted
+from pdyn.trace.variables.exc_fields import is_exception_field, read_exception_field
 from pdyn.trace.variables.functions import UserFunctionVariable, UserMethodVariable
 
 if TYPE_CHECKING:
@@ -169,6 +170,8 @@ class UserObjectVariable(VariableTracker):
             if isinstance(get, types.FunctionType):
                 return UserFunctionVariable(get).call(tx, [tx.wrap_constant(attr), self, tx.wrap_constant(self.cls)],
                                                       {})
+            if is_exception_field(self.cls, attr):  # `e.args`, `e.__cause__`: builtin state, no code runs
+                return read_exception_field(tx, self, name)
             raise Unsupported("descriptor", f"pdyn cannot read {self.cls.__qualname__}.{name} "
                               f"({type(attr).__name__})", loc=tx.loc())
         if stored is not None:
