@@ -22,7 +22,7 @@ from pdyn.trace.variables.constant import ConstantVariable, is_constant_value
 from pdyn.trace.variables.containers import IteratorVariable, ListVariable, TupleVariable
 from pdyn.trace.variables.functions import UserMethodVariable
 from pdyn.trace.variables.tensor import TensorVariable
-from pdyn.trace.variables.user_objects import UserObjectVariable, class_attr, mro_lookup, pin_identity  # noqa: F401
+from pdyn.trace.variables.user_objects import MISSING, UserObjectVariable, class_attr, mro_lookup, pin_identity  # noqa: F401
 
 if TYPE_CHECKING:
     from pdyn.trace.translator import InstructionTranslator as Tracer
@@ -39,8 +39,10 @@ def lookup_class_attr(tx: Tracer, owner: VariableTracker, cls: type, name: str) 
     """A class attribute seen through an instance: methods bind, properties run, constants wrap.
     Of a user's class the lookup is guarded (ClassAttrGuard: `Model.helper = other` recompiles);
     torch's own classes are not checked on each call."""
-    attr = class_attr(tx, cls, name) if not cls.__module__.startswith("torch.") else mro_lookup(cls, name)
-    if attr is None:
+    # absent is MISSING: a class attribute set to None (nn.Module's `_compiled_call_impl`) is found
+    attr = class_attr(tx, cls, name, MISSING) if not cls.__module__.startswith("torch.") \
+        else mro_lookup(cls, name, MISSING)
+    if attr is MISSING:
         return None
     if isinstance(attr, staticmethod):
         return tx.wrap_constant(attr.__func__)

@@ -8,6 +8,7 @@ import collections
 from typing import TYPE_CHECKING
 
 import pdyn.trace.variables.exc_values  # noqa: F401  (registers str, repr, sys.exc_info)
+import pdyn.trace.variables.module_call_rules  # noqa: F401  (and nn.Module.__call__ as a function)
 from pdyn.base.errors import Unsupported, UserException
 from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.builtins import _fold_object, rule

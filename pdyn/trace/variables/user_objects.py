@@ -56,19 +56,21 @@ LOGGER_QUERIES = frozenset({"isEnabledFor", "getEffectiveLevel", "getChild", "ha
 UNARY_DUNDERS = {operator.neg: "__neg__", operator.pos: "__pos__", operator.invert: "__invert__", abs: "__abs__"}
 
 
-def mro_lookup(cls: type, name: str) -> Any:
-    """`name` as instances of `cls` find it in their class (not the metaclass), or None."""
+def mro_lookup(cls: type, name: str, missing: Any = None) -> Any:
+    """`name` as instances of `cls` find it in their class (not the metaclass), or `missing`. Where
+    a class attribute may be None (`_compiled_call_impl = None`), pass `missing=MISSING`."""
     for klass in cls.__mro__:
         if name in klass.__dict__:
             return klass.__dict__[name]
-    return None
+    return missing
 
 
-def class_attr(tx: Tracer, cls: type, name: str) -> Any:
-    """`mro_lookup(cls, name)`, guarded: replacing (or adding, or deleting) what instances of `cls`
-    find as `name` in their classes makes the entry not apply. One check per user class searched."""
+def class_attr(tx: Tracer, cls: type, name: str, missing: Any = None) -> Any:
+    """`mro_lookup(cls, name, missing)`, guarded: replacing (or adding, or deleting) what instances
+    of `cls` find as `name` in their classes makes the entry not apply. One check per user class
+    searched. Absent, it is `missing`: None by default, which a class attribute set to None is too."""
     owner = next((klass for klass in cls.__mro__ if name in klass.__dict__), None)
-    attr = owner.__dict__[name] if owner is not None else None
+    attr = owner.__dict__[name] if owner is not None else missing
     searched = cls.__mro__[:cls.__mro__.index(owner) + 1] if owner is not None else cls.__mro__
     if any(class_may_change(klass) for klass in searched):
         tx.ctx.add_guard(ClassAttrGuard(None, cls=cls, name=name, owner=owner, attr=attr, loc=tx.loc()))
@@ -152,7 +154,7 @@ class UserObjectVariable(VariableTracker):
         stored = self._stored(tx, name)
         deleted = is_deleted(stored)  # `del self.name` earlier in the trace: the class's, if any
         stored = None if deleted else stored
-        attr = class_attr(tx, self.cls, name)
+        attr = class_attr(tx, self.cls, name, MISSING)  # a class attribute may be None
         if is_data_descriptor(attr):
             if isinstance(attr, property):
                 if attr.fget is None:
@@ -179,9 +181,9 @@ class UserObjectVariable(VariableTracker):
         found = None if deleted else self._instance_attr(tx, name, slot=False)
         if found is not None:
             return found
-        if deleted and attr is not None and not hasattr(type(attr), "__get__"):
+        if deleted and attr is not MISSING and not hasattr(type(attr), "__get__"):
             return _class_value(tx, self.cls, name, attr)  # not through the instance: its own is gone
-        if attr is not None:
+        if attr is not MISSING:
             return bind_class_attr(tx, self, self.cls, name, attr)
         raise self._missing(tx, name)
 
