@@ -14,7 +14,7 @@ from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.builtins import _fold_object, rule
 from pdyn.trace.variables.containers import is_known
 from pdyn.trace.variables.constant import ConstantVariable
-from pdyn.trace.variables.user_objects import UserObjectVariable
+from pdyn.trace.variables.user_objects import UserObjectVariable, python_hook
 from pdyn.trace.variables.user_tuples import make_tuple
 
 if TYPE_CHECKING:
@@ -72,3 +72,15 @@ def _namedtuple(tx: Tracer, args: Args, kwargs: Kwargs) -> VariableTracker:
     if "module" not in kwargs:
         kwargs = {**kwargs, "module": ConstantVariable(tx.f_globals.get("__name__"))}
     return _fold_object(tx, collections.namedtuple, args, kwargs)  # type: ignore[arg-type]
+
+
+@rule(vars)
+def _vars(tx: Tracer, args: Args, kwargs: Kwargs) -> VariableTracker:
+    """`vars(obj)` of a user object: its `__dict__`, looked up as `obj.__dict__` is."""
+    if len(args) != 1 or kwargs or not isinstance(args[0], UserObjectVariable):
+        raise Unsupported("vars", f"pdyn traces vars() of user objects only, got {args}", loc=tx.loc())
+    cls = args[0].cls
+    if "__dict__" not in dir(cls) and python_hook(tx, cls, "__getattr__") is None \
+            and python_hook(tx, cls, "__getattribute__") is None:  # its class (guarded) decides: catchable
+        raise UserException(TypeError("vars() argument must have __dict__ attribute"), tx.loc(), catchable=True)
+    return args[0].getattr(tx, "__dict__")

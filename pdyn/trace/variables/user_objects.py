@@ -22,6 +22,7 @@ from pdyn.trace.variables.constant import ConstantVariable, is_constant_value
 from pdyn.trace.variables.deleted import is_deleted
 from pdyn.trace.variables.exc_fields import is_exception_field, read_exception_field
 from pdyn.trace.variables.functions import UserFunctionVariable, UserMethodVariable
+from pdyn.trace.variables.instance_dict import InstanceDictVariable
 
 if TYPE_CHECKING:
     from pdyn.trace.frame_codegen import FrameCodegen
@@ -475,58 +476,6 @@ def construct_object(tx: Tracer, cls: type, args: list[VariableTracker],
         return obj
     bind_class_attr(tx, obj, cls, "__init__", init).call(tx, args, kwargs)
     return obj
-
-
-class InstanceDictVariable(VariableTracker):
-    """`obj.__dict__` of a user object: a view whose reads are the object's own attribute reads
-    (each key's presence guarded), whose writes are attribute stores."""
-
-    def __init__(self, obj: UserObjectVariable):
-        self.obj = obj
-
-    def python_type(self) -> type:
-        return dict
-
-    def getitem(self, tx: Tracer, key: VariableTracker) -> VariableTracker:
-        found = self.obj.dict_read(tx, key.as_python_constant())
-        if found is None:
-            raise UserException(KeyError(key.as_python_constant()), tx.loc())
-        return found
-
-    def setitem(self, tx: Tracer, key: VariableTracker, value: VariableTracker) -> None:
-        name = key.as_python_constant()
-        if self.obj.is_fresh:
-            self.obj.fields[name] = value
-        else:
-            tx.ctx.side_effects.store_attr(self.obj, name, value)
-
-    def contains(self, tx: Tracer, item: VariableTracker) -> bool:
-        return self.obj.dict_read(tx, item.as_python_constant()) is not None
-
-    def call_method(self, tx: Tracer, name: str, args: list[VariableTracker],
-                    kwargs: dict[str, VariableTracker]) -> VariableTracker:
-        if name == "get" and not kwargs and 1 <= len(args) <= 2:
-            found = self.obj.dict_read(tx, args[0].as_python_constant())
-            return found if found is not None else args[1] if len(args) > 1 else ConstantVariable(None)
-        if name in ("__getitem__", "__contains__", "__setitem__"):
-            if name == "__setitem__":
-                self.setitem(tx, args[0], args[1])
-                return ConstantVariable(None)
-            return self.getitem(tx, args[0]) if name == "__getitem__" else ConstantVariable(self.contains(tx, args[0]))
-        raise Unsupported("instance_dict", f"pdyn cannot trace {self.obj.cls.__name__}.__dict__.{name}()",
-                          loc=tx.loc())
-
-    def getattr(self, tx: Tracer, name: str) -> VariableTracker:
-        return _BoundDictMethod(self, name)
-
-
-class _BoundDictMethod(VariableTracker):
-    def __init__(self, view: InstanceDictVariable, name: str):
-        self.view = view
-        self.name = name
-
-    def call(self, tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
-        return self.view.call_method(tx, self.name, args, kwargs)
 
 
 class LoggerCallVariable(VariableTracker):
