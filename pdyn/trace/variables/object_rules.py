@@ -11,7 +11,7 @@ import pdyn.trace.variables.exc_values  # noqa: F401  (registers str, repr, sys.
 import pdyn.trace.variables.module_call_rules  # noqa: F401  (and nn.Module.__call__ as a function)
 from pdyn.base.errors import Unsupported, UserException
 from pdyn.trace.variables.base import VariableTracker
-from pdyn.trace.variables.builtins import _fold_object, rule
+from pdyn.trace.variables.builtins import _fold_object, call_unruled, rule
 from pdyn.trace.variables.containers import is_known
 from pdyn.trace.variables.constant import ConstantVariable
 from pdyn.trace.variables.user_objects import UserObjectVariable, python_hook
@@ -78,7 +78,7 @@ def _namedtuple(tx: Tracer, args: Args, kwargs: Kwargs) -> VariableTracker:
 def _vars(tx: Tracer, args: Args, kwargs: Kwargs) -> VariableTracker:
     """`vars(obj)` of a user object: its `__dict__`, looked up as `obj.__dict__` is."""
     if len(args) != 1 or kwargs or not isinstance(args[0], UserObjectVariable):
-        raise Unsupported("vars", f"pdyn traces vars() of user objects only, got {args}", loc=tx.loc())
+        return call_unruled(tx, vars, args, kwargs)   # a break, as any builtin pdyn does not know
     cls = args[0].cls
     if "__dict__" not in dir(cls) and python_hook(tx, cls, "__getattr__") is None \
             and python_hook(tx, cls, "__getattribute__") is None:  # its class (guarded) decides: catchable
