@@ -9,7 +9,6 @@ from collections import namedtuple
 
 import torch
 
-import pdyn
 from tests.e2e.test_break_in_blocks import run
 
 
