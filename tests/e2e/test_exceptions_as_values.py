@@ -141,3 +141,30 @@ def test_sys_exc_info_at_frame_start():
 
     same_as_eager(f, (torch.ones(2),), (torch.ones(2),), graphs=[["add"]], breaks=0, compiles=1)
     same_as_eager(f, (torch.ones(2),), (torch.ones(2),), outer=KeyError, graphs=[["add"]], breaks=1, compiles=2)
+
+
+def test_f_strings_of_an_input_exception():
+    def f(x, e):
+        return x + 1, f"failed: {e}", f"{e!r} / {e!s}"
+
+    run_on(f, [(torch.ones(2), KeyError("k")), (torch.ones(3), KeyError("k"))], graphs=[["add"]], breaks=0,
+           compiles=1)
+    run_on(f, [(torch.ones(2), Described(3))], graphs=[["add"]], breaks=0, compiles=1)
+
+
+def test_a_raise_from_an_input_exception_with_its_message():
+    def f(x, e):
+        y = x * 2
+        if y.shape[0] > 1:
+            raise RuntimeError(f"wrapped: {e}") from e
+        return y
+
+    pdyn.reset()
+    opt = pdyn.optimize(f, backend=CountingBackend())
+    cause = ValueError("inner")
+    for fn in (f, opt):
+        try:
+            fn(torch.ones(2), cause)
+        except RuntimeError as err:
+            assert (str(err), err.__cause__) == ("wrapped: inner", cause)
+    assert_same(opt(torch.ones(1), cause), f(torch.ones(1), cause))

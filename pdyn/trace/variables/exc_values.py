@@ -93,3 +93,13 @@ def _exc_info(tx: Tracer, args: Args, kwargs: Kwargs) -> VariableTracker:
                           "traceback is Python's)", loc=tx.loc())
     tb = tx.wrap(handled.value.__traceback__, AttrSource(handled.source, "__traceback__"))  # type: ignore[attr-defined]
     return TupleVariable([tx.wrap_constant(handled.python_type()), handled, tb])
+
+
+def format_exception(tx: Tracer, value: VariableTracker, conversion: Any, spec: str) -> VariableTracker | None:
+    """`f"{e}"` / `f"{e!r}"` of an input exception: its str or repr (an empty spec formats with
+    object's `__format__`, which is str), else None (not an input exception, or another format)."""
+    if not _is_input_exception(value) or spec or conversion not in (None, str, repr):
+        return None
+    if conversion is None and class_attr(tx, value.cls, "__format__") is not object.__dict__["__format__"]:  # type: ignore[attr-defined]
+        return None
+    return exception_repr(tx, value) if conversion is repr else exception_str(tx, value)  # type: ignore[arg-type]
