@@ -13,6 +13,7 @@ from pdyn.trace.variables.constant import ConstantVariable
 from pdyn.trace.variables.containers import (DictVariable, ListVariable, SliceVariable, TupleVariable, is_known,
                                        python_value)
 from pdyn.trace.variables.sets import SetVariable
+from pdyn.trace.variables.exc_values import format_exception
 from pdyn.trace.variables.symint import SymIntVariable
 
 if TYPE_CHECKING:
@@ -79,6 +80,10 @@ def format_value(tx: Tracer, inst: Instruction) -> None:
     value = tx.pop()
     if formats_lazily(value):  # a size is read only if the string is used
         tx.push(LazyStringVariable([(value, inst.argval.conversion, spec)]))
+        return
+    text = format_exception(tx, value, inst.argval.conversion, spec)   # an input exception's str or repr
+    if text is not None:
+        tx.push(text)
         return
     if not is_known(value):
         raise Unsupported("format", f"pdyn can format only constants at trace time, not {value}", loc=tx.loc())

@@ -19,6 +19,7 @@ from pdyn.trace.handlers.registry import handler
 from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.constant import ConstantVariable
 from pdyn.trace.variables.context_managers import BoundHook, ContextManagerVariable
+from pdyn.trace.variables.exc_fields import caught_here
 from pdyn.trace.variables.exc_slot import ExcInfoSlot
 
 if TYPE_CHECKING:
@@ -55,7 +56,7 @@ def with_except_start(tx: Tracer, inst: Instruction) -> None:
 
 @handler("PUSH_EXC_INFO")
 def push_exc_info(tx: Tracer, inst: Instruction) -> None:
-    exc = tx.pop()
+    exc = caught_here(tx.pop())
     tx.push(ExcInfoSlot(tx.handled_exc, exc))
     tx.push(exc)
     tx.handled_exc = exc

@@ -83,6 +83,11 @@ def call_builtin(tx: Tracer, fn: Any, args: list[VariableTracker], kwargs: dict[
     r = RULES.get(fn)
     if r is not None:
         return r(tx, args, kwargs)
+    return call_unruled(tx, fn, args, kwargs)
+
+
+def call_unruled(tx: Tracer, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    """A builtin without a rule (or one whose rule declined): folded where pure and known, else a break."""
     if fn in UNARY_SYMPY_OPS and len(args) == 1 and not kwargs and isinstance(args[0], SymIntVariable):
         return args[0].unary_op(tx, fn)  # math.sqrt(x.shape[-1]) stays symbolic, in the graph
     all_known = all(is_known(a) for a in [*args, *kwargs.values()])

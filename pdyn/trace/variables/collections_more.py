@@ -188,6 +188,8 @@ def dict_items(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, Variab
     items: dict[Any, VariableTracker] = {}
     if args:
         source = args[0]
+        if hasattr(source, "as_dict"):  # a mapping view (`obj.__dict__`): its items, not its keys as pairs
+            source = source.as_dict(tx)
         if isinstance(source, DictVariable):
             items.update(source.items)
         else:

@@ -19,10 +19,10 @@ from pdyn.sources import AttrSource, ItemSource, ModuleMemberSource, Source
 from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.deleted import is_deleted
 from pdyn.trace.variables.constant import ConstantVariable, is_constant_value
-from pdyn.trace.variables.containers import IteratorVariable, ListVariable, TupleVariable
+from pdyn.trace.variables.containers import DictVariable, IteratorVariable, ListVariable, TupleVariable
 from pdyn.trace.variables.functions import UserMethodVariable
 from pdyn.trace.variables.tensor import TensorVariable
-from pdyn.trace.variables.user_objects import UserObjectVariable, class_attr, mro_lookup, pin_identity  # noqa: F401
+from pdyn.trace.variables.user_objects import MISSING, UserObjectVariable, class_attr, mro_lookup, pin_identity  # noqa: F401
 
 if TYPE_CHECKING:
     from pdyn.trace.translator import InstructionTranslator as Tracer
@@ -39,8 +39,10 @@ def lookup_class_attr(tx: Tracer, owner: VariableTracker, cls: type, name: str) 
     """A class attribute seen through an instance: methods bind, properties run, constants wrap.
     Of a user's class the lookup is guarded (ClassAttrGuard: `Model.helper = other` recompiles);
     torch's own classes are not checked on each call."""
-    attr = class_attr(tx, cls, name) if not cls.__module__.startswith("torch.") else mro_lookup(cls, name)
-    if attr is None:
+    # absent is MISSING: a class attribute set to None (nn.Module's `_compiled_call_impl`) is found
+    attr = class_attr(tx, cls, name, MISSING) if not cls.__module__.startswith("torch.") \
+        else mro_lookup(cls, name, MISSING)
+    if attr is MISSING:
         return None
     if isinstance(attr, staticmethod):
         return tx.wrap_constant(attr.__func__)
@@ -62,6 +64,28 @@ def lookup_class_attr(tx: Tracer, owner: VariableTracker, cls: type, name: str) 
 HOOK_TABLES = ("_forward_pre_hooks", "_forward_hooks", "_forward_pre_hooks_with_kwargs",
                "_forward_hooks_with_kwargs", "_forward_hooks_always_called", "_backward_hooks",
                "_backward_pre_hooks")
+
+
+def _args_and_kwargs(tx: Tracer, changed: VariableTracker) -> tuple[TupleVariable, DictVariable]:
+    """What a forward pre-hook registered with_kwargs returned: (new args, new kwargs), else eager's error."""
+    pair = tx.iterate(changed) if isinstance(changed, TupleVariable) else None
+    if pair is None or len(pair) != 2:
+        if not changed.is_python_constant():
+            raise Unsupported("module_hooks", f"a forward pre-hook returned {changed}", loc=tx.loc())
+        raise UserException(RuntimeError("forward pre-hook must return None or a tuple of (new_args, new_kwargs), "
+                                         f"but got {changed.as_python_constant()}."), tx.loc())
+    new_args, new_kwargs = pair
+    if not isinstance(new_args, TupleVariable):
+        new_args = TupleVariable(tx.iterate(new_args))
+    if not isinstance(new_kwargs, DictVariable):
+        raise Unsupported("module_hooks", f"pdyn cannot trace a pre-hook returning kwargs {new_kwargs}", loc=tx.loc())
+    return new_args, new_kwargs
+
+
+def _str_keyed(tx: Tracer, named: DictVariable) -> dict[str, VariableTracker]:
+    if not all(type(k) is str for k in named.items):
+        raise UserException(TypeError("keywords must be strings"), tx.loc())
+    return dict(named.items)
 
 
 def _is_none(vt: VariableTracker) -> bool:
@@ -152,21 +176,26 @@ class NNModuleVariable(VariableTracker):
             found = getattr(m, table, None)
             if found is not None:
                 tx.ctx.add_guard(DictKeysGuard(AttrSource(self.source, table), type(found), tuple(found), loc=tx.loc()))
-        if set(m._forward_pre_hooks_with_kwargs) | set(m._forward_hooks_with_kwargs):
-            raise Unsupported("module_hooks", "pdyn cannot trace module hooks registered with_kwargs yet",
-                              loc=tx.loc())
 
         def hook(table: str, hook_id: int) -> VariableTracker:
             return tx.wrap(getattr(m, table)[hook_id], ItemSource(AttrSource(self.source, table), hook_id))
 
         inputs = TupleVariable(list(args))
+        named = DictVariable(dict(kwargs))   # the one dict hooks registered with_kwargs get (and may change)
         for hook_id in m._forward_pre_hooks:
+            if hook_id in m._forward_pre_hooks_with_kwargs:
+                changed = hook("_forward_pre_hooks", hook_id).call(tx, [self, inputs, named], {})
+                if not _is_none(changed):
+                    inputs, named = _args_and_kwargs(tx, changed)
+                continue
             changed = hook("_forward_pre_hooks", hook_id).call(tx, [self, inputs], {})
             if not _is_none(changed):
                 inputs = changed if isinstance(changed, TupleVariable) else TupleVariable([changed])
-        out = self.call_method(tx, "forward", list(inputs.items), kwargs)
+        out = self.call_method(tx, "forward", list(inputs.items), _str_keyed(tx, named))
         for hook_id in m._forward_hooks:
-            changed = hook("_forward_hooks", hook_id).call(tx, [self, inputs, out], {})
+            with_kwargs = hook_id in m._forward_hooks_with_kwargs
+            changed = hook("_forward_hooks", hook_id).call(tx, [self, inputs, named, out] if with_kwargs
+                                                           else [self, inputs, out], {})
             if not _is_none(changed):
                 out = changed
         return out

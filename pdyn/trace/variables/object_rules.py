@@ -7,12 +7,14 @@ from __future__ import annotations
 import collections
 from typing import TYPE_CHECKING
 
+import pdyn.trace.variables.exc_values  # noqa: F401  (registers str, repr, sys.exc_info)
+import pdyn.trace.variables.module_call_rules  # noqa: F401  (and nn.Module.__call__ as a function)
 from pdyn.base.errors import Unsupported, UserException
 from pdyn.trace.variables.base import VariableTracker
-from pdyn.trace.variables.builtins import _fold_object, rule
+from pdyn.trace.variables.builtins import _fold_object, call_unruled, rule
 from pdyn.trace.variables.containers import is_known
 from pdyn.trace.variables.constant import ConstantVariable
-from pdyn.trace.variables.user_objects import UserObjectVariable
+from pdyn.trace.variables.user_objects import UserObjectVariable, python_hook
 from pdyn.trace.variables.user_tuples import make_tuple
 
 if TYPE_CHECKING:
@@ -70,3 +72,15 @@ def _namedtuple(tx: Tracer, args: Args, kwargs: Kwargs) -> VariableTracker:
     if "module" not in kwargs:
         kwargs = {**kwargs, "module": ConstantVariable(tx.f_globals.get("__name__"))}
     return _fold_object(tx, collections.namedtuple, args, kwargs)  # type: ignore[arg-type]
+
+
+@rule(vars)
+def _vars(tx: Tracer, args: Args, kwargs: Kwargs) -> VariableTracker:
+    """`vars(obj)` of a user object: its `__dict__`, looked up as `obj.__dict__` is."""
+    if len(args) != 1 or kwargs or not isinstance(args[0], UserObjectVariable):
+        return call_unruled(tx, vars, args, kwargs)   # a break, as any builtin pdyn does not know
+    cls = args[0].cls
+    if "__dict__" not in dir(cls) and python_hook(tx, cls, "__getattr__") is None \
+            and python_hook(tx, cls, "__getattribute__") is None:  # its class (guarded) decides: catchable
+        raise UserException(TypeError("vars() argument must have __dict__ attribute"), tx.loc(), catchable=True)
+    return args[0].getattr(tx, "__dict__")

@@ -20,7 +20,9 @@ from pdyn.sources import AttrSource, ItemSource, Source
 from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.constant import ConstantVariable, is_constant_value
 from pdyn.trace.variables.deleted import is_deleted
+from pdyn.trace.variables.exc_fields import is_exception_field, read_exception_field
 from pdyn.trace.variables.functions import UserFunctionVariable, UserMethodVariable
+from pdyn.trace.variables.instance_dict import InstanceDictVariable
 
 if TYPE_CHECKING:
     from pdyn.trace.frame_codegen import FrameCodegen
@@ -55,19 +57,21 @@ LOGGER_QUERIES = frozenset({"isEnabledFor", "getEffectiveLevel", "getChild", "ha
 UNARY_DUNDERS = {operator.neg: "__neg__", operator.pos: "__pos__", operator.invert: "__invert__", abs: "__abs__"}
 
 
-def mro_lookup(cls: type, name: str) -> Any:
-    """`name` as instances of `cls` find it in their class (not the metaclass), or None."""
+def mro_lookup(cls: type, name: str, missing: Any = None) -> Any:
+    """`name` as instances of `cls` find it in their class (not the metaclass), or `missing`. Where
+    a class attribute may be None (`_compiled_call_impl = None`), pass `missing=MISSING`."""
     for klass in cls.__mro__:
         if name in klass.__dict__:
             return klass.__dict__[name]
-    return None
+    return missing
 
 
-def class_attr(tx: Tracer, cls: type, name: str) -> Any:
-    """`mro_lookup(cls, name)`, guarded: replacing (or adding, or deleting) what instances of `cls`
-    find as `name` in their classes makes the entry not apply. One check per user class searched."""
+def class_attr(tx: Tracer, cls: type, name: str, missing: Any = None) -> Any:
+    """`mro_lookup(cls, name, missing)`, guarded: replacing (or adding, or deleting) what instances
+    of `cls` find as `name` in their classes makes the entry not apply. One check per user class
+    searched. Absent, it is `missing`: None by default, which a class attribute set to None is too."""
     owner = next((klass for klass in cls.__mro__ if name in klass.__dict__), None)
-    attr = owner.__dict__[name] if owner is not None else None
+    attr = owner.__dict__[name] if owner is not None else missing
     searched = cls.__mro__[:cls.__mro__.index(owner) + 1] if owner is not None else cls.__mro__
     if any(class_may_change(klass) for klass in searched):
         tx.ctx.add_guard(ClassAttrGuard(None, cls=cls, name=name, owner=owner, attr=attr, loc=tx.loc()))
@@ -151,7 +155,7 @@ class UserObjectVariable(VariableTracker):
         stored = self._stored(tx, name)
         deleted = is_deleted(stored)  # `del self.name` earlier in the trace: the class's, if any
         stored = None if deleted else stored
-        attr = class_attr(tx, self.cls, name)
+        attr = class_attr(tx, self.cls, name, MISSING)  # a class attribute may be None
         if is_data_descriptor(attr):
             if isinstance(attr, property):
                 if attr.fget is None:
@@ -169,6 +173,8 @@ class UserObjectVariable(VariableTracker):
             if isinstance(get, types.FunctionType):
                 return UserFunctionVariable(get).call(tx, [tx.wrap_constant(attr), self, tx.wrap_constant(self.cls)],
                                                       {})
+            if is_exception_field(self.cls, attr):  # `e.args`, `e.__cause__`: builtin state, no code runs
+                return read_exception_field(tx, self, name)
             raise Unsupported("descriptor", f"pdyn cannot read {self.cls.__qualname__}.{name} "
                               f"({type(attr).__name__})", loc=tx.loc())
         if stored is not None:
@@ -176,9 +182,9 @@ class UserObjectVariable(VariableTracker):
         found = None if deleted else self._instance_attr(tx, name, slot=False)
         if found is not None:
             return found
-        if deleted and attr is not None and not hasattr(type(attr), "__get__"):
+        if deleted and attr is not MISSING and not hasattr(type(attr), "__get__"):
             return _class_value(tx, self.cls, name, attr)  # not through the instance: its own is gone
-        if attr is not None:
+        if attr is not MISSING:
             return bind_class_attr(tx, self, self.cls, name, attr)
         raise self._missing(tx, name)
 
@@ -470,58 +476,6 @@ def construct_object(tx: Tracer, cls: type, args: list[VariableTracker],
         return obj
     bind_class_attr(tx, obj, cls, "__init__", init).call(tx, args, kwargs)
     return obj
-
-
-class InstanceDictVariable(VariableTracker):
-    """`obj.__dict__` of a user object: a view whose reads are the object's own attribute reads
-    (each key's presence guarded), whose writes are attribute stores."""
-
-    def __init__(self, obj: UserObjectVariable):
-        self.obj = obj
-
-    def python_type(self) -> type:
-        return dict
-
-    def getitem(self, tx: Tracer, key: VariableTracker) -> VariableTracker:
-        found = self.obj.dict_read(tx, key.as_python_constant())
-        if found is None:
-            raise UserException(KeyError(key.as_python_constant()), tx.loc())
-        return found
-
-    def setitem(self, tx: Tracer, key: VariableTracker, value: VariableTracker) -> None:
-        name = key.as_python_constant()
-        if self.obj.is_fresh:
-            self.obj.fields[name] = value
-        else:
-            tx.ctx.side_effects.store_attr(self.obj, name, value)
-
-    def contains(self, tx: Tracer, item: VariableTracker) -> bool:
-        return self.obj.dict_read(tx, item.as_python_constant()) is not None
-
-    def call_method(self, tx: Tracer, name: str, args: list[VariableTracker],
-                    kwargs: dict[str, VariableTracker]) -> VariableTracker:
-        if name == "get" and not kwargs and 1 <= len(args) <= 2:
-            found = self.obj.dict_read(tx, args[0].as_python_constant())
-            return found if found is not None else args[1] if len(args) > 1 else ConstantVariable(None)
-        if name in ("__getitem__", "__contains__", "__setitem__"):
-            if name == "__setitem__":
-                self.setitem(tx, args[0], args[1])
-                return ConstantVariable(None)
-            return self.getitem(tx, args[0]) if name == "__getitem__" else ConstantVariable(self.contains(tx, args[0]))
-        raise Unsupported("instance_dict", f"pdyn cannot trace {self.obj.cls.__name__}.__dict__.{name}()",
-                          loc=tx.loc())
-
-    def getattr(self, tx: Tracer, name: str) -> VariableTracker:
-        return _BoundDictMethod(self, name)
-
-
-class _BoundDictMethod(VariableTracker):
-    def __init__(self, view: InstanceDictVariable, name: str):
-        self.view = view
-        self.name = name
-
-    def call(self, tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
-        return self.view.call_method(tx, self.name, args, kwargs)
 
 
 class LoggerCallVariable(VariableTracker):

@@ -14,7 +14,7 @@ from pdyn.sources import Source
 from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.containers import ContainerMethodVariable, DictVariable, TupleVariable
 from pdyn.trace.variables.functions import UserFunctionVariable
-from pdyn.trace.variables.user_objects import bind_class_attr, class_attr, mro_lookup
+from pdyn.trace.variables.user_objects import MISSING, bind_class_attr, class_attr, mro_lookup
 
 if TYPE_CHECKING:
     from pdyn.trace.frame_codegen import FrameCodegen
@@ -52,12 +52,12 @@ class TupleSubclassVariable(TupleVariable):
         return _plain(super().binary_op(tx, fn, other))
 
     def getattr(self, tx: Tracer, name: str) -> VariableTracker:
-        attr = class_attr(tx, self.cls, name)
+        attr = class_attr(tx, self.cls, name, MISSING)  # a class attribute may be None
         if name in STOCK_CODE and getattr(attr, "__code__", None) is STOCK_CODE[name]:
             return ContainerMethodVariable(self, name)
         if isinstance(attr, TUPLE_GETTER):
             return self.items[attr.__reduce__()[1][0]]  # type: ignore[index]
-        if attr is None or (attr is tuple.__dict__.get(name) and not callable(attr)):
+        if attr is MISSING or (attr is tuple.__dict__.get(name) and not callable(attr)):
             raise UserException(AttributeError(f"{self.cls.__name__!r} object has no attribute {name!r}"), tx.loc())
         if attr is tuple.__dict__.get(name):
             return super().getattr(tx, name)
