@@ -13,7 +13,8 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from pdyn.guards.guards import Guard, GuardSet
+from pdyn.guards.guards import Guard, GuardSet, TensorGuard
+from pdyn.guards.tensor_batch import TensorBatch, batchable
 from pdyn.sources import AttrSource, DefaultSource, ItemSource, LocalSource, Source
 
 SYMBOL = re.compile(r"[su]\d+")
@@ -22,11 +23,16 @@ CheckFn = Callable[[dict[str, Any], dict[str, Any]], "str | None"]
 
 @dataclass
 class GuardCode:
-    """A compiled guard function, its source text, and the guards behind each sentence."""
+    """A compiled guard function, its source text, and the guards behind each sentence. `check`
+    accepts and rejects exactly as `full_check` (the function `source` shows) and returns its
+    sentence; it only finds a pass faster."""
 
     check: CheckFn
     source: str
     by_sentence: dict[str, Guard]
+    full_check: CheckFn | None = None     # the function `source` shows; `check` itself where no batch
+    fast_source: str = ""
+    tensors: TensorBatch | None = None
 
 
 class _Namer:
@@ -89,27 +95,70 @@ def _printable(text: str) -> str:
 
 
 def build(guards: GuardSet, title: str) -> GuardCode:
-    """Generate, compile and return the check function for `guards`; `title` heads the source."""
+    """Generate, compile and return the check function for `guards`; `title` heads the source.
+
+    Two functions come from one pass: the full check, which names the first guard that fails, and
+    the fast check that calls run, with the same conditions save that the dtype, device, sizes and
+    strides of a model's weights are checked in one call at its end (tensor_batch); whenever the
+    fast check finds a failure it returns what the full check returns."""
     namer = _Namer()
     bound: dict[Source, str] = {}
-    body: list[str] = []
+    steps: list[tuple[str, ...]] = []  # ("bind", line) or ("check", cond, sentence, comment)
+    batch: list[tuple[str, TensorGuard]] = []
     by_sentence: dict[str, Guard] = {}
 
     def bind(src: Source) -> str:
         if src not in bound:
             expr = src.code(namer.hoist, bound)  # from the nearest source already bound
             name = namer.fresh(_source_hint(src))
-            body.append(f"{name} = {expr}")
+            steps.append(("bind", f"{name} = {expr}"))
             bound[src] = name
         return bound[src]
 
     for guard in guards:
-        checks = guard.bound_checks(bind, namer.hoist)
         comment = _comment(guard)
-        for cond, sentence in checks:
+        if isinstance(guard, TensorGuard) and batchable(guard):
+            v = bind(guard.source)  # type: ignore[arg-type]
+            inline = [guard.type_check(v, namer.hoist)] + guard.layout_checks(v)
+            batch.append((v, guard))
+            for cond, sentence in guard.checks(v, namer.hoist):
+                by_sentence.setdefault(sentence, guard)
+                steps.append(("check" if (cond, sentence) in inline else "batched", cond, sentence, comment))
+            continue
+        for cond, sentence in guard.bound_checks(bind, namer.hoist):
             by_sentence.setdefault(sentence, guard)
-            body += [f"if {cond}:{comment}", f"    return {sentence!r}"]
-    return _assemble(title, body, sorted(namer.consts.values()), by_sentence)
+            steps.append(("check", cond, sentence, comment))
+    full = _render(steps, lambda sentence: repr(sentence), batched=True)
+    if not batch:
+        return _assemble(title, full, sorted(namer.consts.values()), by_sentence)
+    full_name, batch_name, predicate = namer.fresh("_full"), namer.fresh("_tensors"), namer.fresh("_tensors_py")
+    fast = _render(steps, lambda sentence: f"{full_name}(L, G)", batched=False)
+    names = ", ".join(v for v, _ in batch)
+    fast += [f"if not {batch_name}({names}):", f"    return {full_name}(L, G)"]
+    args = [f"t{i}" for i in range(len(batch))]
+    conds = [cond for (_, g), a in zip(batch, args) for cond, _ in g.value_checks(a, namer.hoist)]
+    code = _assemble(title, full, sorted(namer.consts.values()), by_sentence)
+    extra = [f"def {predicate}({', '.join(args)}):", f"    return not ({' or '.join(conds)})"]
+    scope = dict(code.check.__globals__)
+    scope[full_name] = code.check
+    fast_source = _function("check", fast, f"{full_name}(L, G)", extra)
+    exec(compile(fast_source, f"<pdyn fast guards {title}>", "exec"), scope)
+    tensors = TensorBatch([g for _, g in batch], scope[predicate], scope, batch_name)
+    return GuardCode(check=scope["check"], source=code.source, by_sentence=by_sentence,
+                     full_check=code.check, fast_source=fast_source, tensors=tensors)
+
+
+def _render(steps: list[tuple[str, ...]], fail: Callable[[str], str], batched: bool) -> list[str]:
+    """The body's lines: each binding, and each check returning `fail(sentence)` (with `batched`
+    False, the checks the fast check leaves to its batch are left out)."""
+    body: list[str] = []
+    for step in steps:
+        if step[0] == "bind":
+            body.append(step[1])
+        elif step[0] == "check" or batched:
+            _, cond, sentence, comment = step
+            body += [f"if {cond}:{comment if batched else ''}", f"    return {fail(sentence)}"]
+    return body
 
 
 def _assemble(title: str, body: list[str], consts: list[tuple[str, Any]],
@@ -117,18 +166,22 @@ def _assemble(title: str, body: list[str], consts: list[tuple[str, Any]],
     header = [f"# pdyn guards for {_printable(title)}"]
     if consts:
         header.append("# constants: " + ", ".join(f"{n} = {_short_repr(o)}" for n, o in consts))
-    lines = header + ["def check(L, G):", "    try:"]
-    lines += [f"        {line}" for line in body] if body else ["        pass"]
-    lines += [
-        "    except Exception as e:  # an attribute or item that is gone: the entry does not apply",
-        "        return f'a guard raised {type(e).__name__}: {e}'",
-        "    return None",
-    ]
-    source = "\n".join(lines) + "\n"
+    source = "\n".join(header) + "\n" + _function("check", body, "f'a guard raised {type(e).__name__}: {e}'")
     scope: dict[str, Any] = {name: obj for name, obj in consts}
     scope["_modules"] = sys.modules  # ModuleSource roots: globals of functions from other modules
     exec(compile(source, f"<pdyn guards {title}>", "exec"), scope)
-    return GuardCode(check=scope["check"], source=source, by_sentence=by_sentence)
+    return GuardCode(check=scope["check"], source=source, by_sentence=by_sentence, full_check=scope["check"])
+
+
+def _function(name: str, body: list[str], on_error: str, extra: list[str] = ()) -> str:  # type: ignore[assignment]
+    lines = list(extra) + [f"def {name}(L, G):", "    try:"]
+    lines += [f"        {line}" for line in body] if body else ["        pass"]
+    lines += [
+        "    except Exception as e:  # an attribute or item that is gone: the entry does not apply",
+        f"        return {on_error}",
+        "    return None",
+    ]
+    return "\n".join(lines) + "\n"
 
 
 def _short_repr(obj: Any) -> str:

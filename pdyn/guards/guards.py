@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import enum
 import math
+import weakref
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -201,13 +202,20 @@ class TensorGuard(Guard):
     contiguous: bool | None = None   # with dynamic dims, strides are checked as far as this
 
     def checks(self, v: str, hoist: Hoist) -> list[tuple[str, str]]:
+        return [self.type_check(v, hoist)] + self.value_checks(v, hoist) + self.layout_checks(v)
+
+    def type_check(self, v: str, hoist: Hoist) -> tuple[str, str]:
+        return f"type({v}) is not {hoist(self.type, self.type.__name__)}", f"type({self.source}) is {_type_name(self.type)}"
+
+    def value_checks(self, v: str, hoist: Hoist) -> list[tuple[str, str]]:
+        """dtype, device, requires_grad, rank, static sizes and strides: what one C call can check
+        for many tensors (guard_codegen's fast check batches them)."""
         src = self.source
-        out = [(f"type({v}) is not {hoist(self.type, self.type.__name__)}", f"type({src}) is {_type_name(self.type)}")]
         dtype = str(self.dtype).removeprefix("torch.")
         grad = f"{v}.requires_grad" if not self.requires_grad else f"not {v}.requires_grad"
         meta = f"{v}.dtype is not {hoist(self.dtype, dtype)} or {_device_differs(v, self.device, hoist)} or {grad}"
-        out.append((meta, f"{src} is a {dtype} {self.device} tensor{'' if self.requires_grad else ' not'} "
-                          "requiring grad"))
+        out = [(meta, f"{src} is a {dtype} {self.device} tensor{'' if self.requires_grad else ' not'} "
+                      "requiring grad")]
         if all(s is not None for s in self.sizes):
             out.append((f"{v}.shape != {tuple(self.sizes)!r}", f"{src}.size() == {tuple(self.sizes)!r}"))
         else:
@@ -221,10 +229,14 @@ class TensorGuard(Guard):
             fixed = [(i, s) for i, s in enumerate(self.strides) if s is not None]
             out.append((" or ".join(f"{v}.stride({i}) != {s}" for i, s in fixed),
                         " and ".join(f"{src}.stride({i}) == {s}" for i, s in fixed)))
-        if self.contiguous is not None:
-            out.append((f"{'not ' if self.contiguous else ''}{v}.is_contiguous()",
-                        f"{src} is {'' if self.contiguous else 'not '}contiguous"))
         return out
+
+    def layout_checks(self, v: str) -> list[tuple[str, str]]:
+        if self.contiguous is None:
+            return []
+        src = self.source
+        return [(f"{'not ' if self.contiguous else ''}{v}.is_contiguous()",
+                 f"{src} is {'' if self.contiguous else 'not '}contiguous")]
 
     def fail_expr(self, v: str, hoist: Hoist) -> str:
         return " or ".join(cond for cond, _ in self.checks(v, hoist))
@@ -342,6 +354,22 @@ def class_may_change(cls: type) -> bool:
     return not cls.__flags__ & IMMUTABLE_TYPE
 
 
+_CLASS_DICTS: dict[int, tuple[Any, Any]] = {}  # id(cls) -> (weakref to cls, its mappingproxy)
+
+
+def class_dict(cls: type, hoist: Hoist) -> str:
+    """Source for `cls.__dict__`: the mappingproxy itself, hoisted (a live view of the class's own
+    dict, which a class never replaces: 4x cheaper than making one on each read), unless a
+    metaclass defines its own `__dict__`."""
+    if any("__dict__" in vars(meta) for meta in type(cls).__mro__ if meta is not type):
+        return f"{hoist(cls, cls.__name__)}.__dict__"
+    ref, proxy = _CLASS_DICTS.get(id(cls), (None, None))
+    if ref is None or ref() is not cls:  # by identity: a metaclass may define `==` (one proxy per class
+        ref, proxy = weakref.ref(cls), cls.__dict__  # keeps the guard source's constants few)
+        _CLASS_DICTS[id(cls)] = ref, proxy
+    return hoist(proxy, f"{cls.__name__}_dict")
+
+
 @dataclass(frozen=True, eq=False)
 class ClassAttrGuard(Guard):
     """What instances of `cls` find as `name` in their class is what the trace found: `attr` in the
@@ -364,11 +392,11 @@ class ClassAttrGuard(Guard):
         for klass in self.cls.__mro__:
             if klass is self.owner:
                 if class_may_change(klass):
-                    parts.append(f"{hoist(klass, klass.__name__)}.__dict__.get({self.name!r}, "
+                    parts.append(f"{class_dict(klass, hoist)}.get({self.name!r}, "
                                  f"{hoist(_ABSENT, 'absent')}) is not {hoist(self.attr, self.name)}")
                 break
             if class_may_change(klass):
-                parts.append(f"{self.name!r} in {hoist(klass, klass.__name__)}.__dict__")
+                parts.append(f"{self.name!r} in {class_dict(klass, hoist)}")
         return parts
 
     def sentence(self) -> str:
