@@ -63,7 +63,7 @@ def measure(name: str, calls: int, show_source: bool) -> None:
         full = getattr(code, "full_check", code.check)
         slow = best_us(lambda: full(L, G), calls)
         call = best_us(lambda: f(**kw), max(calls // 50, 5))
-        print(pdyn.stats(), len(f._pdyn_frame.cache.entries), code.tensors and code.tensors.native, code.tensors and code.tensors.scope[code.tensors.name])
+        print(pdyn.stats(), len(f._pdyn_frame.cache.entries), code.tensors and code.tensors.native, code.fast and code.fast.state.keys())
     print(f"{name}: {lines} conditions; guard check (as the call runs it) {hit:.1f} us, "
           f"full Python check {slow:.1f} us; steady call {call:.0f} us", flush=True)
 

@@ -13,6 +13,8 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from pdyn.guards import fast_check
+from pdyn.guards.fast_check import Step, full_body
 from pdyn.guards.guards import Guard, GuardSet, TensorGuard
 from pdyn.guards.tensor_batch import TensorBatch, batchable
 from pdyn.sources import AttrSource, DefaultSource, ItemSource, LocalSource, Source
@@ -95,23 +97,19 @@ def _printable(text: str) -> str:
 
 
 def build(guards: GuardSet, title: str) -> GuardCode:
-    """Generate, compile and return the check function for `guards`; `title` heads the source.
-
-    Two functions come from one pass: the full check, which names the first guard that fails, and
-    the fast check that calls run, with the same conditions save that the dtype, device, sizes and
-    strides of a model's weights are checked in one call at its end (tensor_batch); whenever the
-    fast check finds a failure it returns what the full check returns."""
+    """Generate, compile and return the check functions for `guards`; `title` heads the source:
+    the full check, which names the first guard that fails, and the fast check the cache calls
+    (fast_check), which accepts and rejects as the full one and returns its sentence."""
     namer = _Namer()
     bound: dict[Source, str] = {}
-    steps: list[tuple[str, ...]] = []  # ("bind", line) or ("check", cond, sentence, comment)
-    batch: list[tuple[str, TensorGuard]] = []
+    steps: list[Step] = []
     by_sentence: dict[str, Guard] = {}
 
     def bind(src: Source) -> str:
         if src not in bound:
             expr = src.code(namer.hoist, bound)  # from the nearest source already bound
             name = namer.fresh(_source_hint(src))
-            steps.append(("bind", f"{name} = {expr}"))
+            steps.append(Step("bind", expr, name=name))
             bound[src] = name
         return bound[src]
 
@@ -120,45 +118,25 @@ def build(guards: GuardSet, title: str) -> GuardCode:
         if isinstance(guard, TensorGuard) and batchable(guard):
             v = bind(guard.source)  # type: ignore[arg-type]
             inline = [guard.type_check(v, namer.hoist)] + guard.layout_checks(v)
-            batch.append((v, guard))
-            for cond, sentence in guard.checks(v, namer.hoist):
-                by_sentence.setdefault(sentence, guard)
-                steps.append(("check" if (cond, sentence) in inline else "batched", cond, sentence, comment))
-            continue
-        for cond, sentence in guard.bound_checks(bind, namer.hoist):
+            checks = guard.checks(v, namer.hoist)
+        else:
+            v, inline = "", []
+            checks = guard.bound_checks(bind, namer.hoist)
+        for cond, sentence in checks:
             by_sentence.setdefault(sentence, guard)
-            steps.append(("check", cond, sentence, comment))
-    full = _render(steps, lambda sentence: repr(sentence), batched=True)
-    if not batch:
-        return _assemble(title, full, sorted(namer.consts.values()), by_sentence)
-    full_name, batch_name, predicate = namer.fresh("_full"), namer.fresh("_tensors"), namer.fresh("_tensors_py")
-    fast = _render(steps, lambda sentence: f"{full_name}(L, G)", batched=False)
-    names = ", ".join(v for v, _ in batch)
-    fast += [f"if not {batch_name}({names}):", f"    return {full_name}(L, G)"]
-    args = [f"t{i}" for i in range(len(batch))]
-    conds = [cond for (_, g), a in zip(batch, args) for cond, _ in g.value_checks(a, namer.hoist)]
-    code = _assemble(title, full, sorted(namer.consts.values()), by_sentence)
-    extra = [f"def {predicate}({', '.join(args)}):", f"    return not ({' or '.join(conds)})"]
+            batched = bool(v) and (cond, sentence) not in inline
+            steps.append(Step("check", cond, sentence=sentence, comment=comment, guard=guard, batched=batched, value=v))
+    code = _assemble(title, full_body(steps), sorted(namer.consts.values()), by_sentence)
     scope = dict(code.check.__globals__)
-    scope[full_name] = code.check
-    fast_source = _function("check", fast, f"{full_name}(L, G)", extra)
-    exec(compile(fast_source, f"<pdyn fast guards {title}>", "exec"), scope)
-    tensors = TensorBatch([g for _, g in batch], scope[predicate], scope, batch_name)
-    return GuardCode(check=scope["check"], source=code.source, by_sentence=by_sentence,
-                     full_check=code.check, fast_source=fast_source, tensors=tensors)
 
+    def publish(into: dict[str, Any]) -> None:
+        into.update(namer.consts.values())
 
-def _render(steps: list[tuple[str, ...]], fail: Callable[[str], str], batched: bool) -> list[str]:
-    """The body's lines: each binding, and each check returning `fail(sentence)` (with `batched`
-    False, the checks the fast check leaves to its batch are left out)."""
-    body: list[str] = []
-    for step in steps:
-        if step[0] == "bind":
-            body.append(step[1])
-        elif step[0] == "check" or batched:
-            _, cond, sentence, comment = step
-            body += [f"if {cond}:{comment if batched else ''}", f"    return {fail(sentence)}"]
-    return body
+    fast = fast_check.make(steps, namer.fresh, namer.hoist, scope, title, _function, code.check, publish)
+    if fast is None:
+        return code
+    return GuardCode(check=fast.check, source=code.source, by_sentence=by_sentence, full_check=code.check,
+                     fast_source=fast.source, tensors=fast.tensors)
 
 
 def _assemble(title: str, body: list[str], consts: list[tuple[str, Any]],

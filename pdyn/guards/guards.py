@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import enum
 import math
-import weakref
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -16,6 +15,7 @@ from typing import Any, Callable
 import torch
 
 from pdyn.base.errors import SourceLoc
+from pdyn.guards.class_dicts import class_dict
 from pdyn.sources import Const, Source
 
 Hoist = Const  # (object, name hint) -> name of a constant in the guard's scope
@@ -352,22 +352,6 @@ _ABSENT = object()
 
 def class_may_change(cls: type) -> bool:
     return not cls.__flags__ & IMMUTABLE_TYPE
-
-
-_CLASS_DICTS: dict[int, tuple[Any, Any]] = {}  # id(cls) -> (weakref to cls, its mappingproxy)
-
-
-def class_dict(cls: type, hoist: Hoist) -> str:
-    """Source for `cls.__dict__`: the mappingproxy itself, hoisted (a live view of the class's own
-    dict, which a class never replaces: 4x cheaper than making one on each read), unless a
-    metaclass defines its own `__dict__`."""
-    if any("__dict__" in vars(meta) for meta in type(cls).__mro__ if meta is not type):
-        return f"{hoist(cls, cls.__name__)}.__dict__"
-    ref, proxy = _CLASS_DICTS.get(id(cls), (None, None))
-    if ref is None or ref() is not cls:  # by identity: a metaclass may define `==` (one proxy per class
-        ref, proxy = weakref.ref(cls), cls.__dict__  # keeps the guard source's constants few)
-        _CLASS_DICTS[id(cls)] = ref, proxy
-    return hoist(proxy, f"{cls.__name__}_dict")
 
 
 @dataclass(frozen=True, eq=False)

@@ -15,7 +15,7 @@ from pdyn.base import logs
 from pdyn.base.config import Config
 from pdyn.guards import tensor_batch
 from pdyn.guards.codegen import GuardCode, build
-from pdyn.guards.guards import GuardSet, TensorGuard
+from pdyn.guards.guards import ClassAttrGuard, GuardSet, TensorGuard
 from pdyn.sources import AttrSource, LocalSource, ModuleMemberSource
 
 M = LocalSource("m")
@@ -178,3 +178,35 @@ def test_a_data_swap_recompiles_and_the_log_names_the_weight(recompiles_log, cap
     assert pdyn.stats(f)["compiles"] == 2 and pdyn.stats(f)["recompiles"] == 1
     (line,) = [r.getMessage() for r in caplog.records if r.name == "pdyn.recompiles"]
     assert "fc.weight.size() == (3, 4)" in line
+
+
+def test_a_class_attribute_added_after_building_is_seen_through_the_hoisted_class_dict():
+    class Base:
+        pass
+
+    class Leaf(Base):
+        pass
+
+    guards = GuardSet()
+    guards.add(ClassAttrGuard(None, cls=Leaf, name="scale", owner=None))
+    code = build(guards, "class")
+    assert "_Leaf_dict" in code.source and "__dict__" not in code.source.split("def check")[1]
+    assert code.check({}, {}) is None
+    Base.scale = 2.0
+    assert code.check({}, {}).endswith("<locals>.Leaf.scale is no class's (as traced)")
+
+
+def test_a_metaclass_with_its_own_dict_attribute_is_read_afresh():
+    class Meta(type):
+        @property
+        def __dict__(cls):  # noqa: PLE0236 - a metaclass that answers `__dict__` itself
+            return {"scale": 1}
+
+    class Odd(metaclass=Meta):
+        pass
+
+    guards = GuardSet()
+    guards.add(ClassAttrGuard(None, cls=Odd, name="scale", owner=None))
+    code = build(guards, "meta")
+    assert "_Odd.__dict__" in code.source
+    assert code.check({}, {}).endswith("<locals>.Odd.scale is no class's (as traced)")
