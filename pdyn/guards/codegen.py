@@ -125,7 +125,9 @@ def build(guards: GuardSet, title: str) -> GuardCode:
         for cond, sentence in checks:
             by_sentence.setdefault(sentence, guard)
             batched = bool(v) and (cond, sentence) not in inline
-            steps.append(Step("check", cond, sentence=sentence, comment=comment, guard=guard, batched=batched, value=v))
+            screen = f" or {v}.is_nested" if v and (cond, sentence) == inline[0] else ""  # the C check
+            steps.append(Step("check", cond, sentence=sentence, comment=comment, guard=guard, batched=batched,
+                              value=v, screen=screen))  # aborts the process on a nested tensor
     code = _assemble(title, full_body(steps), sorted(namer.consts.values()), by_sentence)
     scope = dict(code.check.__globals__)
 

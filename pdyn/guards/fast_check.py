@@ -26,6 +26,7 @@ class Step:
     guard: Guard | None = None
     batched: bool = False      # a tensor's value check, made by the batch in the fast check
     value: str = ""            # the bound name of the checked tensor (batched checks)
+    screen: str = ""           # more the fast check rejects here, for the batch's sake
 
 
 def full_body(steps: list[Step]) -> list[str]:
@@ -80,7 +81,7 @@ def _lines(steps: list[Step], fail: str) -> list[str]:
         if step.kind == "bind":
             body.append(f"{step.name} = {step.text}")
         else:
-            body += [f"if {step.text}:", f"    return {fail}"]
+            body += [f"if {step.text}{step.screen}:", f"    return {fail}"]
     return body
 
 

@@ -210,3 +210,13 @@ def test_a_metaclass_with_its_own_dict_attribute_is_read_afresh():
     code = build(guards, "meta")
     assert "_Odd.__dict__" in code.source
     assert code.check({}, {}).endswith("<locals>.Odd.scale is no class's (as traced)")
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_a_nested_tensor_in_a_weight_is_rejected_before_the_c_check_sees_it():
+    """torch's C check aborts the process on a nested tensor's strides: the fast check screens it."""
+    net = Net()
+    code = weights_code(net)
+    assert agree(code, {"m": net}) is None
+    net.scale = torch.nested.nested_tensor([torch.ones(3), torch.ones(3)])
+    assert agree(code, {"m": net}).startswith("a guard raised RuntimeError: Internal error: NestedTensorImpl")
