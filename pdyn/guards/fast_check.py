@@ -55,15 +55,16 @@ def make(steps: list[Step], fresh: Callable[[str], str], hoist: Callable[[Any, s
     batched = _batched(steps)
     if not batched:
         return None
-    full_name, batch_name, predicate = fresh("_full"), fresh("_tensors"), fresh("_tensors_py")
+    full_name, batch_name, predicate, missed = (fresh(n) for n in ("_full", "_tensors", "_tensors_py", "_missed"))
     scope[full_name] = full
     fail = f"{full_name}(L, G)"
     body = _lines([s for s in steps if s.kind == "bind" or not s.batched], fail)
-    body += [f"if not {batch_name}({', '.join(v for v, _ in batched)}):", f"    return {fail}"]
+    body += [f"if not {batch_name}({', '.join(v for v, _ in batched)}):", f"    return {missed}(L, G)"]
     source = function("check", body, fail, _predicate(batched, predicate, hoist))
     publish(scope)
     exec(compile(source, f"<pdyn fast guards {title}>", "exec"), scope)
-    tensors = TensorBatch([g for _, g in batched], scope[predicate], scope, batch_name)
+    tensors = TensorBatch([g for _, g in batched], scope[predicate], scope, batch_name, full)
+    scope[missed] = tensors.missed
     return FastCheck(check=scope["check"], source=source, tensors=tensors)
 
 

@@ -47,13 +47,27 @@ class TensorBatch:
     `name`: the Python conditions until a call passes them, then torch's C check when it agrees."""
 
     def __init__(self, guards: list[TensorGuard], python_check: Callable[..., bool],
-                 scope: dict[str, Any], name: str) -> None:
+                 scope: dict[str, Any], name: str, full: Callable[[Any, Any], str | None]) -> None:
         self.guards = guards
         self.python_check = python_check
         self.scope = scope
         self.name = name
+        self.full = full
         self.native = False
+        self.stricter = 0  # calls the C check rejected and the full check accepted
         scope[name] = self.first
+
+    def missed(self, L: Any, G: Any) -> str | None:
+        """The batch rejected this call: the full check's answer. Where that accepts, the C check was
+        stricter than the guards (built in another dispatch-key state, as inside or outside
+        `torch.inference_mode()`): it is built again from a later call, twice at most, then the
+        Python conditions serve."""
+        reason = self.full(L, G)
+        if reason is None:
+            self.stricter += 1
+            self.native = False
+            self.scope[self.name] = self.first if self.stricter < 3 else self.python_check
+        return reason
 
     def first(self, *tensors: Any) -> bool:
         ok = self.python_check(*tensors)

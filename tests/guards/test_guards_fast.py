@@ -137,8 +137,19 @@ def test_a_c_check_stricter_than_python_falls_back_to_the_full_check():
     net = Net()
     code = weights_code(net)
     assert agree(code, {"m": net}) is None
+    native = tensor_batch._CTensorGuards is not None
     with torch.inference_mode():
+        assert code.check({"m": net}, {}) is None  # the C check built outside rejects: the full check accepts
+        assert code.tensors.stricter == native and not code.tensors.native
+        assert agree(code, {"m": net}) is None     # built again, inside
+        assert code.tensors.native is native and code.tensors.stricter == native
+    for _ in range(3):  # out and in again: twice rebuilt, then the Python conditions serve
         assert agree(code, {"m": net}) is None
+        with torch.inference_mode():
+            assert agree(code, {"m": net}) is None
+    assert code.tensors.stricter == (3 if native else 0)
+    if native:
+        assert code.tensors.scope[code.tensors.name] == code.tensors.python_check
 
 
 def test_frame_arguments_and_subclasses_stay_inline():
