@@ -1,8 +1,10 @@
-"""GuardSet -> one generated Python function `check(L, G)` and its readable source.
+"""GuardSet -> the generated Python function `check(L, G)` and its readable source.
 
 `check` returns None when every guard holds, else the sentence of the first that failed. Each
 source is read once into a local name; objects are hoisted into named constants; each check
-carries a comment with the user line that made it.
+carries a comment with the user line that made it. Where a model's weights are guarded, the
+function the cache calls is the fast check (fast_check.py) over the same steps, with this full
+check behind it for every failure.
 """
 
 from __future__ import annotations
@@ -125,9 +127,10 @@ def build(guards: GuardSet, title: str) -> GuardCode:
         for cond, sentence in checks:
             by_sentence.setdefault(sentence, guard)
             batched = bool(v) and (cond, sentence) not in inline
-            screen = f" or {v}.is_nested" if v and (cond, sentence) == inline[0] else ""  # the C check
+            # torch's C check aborts the process on a nested tensor's strides: screened out before it
+            screen = f" or {v}.is_nested" if v and (cond, sentence) == inline[0] else ""
             steps.append(Step("check", cond, sentence=sentence, comment=comment, guard=guard, batched=batched,
-                              value=v, screen=screen))  # aborts the process on a nested tensor
+                              value=v, screen=screen))
     code = _assemble(title, full_body(steps), sorted(namer.consts.values()), by_sentence)
     scope = dict(code.check.__globals__)
 
@@ -153,7 +156,7 @@ def _assemble(title: str, body: list[str], consts: list[tuple[str, Any]],
     return GuardCode(check=scope["check"], source=source, by_sentence=by_sentence, full_check=scope["check"])
 
 
-def _function(name: str, body: list[str], on_error: str, extra: list[str] = ()) -> str:  # type: ignore[assignment]
+def _function(name: str, body: list[str], on_error: str, extra: tuple[str, ...] | list[str] = ()) -> str:
     lines = list(extra) + [f"def {name}(L, G):", "    try:"]
     lines += [f"        {line}" for line in body] if body else ["        pass"]
     lines += [
