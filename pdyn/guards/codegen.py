@@ -1,8 +1,10 @@
-"""GuardSet -> one generated Python function `check(L, G)` and its readable source.
+"""GuardSet -> the generated Python function `check(L, G)` and its readable source.
 
 `check` returns None when every guard holds, else the sentence of the first that failed. Each
 source is read once into a local name; objects are hoisted into named constants; each check
-carries a comment with the user line that made it.
+carries a comment with the user line that made it. Where a model's weights are guarded, the
+function the cache calls is the fast check (fast_check.py) over the same steps, with this full
+check behind it for every failure.
 """
 
 from __future__ import annotations
@@ -13,7 +15,10 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from pdyn.guards.guards import Guard, GuardSet
+from pdyn.guards import fast_check
+from pdyn.guards.fast_check import Step, full_body
+from pdyn.guards.guards import Guard, GuardSet, TensorGuard
+from pdyn.guards.tensor_batch import TensorBatch, batchable
 from pdyn.sources import AttrSource, DefaultSource, ItemSource, LocalSource, Source
 
 SYMBOL = re.compile(r"[su]\d+")
@@ -22,11 +27,16 @@ CheckFn = Callable[[dict[str, Any], dict[str, Any]], "str | None"]
 
 @dataclass
 class GuardCode:
-    """A compiled guard function, its source text, and the guards behind each sentence."""
+    """A compiled guard function, its source text, and the guards behind each sentence. `check`
+    accepts and rejects exactly as `full_check` (the function `source` shows) and returns its
+    sentence; it only finds a pass faster."""
 
     check: CheckFn
     source: str
     by_sentence: dict[str, Guard]
+    full_check: CheckFn | None = None     # the function `source` shows; `check` itself where no batch
+    fast_source: str = ""
+    tensors: TensorBatch | None = None
 
 
 class _Namer:
@@ -89,27 +99,49 @@ def _printable(text: str) -> str:
 
 
 def build(guards: GuardSet, title: str) -> GuardCode:
-    """Generate, compile and return the check function for `guards`; `title` heads the source."""
+    """Generate, compile and return the check functions for `guards`; `title` heads the source:
+    the full check, which names the first guard that fails, and the fast check the cache calls
+    (fast_check), which accepts and rejects as the full one and returns its sentence."""
     namer = _Namer()
     bound: dict[Source, str] = {}
-    body: list[str] = []
+    steps: list[Step] = []
     by_sentence: dict[str, Guard] = {}
 
     def bind(src: Source) -> str:
         if src not in bound:
             expr = src.code(namer.hoist, bound)  # from the nearest source already bound
             name = namer.fresh(_source_hint(src))
-            body.append(f"{name} = {expr}")
+            steps.append(Step("bind", expr, name=name))
             bound[src] = name
         return bound[src]
 
     for guard in guards:
-        checks = guard.bound_checks(bind, namer.hoist)
         comment = _comment(guard)
+        if isinstance(guard, TensorGuard) and batchable(guard):
+            v = bind(guard.source)  # type: ignore[arg-type]
+            inline = [guard.type_check(v, namer.hoist)] + guard.layout_checks(v)
+            checks = guard.checks(v, namer.hoist)
+        else:
+            v, inline = "", []
+            checks = guard.bound_checks(bind, namer.hoist)
         for cond, sentence in checks:
             by_sentence.setdefault(sentence, guard)
-            body += [f"if {cond}:{comment}", f"    return {sentence!r}"]
-    return _assemble(title, body, sorted(namer.consts.values()), by_sentence)
+            batched = bool(v) and (cond, sentence) not in inline
+            # torch's C check aborts the process on a nested tensor's strides: screened out before it
+            screen = f" or {v}.is_nested" if v and (cond, sentence) == inline[0] else ""
+            steps.append(Step("check", cond, sentence=sentence, comment=comment, guard=guard, batched=batched,
+                              value=v, screen=screen))
+    code = _assemble(title, full_body(steps), sorted(namer.consts.values()), by_sentence)
+    scope = dict(code.check.__globals__)
+
+    def publish(into: dict[str, Any]) -> None:
+        into.update(namer.consts.values())
+
+    fast = fast_check.make(steps, namer.fresh, namer.hoist, scope, title, _function, code.check, publish)
+    if fast is None:
+        return code
+    return GuardCode(check=fast.check, source=code.source, by_sentence=by_sentence, full_check=code.check,
+                     fast_source=fast.source, tensors=fast.tensors)
 
 
 def _assemble(title: str, body: list[str], consts: list[tuple[str, Any]],
@@ -117,18 +149,22 @@ def _assemble(title: str, body: list[str], consts: list[tuple[str, Any]],
     header = [f"# pdyn guards for {_printable(title)}"]
     if consts:
         header.append("# constants: " + ", ".join(f"{n} = {_short_repr(o)}" for n, o in consts))
-    lines = header + ["def check(L, G):", "    try:"]
-    lines += [f"        {line}" for line in body] if body else ["        pass"]
-    lines += [
-        "    except Exception as e:  # an attribute or item that is gone: the entry does not apply",
-        "        return f'a guard raised {type(e).__name__}: {e}'",
-        "    return None",
-    ]
-    source = "\n".join(lines) + "\n"
+    source = "\n".join(header) + "\n" + _function("check", body, "f'a guard raised {type(e).__name__}: {e}'")
     scope: dict[str, Any] = {name: obj for name, obj in consts}
     scope["_modules"] = sys.modules  # ModuleSource roots: globals of functions from other modules
     exec(compile(source, f"<pdyn guards {title}>", "exec"), scope)
-    return GuardCode(check=scope["check"], source=source, by_sentence=by_sentence)
+    return GuardCode(check=scope["check"], source=source, by_sentence=by_sentence, full_check=scope["check"])
+
+
+def _function(name: str, body: list[str], on_error: str, extra: tuple[str, ...] | list[str] = ()) -> str:
+    lines = list(extra) + [f"def {name}(L, G):", "    try:"]
+    lines += [f"        {line}" for line in body] if body else ["        pass"]
+    lines += [
+        "    except Exception as e:  # an attribute or item that is gone: the entry does not apply",
+        f"        return {on_error}",
+        "    return None",
+    ]
+    return "\n".join(lines) + "\n"
 
 
 def _short_repr(obj: Any) -> str:

@@ -15,6 +15,7 @@ from typing import Any, Callable
 import torch
 
 from pdyn.base.errors import SourceLoc
+from pdyn.guards.class_dicts import class_dict
 from pdyn.sources import Const, Source
 
 Hoist = Const  # (object, name hint) -> name of a constant in the guard's scope
@@ -201,13 +202,20 @@ class TensorGuard(Guard):
     contiguous: bool | None = None   # with dynamic dims, strides are checked as far as this
 
     def checks(self, v: str, hoist: Hoist) -> list[tuple[str, str]]:
+        return [self.type_check(v, hoist)] + self.value_checks(v, hoist) + self.layout_checks(v)
+
+    def type_check(self, v: str, hoist: Hoist) -> tuple[str, str]:
+        return f"type({v}) is not {hoist(self.type, self.type.__name__)}", f"type({self.source}) is {_type_name(self.type)}"
+
+    def value_checks(self, v: str, hoist: Hoist) -> list[tuple[str, str]]:
+        """dtype, device, requires_grad, rank, static sizes and strides: what one C call can check
+        for many tensors (guard_codegen's fast check batches them)."""
         src = self.source
-        out = [(f"type({v}) is not {hoist(self.type, self.type.__name__)}", f"type({src}) is {_type_name(self.type)}")]
         dtype = str(self.dtype).removeprefix("torch.")
         grad = f"{v}.requires_grad" if not self.requires_grad else f"not {v}.requires_grad"
         meta = f"{v}.dtype is not {hoist(self.dtype, dtype)} or {_device_differs(v, self.device, hoist)} or {grad}"
-        out.append((meta, f"{src} is a {dtype} {self.device} tensor{'' if self.requires_grad else ' not'} "
-                          "requiring grad"))
+        out = [(meta, f"{src} is a {dtype} {self.device} tensor{'' if self.requires_grad else ' not'} "
+                      "requiring grad")]
         if all(s is not None for s in self.sizes):
             out.append((f"{v}.shape != {tuple(self.sizes)!r}", f"{src}.size() == {tuple(self.sizes)!r}"))
         else:
@@ -221,10 +229,14 @@ class TensorGuard(Guard):
             fixed = [(i, s) for i, s in enumerate(self.strides) if s is not None]
             out.append((" or ".join(f"{v}.stride({i}) != {s}" for i, s in fixed),
                         " and ".join(f"{src}.stride({i}) == {s}" for i, s in fixed)))
-        if self.contiguous is not None:
-            out.append((f"{'not ' if self.contiguous else ''}{v}.is_contiguous()",
-                        f"{src} is {'' if self.contiguous else 'not '}contiguous"))
         return out
+
+    def layout_checks(self, v: str) -> list[tuple[str, str]]:
+        if self.contiguous is None:
+            return []
+        src = self.source
+        return [(f"{'not ' if self.contiguous else ''}{v}.is_contiguous()",
+                 f"{src} is {'' if self.contiguous else 'not '}contiguous")]
 
     def fail_expr(self, v: str, hoist: Hoist) -> str:
         return " or ".join(cond for cond, _ in self.checks(v, hoist))
@@ -364,11 +376,11 @@ class ClassAttrGuard(Guard):
         for klass in self.cls.__mro__:
             if klass is self.owner:
                 if class_may_change(klass):
-                    parts.append(f"{hoist(klass, klass.__name__)}.__dict__.get({self.name!r}, "
+                    parts.append(f"{class_dict(klass, hoist)}.get({self.name!r}, "
                                  f"{hoist(_ABSENT, 'absent')}) is not {hoist(self.attr, self.name)}")
                 break
             if class_may_change(klass):
-                parts.append(f"{self.name!r} in {hoist(klass, klass.__name__)}.__dict__")
+                parts.append(f"{self.name!r} in {class_dict(klass, hoist)}")
         return parts
 
     def sentence(self) -> str:
