@@ -352,3 +352,22 @@ def test_cudagraph_reduce_overhead_matches_eager_and_cpu_inputs_run_uncaptured(c
             x = torch.randn(5)
             torch.testing.assert_close(g(x), x * 2 + 1)
     assert "not on the GPU" in caplog.text
+
+
+def test_the_guard_facts_are_evaluated_once_per_bucket_not_per_call(monkeypatch):
+    """Substituting the facts costs milliseconds with sympy: a padded call reuses the answer for its bucket."""
+    import sympy
+
+    from pdyn.backends.cudagraphs.pad import PadPlan, padded_sizes
+    from pdyn.shapes.graph_meta import SymbolBinding
+    from pdyn.sources import LocalSource
+
+    s0 = sympy.Symbol("s0", integer=True, positive=True)
+    plan = PadPlan({s0: SymbolBinding(0, 0, LocalSource("x"))}, {0: [(0, s0)]}, {}, [[(0, s0)]],
+                   facts=[sympy.Le(s0, 12)])
+    calls = []
+    real_subs = sympy.Le.subs
+    monkeypatch.setattr(sympy.Le, "subs", lambda self, *a: calls.append(a) or real_subs(self, *a))
+    sizes = [padded_sizes(plan, [torch.empty(n, 2)], None)[s0] for n in (5, 6, 7, 5, 13)]
+    assert sizes == [(5, 8), (6, 8), (7, 8), (5, 8), (13, 13)]   # 13 -> 16 would break s0 <= 12
+    assert len(calls) == 2   # the bucket 8 once, the bucket 16 once

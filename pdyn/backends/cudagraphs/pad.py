@@ -30,6 +30,7 @@ class PadPlan:
     facts: list[sympy.Basic] = field(default_factory=list)
     ties: dict[sympy.Symbol, sympy.Symbol] = field(default_factory=dict)  # tied symbol -> its group's first
     refused: dict[sympy.Symbol, str] = field(default_factory=dict)  # the others, and why
+    facts_hold: dict[tuple[int, ...], bool] = field(default_factory=dict)  # padded values -> facts hold there
 
 
 def plan(gm: torch.fx.GraphModule) -> PadPlan:
@@ -69,8 +70,12 @@ def padded_sizes(p: PadPlan, args: list[Any], buckets: tuple[int, ...] | None) -
     if any(sizes[t][0] != sizes[first][0] for t, first in p.ties.items()):
         return {s: (n, n) for s, (n, _) in sizes.items()}  # tied symbols differ: the analysis does not hold
     if p.facts and any(n != m for n, m in sizes.values()):
-        subs = {s: m for s, (n, m) in sizes.items()}
-        if any(f.subs(subs) == sympy.false for f in p.facts):
+        padded = tuple(m for _, m in sizes.values())
+        holds = p.facts_hold.get(padded)
+        if holds is None:  # NOTE: sympy substitution costs milliseconds: once per bucket, not per call
+            subs = {s: m for s, (n, m) in sizes.items()}
+            holds = p.facts_hold[padded] = not any(f.subs(subs) == sympy.false for f in p.facts)
+        if not holds:
             sizes = {s: (n, n) for s, (n, _) in sizes.items()}
     return sizes
 
