@@ -12,12 +12,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pdyn.base.errors import Unsupported
 from pdyn.guards.guards import TypeGuard, UserDictKeysGuard
 from pdyn.sources import Const, Source, literal
 from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.containers import DictVariable
-from pdyn.trace.variables.user_objects import UserObjectVariable, bind_class_attr, class_attr, mro_lookup
+from pdyn.trace.variables.user_objects import UserObjectVariable, mro_lookup, run_init
 
 if TYPE_CHECKING:
     from pdyn.trace.frame_codegen import FrameCodegen
@@ -90,9 +89,7 @@ class UserDictVariable(UserObjectVariable):
         if self.source is not None:
             return codegen.source_expr(self.source)
         items = ", ".join(f"{codegen.constant(k)}: {codegen.reconstruct(v)}" for k, v in self.entries.items.items())
-        fields = ", ".join(f"{name!r}: {codegen.reconstruct(v)}" for name, v in self.fields.items())
-        return codegen.once(self, f"{codegen.constant(rebuild_dict, 'rebuild_dict')}("
-                                  f"{codegen.constant(self.cls, self.cls.__name__)}, {{{items}}}, {{{fields}}})")
+        return self.rebuilt(codegen, rebuild_dict, f"{{{items}}}")
 
     def __repr__(self) -> str:
         return f"UserDictVariable({self.cls.__qualname__}, {list(self.entries.items)})"
@@ -102,12 +99,7 @@ def construct_user_dict(tx: Tracer, cls: type, args: list[VariableTracker],
                         kwargs: dict[str, VariableTracker]) -> VariableTracker:
     """`cls(*args, **kwargs)` for a user dict class: dict's `__new__` (empty), then its `__init__`
     (a Python one inlined, dict's or OrderedDict's own a rule)."""
-    obj = UserDictVariable.fresh(cls)
-    init = class_attr(tx, cls, "__init__")
-    if init is None:
-        raise Unsupported("construct", f"pdyn cannot trace constructing a {cls.__qualname__}", loc=tx.loc())
-    bind_class_attr(tx, obj, cls, "__init__", init).call(tx, args, kwargs)
-    return obj
+    return run_init(tx, UserDictVariable.fresh(cls), args, kwargs)
 
 
 def wrap_user_dict(tx: Tracer, value: Any, source: Source) -> VariableTracker:

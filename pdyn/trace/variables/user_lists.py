@@ -12,13 +12,12 @@ from __future__ import annotations
 import typing
 from typing import TYPE_CHECKING, Any
 
-from pdyn.base.errors import Unsupported
 from pdyn.guards.guards import UserListLenGuard
 from pdyn.sources import Source
 from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.containers import ListVariable
 from pdyn.trace.variables.user_dicts import DictItemSource
-from pdyn.trace.variables.user_objects import UserObjectVariable, bind_class_attr, class_attr, mro_lookup
+from pdyn.trace.variables.user_objects import UserObjectVariable, mro_lookup, run_init
 
 if TYPE_CHECKING:
     from pdyn.trace.frame_codegen import FrameCodegen
@@ -53,9 +52,7 @@ class UserListVariable(UserObjectVariable):
         if self.source is not None:
             return codegen.source_expr(self.source)
         items = ", ".join(codegen.reconstruct(v) for v in self.entries.items)
-        fields = ", ".join(f"{name!r}: {codegen.reconstruct(v)}" for name, v in self.fields.items())
-        return codegen.once(self, f"{codegen.constant(rebuild_list, 'rebuild_list')}("
-                                  f"{codegen.constant(self.cls, self.cls.__name__)}, [{items}], {{{fields}}})")
+        return self.rebuilt(codegen, rebuild_list, f"[{items}]")
 
     def __repr__(self) -> str:
         return f"UserListVariable({self.cls.__qualname__}, {len(self.entries.items)} items)"
@@ -65,12 +62,7 @@ def construct_user_list(tx: Tracer, cls: type, args: list[VariableTracker],
                         kwargs: dict[str, VariableTracker]) -> VariableTracker:
     """`cls(*args, **kwargs)` for a user list class: list's `__new__` (empty), then its `__init__`
     (a Python one inlined, list's own a rule)."""
-    obj = UserListVariable.fresh(cls)
-    init = class_attr(tx, cls, "__init__")
-    if init is None:
-        raise Unsupported("construct", f"pdyn cannot trace constructing a {cls.__qualname__}", loc=tx.loc())
-    bind_class_attr(tx, obj, cls, "__init__", init).call(tx, args, kwargs)
-    return obj
+    return run_init(tx, UserListVariable.fresh(cls), args, kwargs)
 
 
 def wrap_user_list(tx: Tracer, value: Any, source: Source) -> VariableTracker:

@@ -341,6 +341,13 @@ class UserObjectVariable(VariableTracker):
         return codegen.once(self, f"{codegen.constant(rebuild_object, 'rebuild_object')}("
                                   f"{codegen.constant(self.cls, self.cls.__name__)}, {{{fields}}})")
 
+    def rebuilt(self, codegen: FrameCodegen, rebuild: Callable[..., Any], contents: str) -> str:
+        """The frame code's `rebuild(cls, contents, {fields})` for a container subclass made in
+        the trace (its items, then its instance attributes), once per frame code."""
+        fields = ", ".join(f"{name!r}: {codegen.reconstruct(v)}" for name, v in self.fields.items())
+        return codegen.once(self, f"{codegen.constant(rebuild, rebuild.__name__)}("
+                                  f"{codegen.constant(self.cls, self.cls.__name__)}, {contents}, {{{fields}}})")
+
     def __repr__(self) -> str:
         where = f" from {self.source}" if self.source is not None else " (new)"
         return f"UserObjectVariable({self.cls.__qualname__}{where})"
@@ -462,6 +469,17 @@ def pin_identity(tx: Tracer, lhs: VariableTracker, rhs: VariableTracker, same: b
         tx.ctx.add_guard(AliasGuard(lhs.source, other=rhs.source, same=same, loc=tx.loc()))
     else:
         tx.ctx.add_guard(IdGuard(users[0].source, users[0].value, loc=tx.loc()))
+
+
+def run_init(tx: Tracer, obj: UserObjectVariable, args: list[VariableTracker],
+             kwargs: dict[str, VariableTracker]) -> UserObjectVariable:
+    """`type(obj).__init__(obj, *args, **kwargs)` for an object the trace just made: a Python
+    `__init__` inlined, a builtin base's own a rule."""
+    init = class_attr(tx, obj.cls, "__init__")
+    if init is None:
+        raise Unsupported("construct", f"pdyn cannot trace constructing a {obj.cls.__qualname__}", loc=tx.loc())
+    bind_class_attr(tx, obj, obj.cls, "__init__", init).call(tx, args, kwargs)
+    return obj
 
 
 def construct_object(tx: Tracer, cls: type, args: list[VariableTracker],
