@@ -172,6 +172,23 @@ class DefaultSource(Source):
 
 
 @dataclass(frozen=True)
+class WeakRefTargetSource(Source):
+    """What a weak reference read from the frame refers to, now: `L['self']._refs[0]()` (None once
+    the object is gone)."""
+
+    base: Source
+
+    def _code(self, const: Const, bound: Mapping[Source, str]) -> str:
+        return f"{self.base.code(const, bound)}()"
+
+    def read(self, L: Mapping[str, Any], G: Mapping[str, Any]) -> Any:
+        return self.base.read(L, G)()
+
+    def root(self) -> Source:
+        return self.base.root()
+
+
+@dataclass(frozen=True)
 class ModuleSource(Source):
     """A Python module by name, for the globals of a function inlined from another module."""
 

@@ -109,6 +109,9 @@ declare_all(["scatter_", "scatter_add_", "scatter_reduce_", "index_add_", "index
             namespaces=TENSOR)
 declare_all(["sort", "argsort", "topk", "cummax", "cummin", "roll", "tile", "diff"])
 declare_all(["isin", "bucketize"], namespaces=TORCH)
+for _name in ("lstm", "gru", "rnn_tanh", "rnn_relu"):  # what nn.LSTM/GRU/RNN call
+    declare(_name, spellings=[getattr(torch._VF, _name)], namespaces=TORCH)
+declare("pad_sequence", spellings=[torch._C._nn.pad_sequence], namespaces=())
 declare_all(["einsum", "meshgrid", "tensor", "as_tensor"], namespaces=TORCH)
 declare("new_tensor", namespaces=TENSOR)
 

@@ -357,3 +357,4 @@ from pdyn.ops import shape_rules_nn as _nn  # noqa: E402,F401
 from pdyn.ops import shape_rules_indexing as _indexing  # noqa: E402,F401
 from pdyn.ops import shape_rules_sorting as _sorting  # noqa: E402,F401
 from pdyn.ops import shape_rules_creation as _creation  # noqa: E402,F401
+from pdyn.ops import shape_rules_recurrent as _recurrent  # noqa: E402,F401

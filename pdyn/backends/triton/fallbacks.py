@@ -55,6 +55,8 @@ fallback("scatter", "scatter_add", "scatter_reduce", "take_along_dim", "index_ad
          "index_copy", "index_fill", "roll", "tile", why="indexing along a dim without a lowering yet")
 fallback("sort", "argsort", "topk", "cummax", "cummin", "diff", why="sorting or scan without a lowering yet")
 fallback("isin", "bucketize", why="a search over a second tensor without a lowering yet")
+fallback("lstm", "gru", "rnn_tanh", "rnn_relu", why="a recurrent layer: torch's kernels (cuDNN) run it")
+fallback("pad_sequence", why="a copy of sequences into one padded tensor without a lowering yet")
 fallback("tensor", "as_tensor", "new_tensor", why="a tensor made from Python data: nothing to compute")
 fallback("meshgrid", why="views of its inputs without a lowering yet")
 fallback("einsum", why="a library kernel (torch's): a contraction torch plans")

@@ -49,6 +49,7 @@ import pdyn.trace.variables.object_rules  # noqa: F401  (registers the rules of 
 import pdyn.trace.variables.dict_rules  # noqa: F401  (registers the rules of dict's own methods)
 import pdyn.trace.variables.list_rules  # noqa: F401  (and of list's)
 import pdyn.trace.variables.signatures  # noqa: F401  (inspect.signature, mappingproxy)
+import pdyn.trace.variables.weakrefs  # noqa: F401  (calling a weak reference)
 from pdyn.trace.variables.tensor import TensorUnboundMethodVariable, is_tensor_method
 from pdyn.trace.variables.torch import PythonModuleVariable, TorchFunctionVariable, is_torch_function
 
