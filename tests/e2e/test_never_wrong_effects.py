@@ -197,3 +197,12 @@ def test_comprehensions_that_break_on_every_item_keep_every_item():
                 [*(str(d) for d in r)])
 
     check_calls(f, (torch.arange(3),), (torch.arange(4),))
+
+
+def test_displays_being_built_when_a_break_happens_keep_what_is_added_after_it():
+    """`[a, *b, f(x), *c]` and `{**d, 'k': f(x), **e}`: the container being built is on the stack at
+    the break, an input of the resume function, and what is added to it after the break is kept."""
+    def f(x, d, e):
+        return [1, *d, str(x.sum()), *e], {**d, "k": str(x.sum()), **e}, {*d, str(x.sum()), *e}
+
+    check_calls(f, (torch.arange(3), {"a": 1}, {"b": 2}), (torch.arange(4), {"a": 1, "z": 0}, {"b": 2}))

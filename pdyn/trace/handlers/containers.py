@@ -134,6 +134,7 @@ def _merge(tx: Tracer, inst: Instruction, strict: bool) -> None:
             if k in target.items:
                 raise UserException(TypeError(f"got multiple values for keyword argument {k!r}"))
     target.items.update(other.items)
+    target._mutate(tx)   # a dict display being built that crossed a graph break is an input
 
 
 handler("DICT_UPDATE")(lambda tx, inst: _merge(tx, inst, strict=False))
