@@ -210,12 +210,14 @@ def test_dense_indices_use_the_flat_index():
     check(lambda x: x.transpose(0, 1) * 2, (randn(3, 4),), (randn(5, 6),))  # not dense: per dim
 
 
-def test_sizes_are_specialized_by_triton_not_declared_dynamic():
-    """Triton checks each size for a multiple of 16 per call (vector loads); only the split chunk
-    length stays unspecialized."""
+def test_sizes_not_a_multiple_of_16_on_every_call_are_declared_dynamic():
+    """Both dims of x are free, so no size is a multiple of 16 on every call: each is declared
+    dynamic (one compile whatever their residues), with the split chunk length. Sizes that are
+    (a parameter's width) keep Triton's specialization: tests/backends/test_triton_specialization.py."""
     rec = check(lambda x: x.sum(0), (randn(9, 6),), (randn(3000, 4),), compiles=None)
     src = rec.last.kernel_sources[0]
-    assert "do_not_specialize=['rchunk']" in src and src.count("@triton.jit\ndef kernel_") == 2
+    assert "do_not_specialize=['ks0', 'xnumel', 'rnumel', 'rchunk']" in src
+    assert src.count("@triton.jit(do_not_specialize=['ks0', 'xnumel', 'rnumel'])\ndef kernel_") == 2
     assert runtime.int_spec((1, 32, 7, 0)) == (1, 16, 0, 16)
 
 

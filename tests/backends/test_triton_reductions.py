@@ -6,7 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from tests.backends.util import check, randn
+from tests.backends.util import DEVICE, check, randn
 
 REDUCTIONS = {
     "sum_last": lambda x: x.sum(-1), "sum_first": lambda x: x.sum(0),
@@ -97,3 +97,29 @@ def test_mlp_block_matches_eager():
     rec = check(block, (randn(3, 8), *params), (randn(5, 8), *params))
     # layernorm, bias+gelu, bias+residual: three kernels around two extern matmuls
     assert rec.last.kernel_count == 3
+
+
+class PostNorm(torch.nn.Module):
+    """BERT's residual stream: a norm's output feeds the next matmul and the next residual add."""
+
+    def __init__(self, h: int) -> None:
+        super().__init__()
+        self.fc, self.norm = torch.nn.Linear(h, h), torch.nn.LayerNorm(h)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.norm(x + torch.relu(self.fc(x)))
+
+
+def test_a_value_stored_for_a_matmul_is_read_not_recomputed_by_later_layers():
+    """Each layer's kernel reads the previous norm's stored output: the kernels of layers 2..n are
+    one source, not a chain that grows by a layer's ops with every layer (quadratic work)."""
+    def sources(layers: int) -> list[str]:
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(*[PostNorm(16) for _ in range(layers)]).to(DEVICE).eval()
+        with torch.no_grad():
+            rec = check(lambda x: model(x), (randn(5, 16),), (randn(7, 16),))
+        return [s.split("\n", 1)[1] for s in rec.last.kernel_sources]
+
+    three, six = sources(3), sources(6)
+    assert len(set(six)) == len(set(three))
+    assert max(s.count("tl.load") for s in six) == max(s.count("tl.load") for s in three)

@@ -18,7 +18,7 @@ from pdyn.backends.triton.ir import ComputedBuffer, Pointwise, Reduction, Scan, 
 from pdyn.backends.triton.kernel_builder import (
     INDEX_CHECK_HELPER, CannotFuse, KernelArgs, KernelBuilder, Local, Scope,
 )
-from pdyn.backends.triton.symbolic import floordiv, index_var, moddim
+from pdyn.backends.triton.symbolic import floordiv, index_var, moddim, multiple_of_16
 from pdyn.backends.triton.triton_ops import PREAMBLE, constant_text, dtype_text
 
 XINDEX, RINDEX, YINDEX = sympy.Symbol("xindex"), sympy.Symbol("rindex"), sympy.Symbol("yindex")
@@ -293,9 +293,17 @@ class KernelCodegen:
         consts = ["XBLOCK: tl.constexpr"] + (["RBLOCK: tl.constexpr"] if t.is_reduction else [])
         if self.ysplit is not None:
             consts = ["YBLOCK: tl.constexpr"] + consts
-        # NOTE: sizes are specialized by Triton (== 1, % 16 == 0), checked per call: the multiple-of-16
-        # case is what lets strided rows and masked blocks use vector loads
-        no_spec = ["rchunk"] if self.split else []
+        # NOTE: Triton specializes an int argument per call (== 1, % 16 == 0), a compile per pattern:
+        # with sizes that change every call that is a compile per pattern of the sizes' residues. A
+        # size that is a multiple of 16 on every call keeps the specialization (vector loads over
+        # masked blocks and strided rows need it); any other is declared dynamic, one compile
+        exprs = dict(zip(sizes, b.args.sizes)) | {"xnumel": sympy.Mul(*t.x_ranges),
+                                                  "rnumel": sympy.Mul(*t.r_ranges)}
+        if self.ysplit is not None:
+            exprs |= {"ynumel": sympy.Mul(*t.x_ranges[:self.ysplit]),
+                      "xnumel": sympy.Mul(*t.x_ranges[self.ysplit:])}
+        no_spec = [p for p in params if p in exprs and not (exprs[p].is_Integer or multiple_of_16(exprs[p]))]
+        no_spec += ["rchunk"] if self.split else []
         options = [f"do_not_specialize={no_spec!r}"] if no_spec else []
         if b.asserts and not b.interpret:  # NOTE: Triton compiles device asserts out without debug
             options.append("debug=True")

@@ -150,6 +150,8 @@ class GraphLowering:
         kwargs = torch.fx.node.map_arg(node.kwargs, lambda n: self.env[n])
         try:
             value = fn(self, node, *args, **kwargs)
+            if isinstance(value, Pointwise) and not isinstance(value, View):
+                value = self.maybe_realize(node, value)  # NOTE: for every lowering (norms, softmax too)
             self.producer[id(value)] = node
             return value
         except Exception as e:  # noqa: BLE001  # NOTE: any lowering failure means "let torch run it"
@@ -201,9 +203,23 @@ class GraphLowering:
         elif value.buffer is not None:
             name = value.buffer.name
         else:
-            name = self.schedule_pointwise(value, stride=self.eager_strides(value)).name
+            buffer = self.schedule_pointwise(value, stride=self.eager_strides(value))
+            name = buffer.name
+            self.read_stored(value, buffer)
         self.runtime_names[id(value)] = name
         return name
+
+    def read_stored(self, value: Pointwise, buffer: Buffer) -> None:
+        """Nodes lowered from now on read `value` from the buffer a torch call needed it in,
+        instead of computing it again (a residual stream whose norm feeds a matmul and the next
+        add would otherwise grow by a layer's ops with every layer)."""
+        node = self.producer.get(id(value))
+        if node is None or self.env.get(node) is not value:
+            return
+        stored = buffer_value(buffer)
+        self.env[node] = stored
+        self.producer[id(stored)] = node
+        self.runtime_names[id(stored)] = buffer.name
 
     def torch_call(self, kind: str, node: torch.fx.Node, override: dict[Any, Any] | None = None,
                    **extra: Any) -> TorchCall:

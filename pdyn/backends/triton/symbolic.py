@@ -176,3 +176,18 @@ def _read_node(graph: SymbolicGraph, node: torch.fx.Node) -> None:
 def is_size_node(node: torch.fx.Node) -> bool:
     """A node computing a size from other sizes (`x.size(1) * 2`), not a tensor."""
     return bool(node.meta.get(SIZE_NODE)) or (node.op == "placeholder" and EXPR in node.meta)
+
+
+def multiple_of_16(expr: sympy.Expr) -> bool:
+    """Whether a size is a multiple of 16 for every value of its symbols: each term of its
+    expansion an integer coefficient divisible by 16 times integer-valued factors (a product of
+    sizes, floor divisions, powers with non-negative exponents). False when unsure."""
+    for term in sympy.Add.make_args(sympy.expand(sympy.sympify(expr))):
+        coeff, rest = term.as_coeff_Mul()
+        if not coeff.is_Integer or int(coeff) % 16:
+            return False
+        for factor in sympy.Mul.make_args(rest):
+            base, exp = factor.as_base_exp()
+            if not (exp.is_Integer and int(exp) >= 0 and base.is_integer is True):
+                return False
+    return True

@@ -21,6 +21,7 @@ from pdyn.trace.variables.deleted import is_deleted
 from pdyn.trace.variables.constant import ConstantVariable, is_constant_value
 from pdyn.trace.variables.containers import DictVariable, IteratorVariable, ListVariable, TupleVariable
 from pdyn.trace.variables.functions import UserMethodVariable
+from pdyn.trace.variables.symint import SymIntVariable
 from pdyn.trace.variables.tensor import TensorVariable
 from pdyn.trace.variables.user_objects import MISSING, UserObjectVariable, class_attr, mro_lookup, pin_identity  # noqa: F401
 
@@ -92,6 +93,18 @@ def _is_none(vt: VariableTracker) -> bool:
     return vt.is_python_constant() and vt.as_python_constant() is None
 
 
+def _model_constant(vt: VariableTracker) -> VariableTracker:
+    """An int attribute of a module (a head count, a head size) is a constant of the model: pinned
+    to its value as if Python had read it, until the recompile policy sees it change (then it is a
+    size like any other). Left symbolic, it would put divisions by a symbol into every index."""
+    if isinstance(vt, SymIntVariable) and vt.pytype is int:
+        env = vt.env
+        origins = [env.origins[sym][0] for sym in env.free(vt.expr)]
+        if origins and all(env.policy.on_value_read(o) == "specialize" for o in origins):
+            vt.value_read("an int attribute of a module (a model constant)")
+    return vt
+
+
 class NNModuleVariable(VariableTracker):
     """An nn.Module instance from the inputs (guarded by identity)."""
 
@@ -112,7 +125,7 @@ class NNModuleVariable(VariableTracker):
             if name in members:
                 return self._read(tx, members[name], lambda s: ModuleMemberSource(s, name, table))
         if name in m.__dict__ and stored is None:  # not deleted earlier in the trace
-            return self._read(tx, m.__dict__[name], lambda s: AttrSource(s, name))
+            return _model_constant(self._read(tx, m.__dict__[name], lambda s: AttrSource(s, name)))
         if name == "__class__":  # the module is guarded by identity; its class is a constant with it
             return tx.wrap_constant(type(m))
         found = self._member_method(name) or lookup_class_attr(tx, self, type(m), name)

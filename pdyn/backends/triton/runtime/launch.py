@@ -18,7 +18,8 @@ from pdyn.backends.triton.runtime.fast_launch import (
     BoundLauncher, FastLaunch, ReadyLaunch, direct_entry, make_fast_launch,
 )
 from pdyn.backends.triton.runtime.launch_config import (
-    INT32_MAX, cdiv, finish_config, int_spec, needs_int64, pointwise_config, reduction_config, tile_config,
+    INT32_MAX, cdiv, dynamic_ints, finish_config, int_spec, needs_int64, pointwise_config, reduction_config,
+    tile_config,
 )
 from pdyn.backends.triton.runtime.split_finish import finish_source
 
@@ -213,7 +214,8 @@ class KernelLauncher:
         device = fast.device()
         bound = plan.bound.get(ints)  # the same sizes again: no specialization to recompute
         if bound is None or bound.device != device:
-            bound = self.compiled.get((plan.function, plan.constexprs, plan.warps, device, int_spec(ints)))
+            spec = int_spec(ints, dynamic_ints(plan.function, len(ptrs)))
+            bound = self.compiled.get((plan.function, plan.constexprs, plan.warps, device, spec))
             if bound is None:
                 return False
             if len(plan.bound) > MAX_BOUND_PER_PLAN:
@@ -280,7 +282,7 @@ class KernelLauncher:
             bound = BoundLauncher(kernel.run, kernel.function, kernel.packed_metadata, None, None, device, direct)
         except Exception:  # noqa: BLE001  # a Triton without these attributes: this path only
             return
-        self.compiled[(fn, consts, warps, device, int_spec(ints))] = bound
+        self.compiled[(fn, consts, warps, device, int_spec(ints, dynamic_ints(fn, len(ptrs))))] = bound
 
     @staticmethod
     def _slow(fn: Any, grid: tuple[int, int, int], ptrs: tuple, ints: tuple, consts: tuple,

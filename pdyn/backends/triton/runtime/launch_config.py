@@ -6,6 +6,8 @@ tuned on an H100 (benchmarks/launch_configs.py sweeps them).
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
 INT32_MAX = 2**31 - 1
@@ -128,10 +130,30 @@ def finish_config(xnumel: int, chunks: int) -> tuple[int, int]:
     return min(128, max(16, next_pow2(cdiv(xnumel, 128)))), 32
 
 
-def int_spec(ints: tuple) -> tuple:
-    """How Triton specializes each int argument: equal to 1, a multiple of 16, or neither. Sizes
-    are specialized, not declared dynamic: a multiple of 16 lets Triton vectorize masked and
-    strided loads, and Triton checks it on every call (the bound path keys on it). A float (a
-    value a torch call returned) is an fp32 argument, never specialized."""
-    return tuple(["f" if isinstance(v, float) else 1 if v == 1 else (16 if v & 15 == 0 else 0)
-                  for v in ints])
+def int_spec(ints: tuple, dynamic: frozenset[int] = frozenset()) -> tuple:
+    """How Triton specializes each int argument: equal to 1, a multiple of 16, or neither; "d"
+    for one the kernel declares dynamic (`dynamic`: positions in `ints`, see `dynamic_ints`). The
+    bound path keys on it. A float (a value a torch call returned) is an fp32 argument, never
+    specialized."""
+    return tuple(["f" if isinstance(v, float) else "d" if i in dynamic else 1 if v == 1 else
+                  (16 if v & 15 == 0 else 0) for i, v in enumerate(ints)])
+
+
+_DYNAMIC: dict[tuple[Any, int], frozenset[int]] = {}
+
+
+def dynamic_ints(fn: Any, pointers: int) -> frozenset[int]:
+    """Positions, among the int arguments after `pointers` pointers, of those `fn` declares
+    do_not_specialize (codegen declares every size not a multiple of 16 on every call)."""
+    key = (fn, pointers)
+    found = _DYNAMIC.get(key)
+    if found is None:
+        names = list(getattr(fn, "arg_names", ()))  # NOTE: constexprs come last: positions hold
+        declared = getattr(fn, "do_not_specialize", None)  # a JITFunction; the interpreter's keeps kwargs
+        if declared is None:
+            declared = getattr(fn, "kwargs", {}).get("do_not_specialize")
+        indices = {d if isinstance(d, int) else names.index(d) for d in declared or () if d in names or
+                   isinstance(d, int)}
+        found = frozenset(i - pointers for i in indices if i >= pointers)
+        _DYNAMIC[key] = found
+    return found

@@ -23,7 +23,7 @@ import torch
 
 from pdyn.backends.triton.runtime.launch import KernelLauncher, LaunchPlan, debug_options
 from pdyn.backends.triton.runtime.launch_config import (
-    INT32_MAX, cdiv, pointwise_config, tile_config,
+    INT32_MAX, cdiv, dynamic_ints, pointwise_config, tile_config,
 )
 
 log = logging.getLogger("pdyn.lowering")
@@ -54,13 +54,18 @@ class Job:
     def key(self) -> tuple:
         """What Triton compiles for: the function, each argument's dtype or int class (1, a
         multiple of 16, other), the constexprs and warps."""
-        spec = tuple(("1" if a == 1 else "16" if a % 16 == 0 else "") if isinstance(a, int) else str(a)
-                     for a in self.args)
+        pointers = next((i for i, a in enumerate(self.args) if not isinstance(a, torch.dtype)), len(self.args))
+        dynamic = dynamic_ints(self.function, pointers)
+        spec = tuple(str(a) if i < pointers or not isinstance(a, int) else "d" if i - pointers in dynamic else
+                     "1" if a == 1 else "16" if a % 16 == 0 else "" for i, a in enumerate(self.args))
         return (self.function, spec, self.constexprs, self.warps)
 
     def run(self) -> None:
         options = dict(self.constexprs) | debug_options(self.function)
-        self.function.warmup(*self.args, grid=self.grid, **options, num_warps=self.warps)
+        kernel = self.function.warmup(*self.args, grid=self.grid, **options, num_warps=self.warps)
+        load = getattr(kernel, "_init_handles", None)
+        if load is not None:  # NOTE: builds the C launcher (a C compiler run per new signature, 0.2-0.4 s)
+            load()            # and loads the binary here, in parallel, not at the first launch
 
 
 def _job(plan: LaunchPlan, ptrs: tuple, ints: tuple, names: tuple[str, ...]) -> Job:
