@@ -1,13 +1,18 @@
-"""Which int arguments Triton specializes: a size that is a multiple of 16 on every call keeps
-Triton's specialization (vector loads need it); any other is declared dynamic, so sizes whose
-residues change from call to call reuse one compile instead of one per residue pattern."""
+"""How int arguments are specialized: Triton specializes each per call (== 1, a multiple of 16:
+vector loads need it), one compile per pattern. A size that is a multiple of 16 on every call is
+left to that; the others are listed by codegen, and a launch where one of them is not a multiple of
+16 uses a twin that declares them dynamic, so sizes that change every call cost two compiles, not
+one per residue pattern."""
 
 from __future__ import annotations
 
 import sympy
 import torch
 
-from pdyn.backends.triton.runtime.launch_config import dynamic_ints, int_spec
+from pdyn.backends.triton.runtime import precompile
+from pdyn.backends.triton.runtime.cache import load_kernel
+from pdyn.backends.triton.runtime.launch import KernelLauncher
+from pdyn.backends.triton.runtime.launch_config import int_spec
 from pdyn.backends.triton.symbolic import multiple_of_16
 from pdyn.shapes.exprs import FloorDiv
 from tests.backends.util import DEVICE, check, randn
@@ -23,29 +28,43 @@ def test_multiple_of_16_holds_for_every_value_or_is_false():
     assert not multiple_of_16(sympy.Rational(16, 3) * S0)
 
 
-def keys(fn, *shapes) -> set:
-    """The compile keys of `fn`'s first-call jobs, over calls with each of `shapes`."""
-    found = set()
-    for shape in shapes:
-        rec = check(fn, (randn(*shape),))
-        found |= {(j.function.fn.__code__.co_code, j.key()[1:]) for j in rec.last.compile_jobs}
-    return found
-
-
-def test_rows_of_any_residue_share_one_compile_when_the_row_is_a_multiple_of_16():
+def row_softmax():
     torch.manual_seed(0)
     lin = torch.nn.Linear(64, 64).to(DEVICE).requires_grad_(False)
 
     def f(x):  # the row length comes from a parameter: static
         return torch.softmax(lin(x) * 2, -1) + 1
 
-    # rows 13, 16, 17, 32: the row count is declared dynamic, the row length (64) stays specialized
-    assert len(keys(f, (13, 64), (16, 64), (17, 64), (32, 64))) == 1
-    rec = check(f, (randn(13, 64),))
-    (job,) = rec.last.compile_jobs
-    ints = [n for n in job.function.arg_names[2:] if n.islower()]  # after the two pointers
-    assert {ints[i] for i in dynamic_ints(job.function, 2)} == {"xnumel"}  # rows; rnumel is 64
-    assert "@triton.jit(do_not_specialize=['xnumel'])\ndef kernel_persistent(" in rec.last.kernel_sources[0]
+    return f
+
+
+def test_only_sizes_that_may_change_their_residue_are_listed():
+    rec = check(row_softmax(), (randn(13, 64),))
+    assert "DYNAMIC_kernel_persistent = ('xnumel',)\n@triton.jit\ndef kernel_persistent(" in rec.last.kernel_sources[0]
+
+
+def test_large_multiples_of_16_launch_the_specialized_kernel_other_sizes_one_dynamic_twin(monkeypatch):
+    """Rows 13, 29, 1, 16, 48 (of 64: latency-bound launches) and 16385 launch the twin that
+    declares the rows dynamic (Triton's specialization of them would give no vector loads);
+    16384 and 32768 launch the kernel Triton specializes (a multiple of 16 in a launch bound by
+    bandwidth). Two compiles over any rows (one per residue pattern before)."""
+    rec = check(row_softmax(), (randn(13, 64),))
+    launcher = next(l for l in rec.last.launchers if l.reduction)
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)  # NOTE: real JITFunctions; none compiles here
+    module = load_kernel(rec.last.kernel_sources[0], interpret=False)
+    compiled = KernelLauncher(module, reduction=True, inner=True, interpret=False)
+    fn = compiled.functions["persistent"]
+    assert fn.arg_names[:5] == ["ptr0", "ptr1", "ptr2", "xnumel", "rnumel"]  # x @ w, the bias, the output
+    twin = compiled.twin(fn)
+    assert twin is not fn and "xnumel" in twin.do_not_specialize and "rnumel" not in twin.do_not_specialize
+    again = KernelLauncher(module, reduction=True, inner=True, interpret=False)
+    assert again.twin(fn) is twin  # layers sharing a kernel share its twin and its compiles
+    rows = (13, 29, 1, 16, 48, 16385, 16384, 32768)
+    chosen = [compiled.choose(fn, (1, 64, False), 4, (n, 64), 3) for n in rows]
+    assert chosen == [twin] * 6 + [fn] * 2
+    jobs = [precompile.launcher_jobs(compiled, (torch.float32,) * 3, (), (n, 64), False) for n in rows]
+    assert len({(j.function, j.key()[1]) for js in jobs for j in js}) == 2
+    assert launcher.twin(launcher.functions["persistent"]) is None  # the interpreter never specializes
 
 
 def test_int_spec_keys_dynamic_positions_alike_and_others_by_residue():

@@ -293,21 +293,22 @@ class KernelCodegen:
         consts = ["XBLOCK: tl.constexpr"] + (["RBLOCK: tl.constexpr"] if t.is_reduction else [])
         if self.ysplit is not None:
             consts = ["YBLOCK: tl.constexpr"] + consts
-        # NOTE: Triton specializes an int argument per call (== 1, % 16 == 0), a compile per pattern:
-        # with sizes that change every call that is a compile per pattern of the sizes' residues. A
-        # size that is a multiple of 16 on every call keeps the specialization (vector loads over
-        # masked blocks and strided rows need it); any other is declared dynamic, one compile
+        # NOTE: Triton specializes each int argument per call (== 1, % 16 == 0): vector loads over
+        # masked blocks and strided rows need the multiple-of-16 case. A size that is one on every
+        # call stays so; the others are listed for the launcher, which launches a twin that declares
+        # them dynamic once their residues change (one more compile, not one per pattern)
         exprs = dict(zip(sizes, b.args.sizes)) | {"xnumel": sympy.Mul(*t.x_ranges),
                                                   "rnumel": sympy.Mul(*t.r_ranges)}
         if self.ysplit is not None:
             exprs |= {"ynumel": sympy.Mul(*t.x_ranges[:self.ysplit]),
                       "xnumel": sympy.Mul(*t.x_ranges[self.ysplit:])}
-        no_spec = [p for p in params if p in exprs and not (exprs[p].is_Integer or multiple_of_16(exprs[p]))]
-        no_spec += ["rchunk"] if self.split else []
+        changing = [p for p in params if p in exprs and not (exprs[p].is_Integer or multiple_of_16(exprs[p]))]
+        no_spec = ["rchunk"] if self.split else []
         options = [f"do_not_specialize={no_spec!r}"] if no_spec else []
         if b.asserts and not b.interpret:  # NOTE: Triton compiles device asserts out without debug
             options.append("debug=True")
-        head = [f"@triton.jit({', '.join(options)})" if options else "@triton.jit",
+        head = [f"DYNAMIC_{name} = {tuple(changing)!r}",
+                f"@triton.jit({', '.join(options)})" if options else "@triton.jit",
                 f"def {name}({', '.join(params + consts + ['INDEX64: tl.constexpr'])}):"]
         if self.ysplit is not None:
             return "\n".join(head + tiled_head() + ["    " + line for line in b.top.lines]) + "\n"

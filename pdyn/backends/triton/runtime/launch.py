@@ -6,6 +6,8 @@ earlier one did, else through Triton.
 
 from __future__ import annotations
 
+import math
+import threading
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
@@ -63,6 +65,12 @@ class LaunchPlan:
         return self.constexprs[:-1] + (index64,)
 
 
+# A launch of fewer elements is bound by its latency: vector loads (a multiple of 16) do not pay
+# for a compile of their own there (benchmarks/gpu.py: 256 rows of 1024 run in about 3 us either way)
+VECTOR_MIN_ELEMENTS = 1 << 20
+_TWINS: dict[Any, Any] = {}  # kernel function -> its dynamic twin (None: none), for the process
+_TWIN_LOCK = threading.Lock()
+
 # The fast path: False until first asked for, then a FastLaunch or None (Triton's path only).
 _FAST: Any = False
 
@@ -100,6 +108,10 @@ class KernelLauncher:
         self.plans: dict[Any, LaunchPlan] = {}  # actual size(s) -> launch plan
         self.ready: dict[Any, ReadyLaunch] = {}  # (sizes, xnumel[, rnumel]) -> a direct launch
         self.fast_launches = 0  # observed by tests
+        # sizes whose residues may change (codegen's DYNAMIC_<function>) and the twin that declares them dynamic
+        self.changing = {f: tuple(getattr(module, f"DYNAMIC_{f.fn.__name__}", ())) for f in self.functions.values()}
+        self.twins: dict[Any, Any] = {}
+        self.changing_positions: dict[tuple, tuple] = {}  # (function, pointers) -> (changing, extents) in ints
 
     # Per call: a plan per actual size (variant, grid, constexprs; cached, bounded), then the bound
     # launcher if every argument specializes as at its first launch, else the general path.
@@ -214,8 +226,10 @@ class KernelLauncher:
         device = fast.device()
         bound = plan.bound.get(ints)  # the same sizes again: no specialization to recompute
         if bound is None or bound.device != device:
-            spec = int_spec(ints, dynamic_ints(plan.function, len(ptrs)))
-            bound = self.compiled.get((plan.function, plan.constexprs, plan.warps, device, spec))
+            bound = self._bound(plan.function, plan, ints, len(ptrs), device)
+            twin = self.twins.get(plan.function)
+            if bound is None and twin is not None:
+                bound = self._bound(twin, plan, ints, len(ptrs), device)
             if bound is None:
                 return False
             if len(plan.bound) > MAX_BOUND_PER_PLAN:
@@ -260,10 +274,57 @@ class KernelLauncher:
             self.launch(finish.function, finish.grid, (partial, out), finish.trailing_ints,
                         finish.constexprs_with(index64), finish.warps)
 
+    def _bound(self, fn: Any, plan: LaunchPlan, ints: tuple, pointers: int, device: int) -> BoundLauncher | None:
+        spec = int_spec(ints, dynamic_ints(fn, pointers))
+        return self.compiled.get((fn, plan.constexprs, plan.warps, device, spec))
+
+    def twin(self, fn: Any) -> Any:
+        """`fn` with the sizes its kernel lists as changing declared do_not_specialize: one compile
+        serves every residue of them (None: no such size, or the interpreter). One per function
+        in the process: layers whose kernel text is the same share it, and its compiles."""
+        twin = self.twins.get(fn, False)
+        if twin is False:
+            with _TWIN_LOCK:
+                twin = _TWINS.get(fn, False)
+                if twin is False:
+                    twin = None
+                    if not self.interpret and self.changing.get(fn):
+                        from triton.runtime.jit import JITFunction
+
+                        declared = list(getattr(fn, "do_not_specialize", None) or ())
+                        twin = JITFunction(fn.fn, do_not_specialize=declared + list(self.changing[fn]),
+                                           debug=getattr(fn, "debug", None))
+                    _TWINS[fn] = twin
+            self.twins[fn] = twin
+        return twin
+
+    def choose(self, fn: Any, consts: tuple, warps: int, ints: tuple, pointers: int) -> Any:
+        """The variant a launch with `ints` compiles: `fn`, specialized by Triton, when the launch
+        is large enough to be bound by memory bandwidth and every size that may change is a
+        multiple of 16 (what vector loads need); else the twin. Triton's specialization of other
+        values says nothing a dynamic int does not (bar == 1), and a small launch is bound by its
+        latency, so a serving sequence's sizes cost at most two compiles per kernel, not one per
+        residue pattern, while large multiples of 16 keep their vector loads."""
+        twin = self.twin(fn)
+        if twin is None:
+            return fn
+        key = (fn, pointers)
+        found = self.changing_positions.get(key)
+        if found is None:
+            names = [n for n in fn.arg_names]
+            changing = tuple(names.index(n) - pointers for n in self.changing[fn])
+            extents = tuple(names.index(n) - pointers for n in ("ynumel", "xnumel", "rnumel") if n in names)
+            found = self.changing_positions[key] = (changing, extents)
+        changing, extents = found
+        if math.prod(ints[p] for p in extents) < VECTOR_MIN_ELEMENTS:
+            return twin
+        return fn if all(ints[p] % 16 == 0 and ints[p] != 1 for p in changing) else twin
+
     def launch(self, fn: Any, grid: tuple[int, int, int], ptrs: tuple, ints: tuple,
                consts: tuple, warps: int, names: tuple[str, ...] | None = None) -> None:
         """The general path: through Triton (binding, specialization, compile on a miss); where the
         call qualifies for the bound path, the compiled kernel's launcher is kept for later calls."""
+        fn = self.choose(fn, consts, warps, ints, len(ptrs))
         fast = None if self.interpret else _fast()
         try:
             kernel = self._slow(fn, grid, ptrs, ints, consts, warps, names)

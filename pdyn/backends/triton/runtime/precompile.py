@@ -68,8 +68,9 @@ class Job:
             load()            # and loads the binary here, in parallel, not at the first launch
 
 
-def _job(plan: LaunchPlan, ptrs: tuple, ints: tuple, names: tuple[str, ...]) -> Job:
-    return Job(plan.function, plan.grid, ptrs + ints, tuple(zip(names, plan.constexprs)), plan.warps)
+def _job(launcher: KernelLauncher, plan: LaunchPlan, ptrs: tuple, ints: tuple, names: tuple[str, ...]) -> Job:
+    function = launcher.choose(plan.function, plan.constexprs, plan.warps, ints, len(ptrs))
+    return Job(function, plan.grid, ptrs + ints, tuple(zip(names, plan.constexprs)), plan.warps)
 
 
 def launcher_jobs(launcher: KernelLauncher, ptrs: tuple[torch.dtype, ...], sizes: tuple[int, ...],
@@ -83,24 +84,24 @@ def launcher_jobs(launcher: KernelLauncher, ptrs: tuple[torch.dtype, ...], sizes
         yblock, xblock, warps = tile_config(ynumel, xnumel)
         grid = (cdiv(xnumel, xblock) * cdiv(ynumel, yblock), 1, 1)
         plan = LaunchPlan(launcher.functions["pointwise"], grid, (ynumel, xnumel), (yblock, xblock, False), warps, False)
-        return [_job(plan, ptrs, sizes + plan.trailing_ints, ("YBLOCK", "XBLOCK", "INDEX64"))]
+        return [_job(launcher, plan, ptrs, sizes + plan.trailing_ints, ("YBLOCK", "XBLOCK", "INDEX64"))]
     if not launcher.reduction:
         (xnumel,) = dims
         xblock, warps = pointwise_config(xnumel)
         plan = LaunchPlan(launcher.functions["pointwise"], (cdiv(xnumel, xblock), 1, 1), (xnumel,), (xblock, False),
                           warps, False)
-        return [_job(plan, ptrs, sizes + plan.trailing_ints, ("XBLOCK", "INDEX64"))]
+        return [_job(launcher, plan, ptrs, sizes + plan.trailing_ints, ("XBLOCK", "INDEX64"))]
     xnumel, rnumel = dims
     plan = launcher.plans.get((xnumel, rnumel)) or launcher._reduction_plan(xnumel, rnumel)
     if plan.index64:
         return []
     names = ("XBLOCK", "RBLOCK", "INDEX64")
     if plan.finish is None:
-        return [_job(plan, ptrs, sizes + plan.trailing_ints, names)]
+        return [_job(launcher, plan, ptrs, sizes + plan.trailing_ints, names)]
     acc = launcher.split.acc_dtype
     out = ptrs[launcher.split.out]
-    return [_job(plan, ptrs + (acc,), sizes + plan.trailing_ints, names),
-            _job(plan.finish, (acc, out), plan.finish.trailing_ints, names)]
+    return [_job(launcher, plan, ptrs + (acc,), sizes + plan.trailing_ints, names),
+            _job(launcher, plan.finish, (acc, out), plan.finish.trailing_ints, names)]
 
 
 def precompile(jobs: list[Job], workers: int | None = None, device: int | None = None) -> None:
