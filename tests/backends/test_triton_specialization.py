@@ -64,7 +64,8 @@ def test_large_multiples_of_16_launch_the_specialized_kernel_other_sizes_one_dyn
     assert chosen == [twin] * 6 + [fn] * 2
     jobs = [precompile.launcher_jobs(compiled, (torch.float32,) * 3, (), (n, 64), False) for n in rows]
     assert len({(j.function, j.key()[1]) for js in jobs for j in js}) == 2
-    assert launcher.twin(launcher.functions["persistent"]) is None  # the interpreter never specializes
+    if launcher.interpret:
+        assert launcher.twin(launcher.functions["persistent"]) is None  # the interpreter never specializes
 
 
 def test_int_spec_keys_dynamic_positions_alike_and_others_by_residue():
