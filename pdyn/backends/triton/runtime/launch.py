@@ -311,7 +311,7 @@ class KernelLauncher:
         key = (fn, pointers)
         found = self.changing_positions.get(key)
         if found is None:
-            names = [n for n in fn.arg_names]
+            names = list(fn.arg_names)
             changing = tuple(names.index(n) - pointers for n in self.changing[fn])
             extents = tuple(names.index(n) - pointers for n in ("ynumel", "xnumel", "rnumel") if n in names)
             found = self.changing_positions[key] = (changing, extents)
