@@ -128,3 +128,24 @@ def test_a_dropout_traced_in_eval_draws_no_random_numbers():
         gm = torch.fx.symbolic_trace(lambda x: f(x, training))
         drops = [n for n in gm.graph.nodes if n.op == "call_function"]
         assert drops and all(draws_random(n) is training for n in drops), [(n.target, n.args, n.kwargs) for n in drops]
+
+
+def test_attention_draws_random_numbers_only_with_a_dropout_probability():
+    """scaled_dot_product_attention is tagged as seeded; with dropout_p == 0 (every model in eval)
+    it draws nothing, so the frame code saves no generator state and CUDA graphs may capture it."""
+    from pdyn.ops.effects import draws_random
+
+    for p, draws in ((0.0, False), (0, False), (0.1, True)):
+        gm = torch.fx.symbolic_trace(lambda q: F.scaled_dot_product_attention(q, q, q, dropout_p=p))
+        (node,) = [n for n in gm.graph.nodes if n.op == "call_function"]
+        assert draws_random(node) is draws
+    gm = torch.fx.symbolic_trace(lambda q: F.scaled_dot_product_attention(q, q, q, None, 0.2))
+    assert [draws_random(n) for n in gm.graph.nodes if n.op == "call_function"] == [True]
+
+    def f(q):
+        return F.scaled_dot_product_attention(q, q, q, dropout_p=0.0) * 2
+
+    opt = pdyn.optimize(f, backend="eager")
+    q = torch.randn(1, 2, 4, 8)
+    torch.testing.assert_close(opt(q), f(q))
+    assert "rng = None" in opt._pdyn_frame.cache.entries[0].frame_source

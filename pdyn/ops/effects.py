@@ -73,10 +73,14 @@ def _roots(value: Any, seen: set[torch.fx.Node]) -> set[torch.fx.Node] | None:
 
 def draws_random(node: torch.fx.Node) -> bool:
     """Whether running `node` advances a random generator: an aten op tagged `nondeterministic_seeded`
-    under the node's name (`dropout`, `randn_like`, `bernoulli_`, ...)."""
+    under the node's name (`dropout`, `randn_like`, `bernoulli_`, ...), save a dropout in eval and an
+    attention whose `dropout_p` is 0 (both traced constants)."""
     if node.op not in ("call_function", "call_method"):
         return False
     op = op_of(node)
+    if op.name == "scaled_dot_product_attention":
+        p = node.kwargs["dropout_p"] if "dropout_p" in node.kwargs else node.args[4] if len(node.args) > 4 else 0.0
+        return not (type(p) in (int, float) and p == 0)
     return op.draws_random and not (op.name in DROPOUTS and _training_flag(node) is False)
 
 

@@ -114,6 +114,7 @@ def test_fast_path_reuses_the_compiled_launcher(monkeypatch):
     launcher = runtime.KernelLauncher.__new__(runtime.KernelLauncher)
     launcher.interpret, launcher.compiled, launcher.plans, launcher.fast_launches = False, {}, {}, 0
     launcher.ready, launcher.twins, launcher.changing, launcher.changing_positions = {}, {}, {}, {}
+    launcher.configs = {}
     fn, t = Fn(), torch.empty(16)
     launcher.functions = {"pointwise": fn}
     launcher.pointwise((t,), (5,), 16)

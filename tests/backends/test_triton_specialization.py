@@ -71,3 +71,31 @@ def test_large_multiples_of_16_launch_the_specialized_kernel_other_sizes_one_dyn
 def test_int_spec_keys_dynamic_positions_alike_and_others_by_residue():
     assert int_spec((13, 64, 1), frozenset({0})) == int_spec((16, 64, 1), frozenset({0})) == ("d", 16, 1)
     assert int_spec((13, 64)) != int_spec((16, 64))
+
+
+def test_the_bound_path_launches_the_variant_the_launch_chooses(monkeypatch):
+    """A twin compiled by latency-bound launches has the same blocks as a later large launch of a
+    multiple of 16: the bound path must not take it (it would lose the vector loads); it leaves
+    the launch to Triton's path, which compiles the specialized kernel, and takes the twin only
+    where `choose` does."""
+    from pdyn.backends.triton.runtime import launch
+    from pdyn.backends.triton.runtime.fast_launch import BoundLauncher
+    from pdyn.backends.triton.runtime.launch_config import dynamic_ints
+    from tests.backends.test_triton_launch import _fake_fast
+
+    rec = check(row_softmax(), (randn(13, 64),))
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)  # NOTE: real JITFunctions; none compiles here
+    compiled = KernelLauncher(load_kernel(rec.last.kernel_sources[0], interpret=False), reduction=True,
+                              inner=True, interpret=False)
+    fn = compiled.functions["persistent"]
+    twin = compiled.twin(fn)
+    monkeypatch.setattr(launch, "_FAST", _fake_fast(stream=7))
+    ran = []
+    plan = compiled._reduction_plan(16384, 64)
+    assert plan.trailing_ints == (16384, 64)
+    spec = int_spec((13, 64), dynamic_ints(twin, 3))
+    bound = BoundLauncher(lambda *a: ran.append(a), "f", "m", None, None, 0, None)
+    compiled.compiled[(twin, plan.constexprs, plan.warps, 0, spec)] = bound
+    t = torch.empty(16)
+    assert not compiled._fast_call(plan, (t, t, t), (16384, 64)) and not ran
+    assert compiled._fast_call(plan, (t, t, t), (29, 64)) and len(ran) == 1  # latency-bound: the twin

@@ -18,10 +18,10 @@ from typing import Any, Callable
 import torch
 import torch.fx
 
-from pdyn.backends.cudagraphs.dims import draws_random
 from pdyn.backends.cudagraphs.pad import plan as pad_plan
 from pdyn.backends.cudagraphs.runner import GraphRunner
 from pdyn.base.config import config
+from pdyn.ops.effects import draws_random
 from pdyn.shapes.graph_meta import SIZES, STRIDES, SYMBOLS
 
 log = logging.getLogger("pdyn.cudagraphs")

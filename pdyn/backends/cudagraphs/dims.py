@@ -27,6 +27,7 @@ import torch
 import torch.fx
 
 from pdyn.ops.catalogue import BINARY, CONVERSIONS, REDUCTIONS, UNARY
+from pdyn.ops.effects import draws_random
 from pdyn.ops.table import op_of
 from pdyn.shapes.graph_meta import EXPR, SIZE_NODE, SIZES, SYMBOLS
 from pdyn.shapes.shape_env import FloorDiv
@@ -282,18 +283,7 @@ RULES["pad"] = lambda node, name, s: (f"pad along a dim of size {s}" if set(carr
                                       else None)
 for _n in POINTWISE | REORDER | FACTORIES:
     RULES.setdefault(_n, lambda node, name, s: None)
-# dropout is the identity in eval; in training it draws (refused below, as every random op)
 SHAPE_ARGS = VIEWS | REORDER | FACTORIES  # ops that may take a size computed from `s` as a size
-
-
-def draws_random(node: torch.fx.Node) -> bool:
-    """Whether `node` draws random numbers (dropout in eval does not: it is the identity)."""
-    op = op_of(node)
-    if op.name in ("dropout", "alpha_dropout", "feature_alpha_dropout"):
-        return _arg(node, 2, "training", True) is not False
-    if op.name == "scaled_dot_product_attention":
-        return _arg(node, 4, "dropout_p", 0.0) != 0.0
-    return op.draws_random
 
 
 def _is_size_node(node: Any) -> bool:

@@ -280,8 +280,15 @@ def _wrap_object(tx: Tracer, value: Any, source: Source) -> VariableTracker:
         return wrap_user_dict(tx, value, source)  # a ModelOutput: its items and its attributes
     if is_user_list_class(type(value)):
         return wrap_user_list(tx, value, source)
+    # one tracker per object: a store through one path shows through another (`self.config` and
+    # `self.layer[0].config`), and its guards are made once; the alias is guarded
+    seen = tx.ctx.objects_by_id.get(id(value))
+    if seen is not None and seen.value is value:
+        _guard(tx, AliasGuard, source, seen.source, True)
+        return seen
     _guard(tx, TypeGuard, source, type(value))
-    return UserObjectVariable(value, source)
+    vt = tx.ctx.objects_by_id[id(value)] = UserObjectVariable(value, source)
+    return vt
 
 
 WrapFn = Callable[["Tracer", Any, Source], VariableTracker]

@@ -31,7 +31,7 @@ from pdyn.trace.variables.functions import PartialVariable, UserFunctionVariable
 from pdyn.trace.variables.nn_module import NNModuleVariable
 from pdyn.trace.variables.ranges import RangeVariable
 from pdyn.trace.variables.nn_module_made import construct_module
-from pdyn.trace.variables.user_objects import bind_class_attr, class_attr, construct_object, mro_lookup
+from pdyn.trace.variables.user_objects import bind_class_attr, class_attr, construct_object, mro_lookup, traces_lookup
 from pdyn.trace.variables.user_tuples import construct_with_new
 from pdyn.trace.variables.user_dicts import construct_user_dict, is_user_dict_class
 from pdyn.trace.variables.user_lists import construct_user_list, is_user_list_class
@@ -171,6 +171,8 @@ def _guard_presence(tx: Tracer, obj: VariableTracker, name: str, found: Variable
     guarded by reading it; an immutable constant cannot change."""
     if obj.source is None or (isinstance(obj, ConstantVariable) and type(obj.value) in CONSTANT_TYPES):
         return
+    if traces_lookup(obj):
+        return  # each step of the lookup was guarded as it was traced: the same steps give the same answer
     if found is not None:
         read = found.source
         if isinstance(read, AttrSource) and read.base == obj.source and read.attr == name:

@@ -15,7 +15,7 @@ import types
 from typing import TYPE_CHECKING, Any, Callable
 
 from pdyn.base.errors import Unsupported, UserException
-from pdyn.guards.guards import AliasGuard, ClassAttrGuard, IdGuard, KeyPresenceGuard, class_may_change
+from pdyn.guards.guards import AliasGuard, ClassAttrGuard, HasAttrGuard, IdGuard, KeyPresenceGuard, class_may_change
 from pdyn.sources import AttrSource, ItemSource, Source
 from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.constant import ConstantVariable, is_constant_value
@@ -103,6 +103,14 @@ def rebuild_object(cls: type, fields: dict[str, Any]) -> Any:
     for name, value in fields.items():
         object.__setattr__(obj, name, value)
     return obj
+
+
+def traces_lookup(obj: VariableTracker) -> bool:
+    """Whether `obj.name` on this input object is traced step by step, each step guarded (the class
+    attributes searched, the instance dict's entry or its absence, an unset slot, a Python
+    `__getattribute__` or `__getattr__` inlined), so no `hasattr` check need repeat the lookup."""
+    return isinstance(obj, UserObjectVariable) and not obj.is_fresh and \
+        type(obj).getattr is UserObjectVariable.getattr and type(obj).generic_getattr is UserObjectVariable.generic_getattr
 
 
 def _instance_dict(value: Any) -> dict[str, Any]:
@@ -203,6 +211,8 @@ class UserObjectVariable(VariableTracker):
             try:
                 value = object.__getattribute__(self.value, name)
             except AttributeError:
+                # an unset slot: setting it later must make the entry not apply
+                tx.ctx.add_guard(HasAttrGuard(self.source, name=name, present=False, loc=tx.loc()))
                 raise self._missing(tx, name) from None
             return tx.wrap(value, AttrSource(self.source, name))  # type: ignore[arg-type]
         return self.dict_read(tx, name)

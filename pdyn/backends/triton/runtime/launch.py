@@ -10,7 +10,7 @@ import math
 import threading
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
@@ -20,8 +20,8 @@ from pdyn.backends.triton.runtime.fast_launch import (
     BoundLauncher, FastLaunch, ReadyLaunch, direct_entry, make_fast_launch,
 )
 from pdyn.backends.triton.runtime.launch_config import (
-    INT32_MAX, cdiv, dynamic_ints, finish_config, int_spec, needs_int64, pointwise_config, reduction_config,
-    tile_config,
+    INT32_MAX, cdiv, dynamic_ints, finish_config, int_spec, needs_int64, next_pow2, pointwise_config,
+    reduction_config, tile_config,
 )
 from pdyn.backends.triton.runtime.split_finish import finish_source
 
@@ -71,6 +71,12 @@ VECTOR_MIN_ELEMENTS = 1 << 20
 _TWINS: dict[Any, Any] = {}  # kernel function -> its dynamic twin (None: none), for the process
 _TWIN_LOCK = threading.Lock()
 
+def _distance(a: tuple[tuple[int, ...], int], b: tuple[tuple[int, ...], int]) -> float:
+    """How far apart two (blocks, warps) configurations are: factors of two, summed."""
+    (blocks_a, warps_a), (blocks_b, warps_b) = a, b
+    return sum(abs(math.log2(x / y)) for x, y in zip(blocks_a + (warps_a,), blocks_b + (warps_b,)))
+
+
 # The fast path: False until first asked for, then a FastLaunch or None (Triton's path only).
 _FAST: Any = False
 
@@ -106,6 +112,7 @@ class KernelLauncher:
         # (function, constexprs, warps, device, int specialization) -> bound launcher
         self.compiled: dict[tuple, BoundLauncher] = {}
         self.plans: dict[Any, LaunchPlan] = {}  # actual size(s) -> launch plan
+        self.configs: dict[str, list[tuple[tuple[int, ...], int]]] = {}  # variant -> (blocks, warps) planned
         self.ready: dict[Any, ReadyLaunch] = {}  # (sizes, xnumel[, rnumel]) -> a direct launch
         self.fast_launches = 0  # observed by tests
         # sizes whose residues may change (codegen's DYNAMIC_<function>) and the twin that declares them dynamic
@@ -123,10 +130,7 @@ class KernelLauncher:
         if plan is None:
             if xnumel <= 0:
                 return
-            xblock, warps = pointwise_config(xnumel)
-            plan = self._remember(xnumel, LaunchPlan(
-                self.functions["pointwise"], (cdiv(xnumel, xblock), 1, 1), (xnumel,), (xblock, False), warps,
-                xnumel > INT32_MAX))
+            plan = self.pointwise_plan(xnumel)
         ints = sizes + plan.trailing_ints
         if not self._fast_call(plan, ptrs, ints, (sizes, xnumel)):
             index64 = plan.index64 or needs_int64(xnumel, *ptrs)
@@ -141,10 +145,7 @@ class KernelLauncher:
         if plan is None:
             if xnumel <= 0 or ynumel <= 0:
                 return
-            yblock, xblock, warps = tile_config(ynumel, xnumel)
-            plan = self._remember((ynumel, xnumel), LaunchPlan(
-                self.functions["pointwise"], (cdiv(xnumel, xblock) * cdiv(ynumel, yblock), 1, 1),
-                (ynumel, xnumel), (yblock, xblock, False), warps, xnumel * ynumel > INT32_MAX))
+            plan = self.tiled_plan(ynumel, xnumel)
         ints = sizes + plan.trailing_ints
         if not self._fast_call(plan, ptrs, ints, (sizes, ynumel, xnumel)):
             index64 = plan.index64 or needs_int64(xnumel * ynumel, *ptrs)
@@ -168,11 +169,30 @@ class KernelLauncher:
             index64 = plan.index64 or needs_int64(xnumel * max(rnumel, 1), *ptrs)
             self.launch(plan.function, plan.grid, ptrs, ints, plan.constexprs_with(index64), plan.warps)
 
+    # Plans for a new size (the launch's, and the compiles ahead's: both go through these).
+    def pointwise_plan(self, xnumel: int) -> LaunchPlan:
+        xblock, warps = pointwise_config(xnumel)
+        (xblock,), warps = self._reuse("pointwise", (xblock,), warps, xnumel)
+        return self._remember(xnumel, LaunchPlan(
+            self.functions["pointwise"], (cdiv(xnumel, xblock), 1, 1), (xnumel,), (xblock, False), warps,
+            xnumel > INT32_MAX))
+
+    def tiled_plan(self, ynumel: int, xnumel: int) -> LaunchPlan:
+        yblock, xblock, warps = tile_config(ynumel, xnumel)
+        (yblock, xblock), warps = self._reuse("tiled", (yblock, xblock), warps, ynumel * xnumel)
+        return self._remember((ynumel, xnumel), LaunchPlan(
+            self.functions["pointwise"], (cdiv(xnumel, xblock) * cdiv(ynumel, yblock), 1, 1),
+            (ynumel, xnumel), (yblock, xblock, False), warps, xnumel * ynumel > INT32_MAX))
+
     def _reduction_plan(self, xnumel: int, rnumel: int) -> LaunchPlan:
         variant, xblock, rblock, warps, chunks = reduction_config(
             xnumel, rnumel, self.inner, self.finish is not None)
         big = xnumel * max(rnumel, 1) > INT32_MAX
         if variant != "split":
+            # a persistent block must hold the whole reduced extent; a looped one walks any
+            least = next_pow2(max(rnumel, 1)) if variant == "persistent" else 0
+            (xblock, rblock), warps = self._reuse(variant, (xblock, rblock), warps, xnumel * max(rnumel, 1),
+                                                  lambda blocks: blocks[1] >= least)
             return self._remember((xnumel, rnumel), LaunchPlan(
                 self.functions[variant], (cdiv(xnumel, xblock), 1, 1), (xnumel, rnumel),
                 (xblock, rblock, False), warps, big))
@@ -183,6 +203,23 @@ class KernelLauncher:
         return self._remember((xnumel, rnumel), LaunchPlan(
             self.functions["split"], (cdiv(xnumel, xblock), chunks, 1), (xnumel, rnumel, rchunk),
             (xblock, rblock, False), warps, big, finish=finish))
+
+    def _reuse(self, variant: str, blocks: tuple[int, ...], warps: int, elements: int,
+               fits: Callable[[tuple[int, ...]], bool] = lambda blocks: True) -> tuple[tuple[int, ...], int]:
+        """The blocks and warps a new size launches with: the table's (`blocks`, `warps`), unless
+        the launch is bound by its latency and this kernel has planned another configuration that
+        `fits`: then the nearest of those, already compiled (or being compiled ahead), rather than a
+        new compile. So a serving sequence whose sizes cross the table's thresholds compiles a
+        configuration per variant once, not once per threshold; large launches keep the table's."""
+        planned = self.configs.setdefault(variant, [])
+        if (blocks, warps) in planned:
+            return blocks, warps
+        if elements < VECTOR_MIN_ELEMENTS:
+            near = [c for c in planned if fits(c[0])]
+            if near:
+                return min(near, key=lambda c: _distance(c, (blocks, warps)))
+        planned.append((blocks, warps))
+        return blocks, warps
 
     def _remember(self, key: Any, plan: LaunchPlan) -> LaunchPlan:
         if len(self.plans) > MAX_PLANS:
@@ -226,10 +263,10 @@ class KernelLauncher:
         device = fast.device()
         bound = plan.bound.get(ints)  # the same sizes again: no specialization to recompute
         if bound is None or bound.device != device:
-            bound = self._bound(plan.function, plan, ints, len(ptrs), device)
-            twin = self.twins.get(plan.function)
-            if bound is None and twin is not None:
-                bound = self._bound(twin, plan, ints, len(ptrs), device)
+            # NOTE: the variant `launch` would compile, not any compiled one: a large launch of a
+            # twin compiled by smaller ones would lose its vector loads
+            function = self.choose(plan.function, plan.constexprs, plan.warps, ints, len(ptrs))
+            bound = self._bound(function, plan, ints, len(ptrs), device)
             if bound is None:
                 return False
             if len(plan.bound) > MAX_BOUND_PER_PLAN:

@@ -22,9 +22,7 @@ from typing import Any
 import torch
 
 from pdyn.backends.triton.runtime.launch import KernelLauncher, LaunchPlan, debug_options
-from pdyn.backends.triton.runtime.launch_config import (
-    INT32_MAX, cdiv, dynamic_ints, pointwise_config, tile_config,
-)
+from pdyn.backends.triton.runtime.launch_config import INT32_MAX, dynamic_ints
 
 log = logging.getLogger("pdyn.lowering")
 
@@ -80,16 +78,10 @@ def launcher_jobs(launcher: KernelLauncher, ptrs: tuple[torch.dtype, ...], sizes
     if any(d <= 0 for d in dims) or max(sizes + dims, default=0) > INT32_MAX:
         return []
     if tiled:
-        ynumel, xnumel = dims
-        yblock, xblock, warps = tile_config(ynumel, xnumel)
-        grid = (cdiv(xnumel, xblock) * cdiv(ynumel, yblock), 1, 1)
-        plan = LaunchPlan(launcher.functions["pointwise"], grid, (ynumel, xnumel), (yblock, xblock, False), warps, False)
+        plan = launcher.plans.get(dims) or launcher.tiled_plan(*dims)
         return [_job(launcher, plan, ptrs, sizes + plan.trailing_ints, ("YBLOCK", "XBLOCK", "INDEX64"))]
     if not launcher.reduction:
-        (xnumel,) = dims
-        xblock, warps = pointwise_config(xnumel)
-        plan = LaunchPlan(launcher.functions["pointwise"], (cdiv(xnumel, xblock), 1, 1), (xnumel,), (xblock, False),
-                          warps, False)
+        plan = launcher.plans.get(dims[0]) or launcher.pointwise_plan(dims[0])
         return [_job(launcher, plan, ptrs, sizes + plan.trailing_ints, ("XBLOCK", "INDEX64"))]
     xnumel, rnumel = dims
     plan = launcher.plans.get((xnumel, rnumel)) or launcher._reduction_plan(xnumel, rnumel)
