@@ -81,7 +81,7 @@ class TraceContext:
         self.side_effects = SideEffects()
         self.wrapped: dict[Source, VariableTracker] = {}      # one tracker per source read
         self.mutable_by_id: dict[int, VariableTracker] = {}   # one tracker per input list/dict object
-        self.objects_by_id: dict[int, Any] = {}               # one tracker per input user object
+        self.objects_by_id: dict[int, Any] = {}               # one tracker per input user object or module
         self.real_cells: dict[int, tuple[Any, VariableTracker]] = {}   # id(cell) -> (cell, its one tracker)
         self.add_guard(GradModeGuard(None, enabled=torch.is_grad_enabled()))
 

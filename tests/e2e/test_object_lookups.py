@@ -78,3 +78,30 @@ def test_an_unset_slot_is_guarded():
     s.a = 4.0
     torch.testing.assert_close(opt(s, x), f(s, x))
     assert pdyn.stats(opt)["compiles"] == 2
+
+
+class Scaled(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.scale = 2.0
+
+
+class TwoPaths(torch.nn.Module):
+    def __init__(self, a, b):
+        super().__init__()
+        self.a, self.b = a, b
+
+    def forward(self, x):
+        self.a.scale = 3.0
+        return x * self.b.scale
+
+
+def test_a_submodule_shared_by_two_paths_is_one_tracker():
+    x = torch.randn(3)
+    shared = Scaled()
+    eager = TwoPaths(Scaled(), None)
+    eager.b = eager.a
+    expected = eager(x)
+    got = pdyn.optimize(TwoPaths(shared, shared), backend=CountingBackend())(x)
+    torch.testing.assert_close(got, expected)
+    assert shared.scale == 3.0

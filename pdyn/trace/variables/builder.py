@@ -173,7 +173,13 @@ def _wrap_dict(tx: Tracer, value: dict[Any, Any], source: Source) -> VariableTra
 
 def _wrap_module(tx: Tracer, value: torch.nn.Module, source: Source) -> VariableTracker:
     _guard(tx, IdGuard, source, value)
-    return NNModuleVariable(value, source)
+    # one tracker per module (a submodule shared by two parents): a store through one path shows
+    # through the other; the identity guard of each path says they are one
+    seen = tx.ctx.objects_by_id.get(id(value))
+    if isinstance(seen, NNModuleVariable) and seen.value is value:
+        return seen
+    vt = tx.ctx.objects_by_id[id(value)] = NNModuleVariable(value, source)
+    return vt
 
 
 def _wrap_method(tx: Tracer, value: types.MethodType, source: Source) -> VariableTracker:
