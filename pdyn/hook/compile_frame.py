@@ -200,7 +200,7 @@ def _build_guards(output: OutputGraph, title: str) -> GuardCode:
     guards = shape_guards(output.ctx.shape_env)
     if output.ctx.shape_env.validator is not None:
         validate_guards(output.ctx.shape_env, guards)
-    for guard in guards:
+    for guard in guards + output.ctx.distinct_object_guards():
         output.ctx.add_guard(guard)
     for event in output.ctx.shape_env.events:
         dynamic_log.info("%s: %s", title, event)

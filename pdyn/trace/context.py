@@ -7,11 +7,12 @@ reach it as `tx.ctx`.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import torch
 
-from pdyn.guards.guards import GradModeGuard, Guard, GuardSet
+from pdyn.guards.guards import AliasGuard, GradModeGuard, Guard, GuardSet
 from pdyn.sources import SizeSource, Source
 from pdyn.shapes.shape_env import ShapeEnv
 from pdyn.shapes.trace_plan import TracePlan
@@ -70,6 +71,16 @@ class SideEffects:
         return bool(self.containers or self.attrs or self.globals or self.calls or self.cells)
 
 
+@dataclass(frozen=True)
+class TrackedObject:
+    """The one tracker of a mutable object the trace read; `pinned`: every path to it is
+    identity-guarded (a module)."""
+
+    value: Any
+    tracker: VariableTracker
+    pinned: bool
+
+
 class TraceContext:
     """The state of one trace that outlives any one instruction, and is not the graph itself."""
 
@@ -80,10 +91,25 @@ class TraceContext:
         self.guards = GuardSet()
         self.side_effects = SideEffects()
         self.wrapped: dict[Source, VariableTracker] = {}      # one tracker per source read
-        self.mutable_by_id: dict[int, VariableTracker] = {}   # one tracker per input list/dict object
-        self.objects_by_id: dict[int, Any] = {}               # one tracker per input user object or module
+        self.objects_by_id: dict[int, TrackedObject] = {}     # one tracker per mutable object read
         self.real_cells: dict[int, tuple[Any, VariableTracker]] = {}   # id(cell) -> (cell, its one tracker)
         self.add_guard(GradModeGuard(None, enabled=torch.is_grad_enabled()))
 
     def add_guard(self, guard: Guard) -> None:
         self.guards.add(guard)
+
+    def distinct_object_guards(self) -> list[AliasGuard]:
+        """Each object the trace changed is not any other object of its type it read: traced as
+        two, a change through one was not seen through the other (not needed where both are pinned
+        by identity)."""
+        changed = {id(vt) for vt in self.side_effects.containers.values()}
+        changed |= {id(owner) for owner, _ in self.side_effects.attrs.values()}
+        tracked = [t for t in self.objects_by_id.values() if t.tracker.source is not None]
+        guards = []
+        for a in tracked:
+            if id(a.tracker) not in changed:
+                continue
+            for b in tracked:
+                if b is not a and type(b.value) is type(a.value) and not (a.pinned and b.pinned):
+                    guards.append(AliasGuard(a.tracker.source, other=b.tracker.source, same=False))
+        return guards

@@ -5,6 +5,8 @@ their own, except on an unset slot, which only such a guard can see being set.""
 
 from __future__ import annotations
 
+import collections
+
 import torch
 
 import pdyn
@@ -105,3 +107,61 @@ def test_a_submodule_shared_by_two_paths_is_one_tracker():
     got = pdyn.optimize(TwoPaths(shared, shared), backend=CountingBackend())(x)
     torch.testing.assert_close(got, expected)
     assert shared.scale == 3.0
+
+
+def test_objects_traced_as_two_are_guarded_distinct_once_one_is_changed():
+    def f(a, b, x):
+        a.scale = 3
+        return x * b.scale
+
+    opt = pdyn.optimize(f, backend=CountingBackend())
+    x = torch.randn(4)
+    for shared in (False, True, False):   # traced as two first: the same object later must not hit
+        eager_pair, pair = [(c, c if shared else Config(2)) for c in (Config(2), Config(2))]
+        torch.testing.assert_close(opt(*pair, x), f(*eager_pair, x))
+        assert [c.scale for c in pair] == [c.scale for c in eager_pair]
+    assert pdyn.stats(opt)["compiles"] == 2
+    assert "if a is b:" in guard_text(opt)
+
+
+CONFIG = {"scale": 2}
+SIZES = [1]
+
+
+def test_a_global_container_changed_through_an_argument_is_read_through_the_global():
+    def f(d, sizes, x):
+        d["scale"] = 3
+        sizes.append(5)
+        return x * CONFIG["scale"] + len(SIZES)
+
+    opt = pdyn.optimize(f, backend=CountingBackend())
+    x = torch.randn(4)
+    results = []
+    for fn in (f, opt):
+        CONFIG["scale"], SIZES[:] = 2, [1]
+        results.append((fn(CONFIG, SIZES, x), dict(CONFIG), list(SIZES)))
+    torch.testing.assert_close(results[1][0], results[0][0])
+    assert results[1][1:] == results[0][1:]
+
+
+class Output(collections.OrderedDict):
+    """A ModelOutput-like dict whose attributes are set too."""
+
+
+def test_a_dict_subclass_changed_through_one_path_is_read_through_another():
+    def f(outputs, x):
+        outputs[0].loss = x.sum()
+        return x * 2 if outputs[1].loss is None else x + outputs[1].loss
+
+    opt = pdyn.optimize(f, backend=CountingBackend())
+    x = torch.randn(4)
+    for shared in (True, False, True):
+        fresh = []
+        for _ in range(2):
+            first = Output(logits=x)
+            first.loss = None
+            second = first if shared else Output(logits=x)
+            second.loss = None
+            fresh.append([first, second])
+        torch.testing.assert_close(opt(fresh[1], x), f(fresh[0], x))
+    assert pdyn.stats(opt)["compiles"] == 2

@@ -208,13 +208,16 @@ def test_same_list_under_two_names_is_one_tracker_and_an_alias_guard():
     assert (alias.source, alias.other, alias.same) == (LocalSource("b"), LocalSource("a"), True)
 
 
-def test_two_distinct_lists_are_guarded_as_not_the_same():
+def test_two_distinct_lists_are_guarded_as_not_the_same_once_one_is_changed():
     tx = tracer()
-    a, b = [1.5], [1.5]  # alive together, as in a frame
-    wrap(tx, a, LocalSource("a"))
+    a, b, c = [1.5], [1.5], {"k": 1.5}  # alive together, as in a frame
+    va = wrap(tx, a, LocalSource("a"))
     wrap(tx, b, LocalSource("b"))
-    (alias,) = [g for g in guards(tx) if isinstance(g, AliasGuard)]
-    assert alias.same is False
+    wrap(tx, c, LocalSource("c"))
+    assert not [g for g in guards(tx) if isinstance(g, AliasGuard)]  # unchanged: either way reads alike
+    tx.ctx.side_effects.mutated(va)
+    (alias,) = tx.ctx.distinct_object_guards()  # not against the dict: a type guard tells them apart
+    assert (alias.source, alias.other, alias.same) == (LocalSource("a"), LocalSource("b"), False)
 
 
 def test_same_source_wrapped_twice_is_one_tracker_with_one_set_of_guards():

@@ -18,7 +18,8 @@ import torch
 
 from pdyn.base.errors import Unsupported
 from pdyn.guards.guards import AliasGuard, DictKeysGuard, EqualsGuard, IdGuard, LenGuard, TensorGuard, TypeGuard
-from pdyn.sources import AttrSource, ItemSource, LocalSource, Source
+from pdyn.sources import AttrSource, ItemSource, Source
+from pdyn.trace.context import TrackedObject
 from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.builtins import RULES, BuiltinVariable, ClassVariable
 from pdyn.trace.variables.constant import (CONSTANT_TYPES, ConstantVariable, ObjectConstantVariable, is_constant_value,
@@ -65,23 +66,27 @@ def wrap(tx: Tracer, value: Any, source: Source) -> VariableTracker:
     """The tracker for `value`, read from `source`, with its guards; one tracker per source."""
     memo = tx.ctx.wrapped
     if source not in memo:
-        mutable = type(value) in (list, dict, *ITERATOR_TYPES) and isinstance(source.root(), LocalSource)
-        memo[source] = _wrap_mutable(tx, value, source) if mutable else _wrap(tx, value, source)
+        if type(value) in MUTABLE_CONTAINERS:
+            memo[source] = one_per_object(tx, value, source, lambda: _wrap(tx, value, source))
+        else:
+            memo[source] = _wrap(tx, value, source)
     return memo[source]
 
 
-def _wrap_mutable(tx: Tracer, value: Any, source: Source) -> VariableTracker:
-    """One tracker per list or dict object reachable from the arguments, so that a mutation through
-    one alias shows through the others; guards say which of them were (and were not) one object."""
-    by_id = tx.ctx.mutable_by_id
-    seen = by_id.get(id(value))
-    if seen is not None:
-        _guard(tx, AliasGuard, source, seen.source, True)
-        return seen
-    for other in by_id.values():
-        if other.python_type() is type(value):
-            _guard(tx, AliasGuard, source, other.source, False)
-    vt = by_id[id(value)] = _wrap(tx, value, source)
+def one_per_object(tx: Tracer, value: Any, source: Source, make: Callable[[], VariableTracker],
+                   pinned: bool = False) -> VariableTracker:
+    """One tracker per mutable object however it is reached (`self.config` and
+    `self.layer[0].config`, a global and an argument), so a change made through one path shows
+    through the others. A further path is guarded to be the same object; `pinned` objects are
+    identity-guarded on every path already. Objects the trace changed are guarded distinct from the
+    others of their type when the guards are built (`TraceContext.distinct_object_guards`)."""
+    seen = tx.ctx.objects_by_id.get(id(value))
+    if seen is not None and seen.value is value:
+        if not pinned:
+            _guard(tx, AliasGuard, source, seen.tracker.source, True)
+        return seen.tracker
+    vt = make()
+    tx.ctx.objects_by_id[id(value)] = TrackedObject(value, vt, pinned)
     return vt
 
 
@@ -173,13 +178,7 @@ def _wrap_dict(tx: Tracer, value: dict[Any, Any], source: Source) -> VariableTra
 
 def _wrap_module(tx: Tracer, value: torch.nn.Module, source: Source) -> VariableTracker:
     _guard(tx, IdGuard, source, value)
-    # one tracker per module (a submodule shared by two parents): a store through one path shows
-    # through the other; the identity guard of each path says they are one
-    seen = tx.ctx.objects_by_id.get(id(value))
-    if isinstance(seen, NNModuleVariable) and seen.value is value:
-        return seen
-    vt = tx.ctx.objects_by_id[id(value)] = NNModuleVariable(value, source)
-    return vt
+    return one_per_object(tx, value, source, lambda: NNModuleVariable(value, source), pinned=True)
 
 
 def _wrap_method(tx: Tracer, value: types.MethodType, source: Source) -> VariableTracker:
@@ -282,19 +281,16 @@ def _wrap_set(tx: Tracer, value: set[Any], source: Source) -> VariableTracker:
 
 
 def _wrap_object(tx: Tracer, value: Any, source: Source) -> VariableTracker:
+    return one_per_object(tx, value, source, lambda: _wrap_new_object(tx, value, source))
+
+
+def _wrap_new_object(tx: Tracer, value: Any, source: Source) -> VariableTracker:
     if is_user_dict_class(type(value)):
         return wrap_user_dict(tx, value, source)  # a ModelOutput: its items and its attributes
     if is_user_list_class(type(value)):
         return wrap_user_list(tx, value, source)
-    # one tracker per object: a store through one path shows through another (`self.config` and
-    # `self.layer[0].config`), and its guards are made once; the alias is guarded
-    seen = tx.ctx.objects_by_id.get(id(value))
-    if seen is not None and seen.value is value:
-        _guard(tx, AliasGuard, source, seen.source, True)
-        return seen
     _guard(tx, TypeGuard, source, type(value))
-    vt = tx.ctx.objects_by_id[id(value)] = UserObjectVariable(value, source)
-    return vt
+    return UserObjectVariable(value, source)
 
 
 WrapFn = Callable[["Tracer", Any, Source], VariableTracker]
@@ -310,6 +306,9 @@ WRAP_BY_TYPE: dict[type, WrapFn] = {
     **{kind: _wrap_getter for kind in GETTER_TYPES}, CACHE_WRAPPER: _wrap_lru_cache,
     **{kind: _refuse for kind in (torch.finfo, torch.iinfo)},
 }
+# containers whose contents a trace may change: one tracker per object (`one_per_object`)
+MUTABLE_CONTAINERS = (list, dict, collections.OrderedDict, collections.defaultdict, collections.deque, set,
+                      *ITERATOR_TYPES)
 # then the first base class that matches, in this order
 WRAP_BY_BASE: list[tuple[type | tuple[type, ...], WrapFn]] = [
     (torch.Tensor, _wrap_tensor),
