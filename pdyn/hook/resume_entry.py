@@ -202,10 +202,21 @@ def _stack_value(codegen: ResumeCodegen, vt: VariableTracker, kind: str) -> str 
         return None
     if isinstance(vt, GeneratorVariable):  # no item list: made again, or the trace restarts (generator.py)
         kind = "value"
-    expr = codegen.remaining(vt) if kind == "iter" else exit_hook(codegen, vt) or codegen.reconstruct(vt)
+    if kind == "iter" and _live(codegen, vt):
+        expr = codegen.iterator(vt)  # the list's own iterator: a change to the list shows, as in Python
+    elif kind == "iter":
+        expr = codegen.remaining(vt)
+    else:
+        expr = exit_hook(codegen, vt) or codegen.reconstruct(vt)
     name = f"v{len(codegen.lines)}"
     codegen.lines.append(f"{name} = {expr}")
     return name
+
+
+def _live(codegen: ResumeCodegen, vt: VariableTracker) -> bool:
+    """An iterator over a list the trace did not change (whose items the frame code rebuilds as they are)."""
+    return isinstance(vt, IteratorVariable) and isinstance(vt.items, ListVariable) and \
+        id(vt.items) not in codegen.written_lists
 
 
 def _local_tracker(tx: InstructionTranslator, name: str) -> VariableTracker | None:

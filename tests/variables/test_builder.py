@@ -144,8 +144,9 @@ def test_module_is_guarded_by_identity():
     m = torch.nn.ReLU()
     vt = wrap(tx, m, X)
     assert isinstance(vt, NNModuleVariable) and vt.value is m
-    (guard,) = guards(tx)
-    assert isinstance(guard, IdGuard) and guard.obj is m
+    identity, kind = guards(tx)   # and its class: `m.__class__ = Other` keeps the object
+    assert isinstance(identity, IdGuard) and identity.obj is m
+    assert isinstance(kind, TypeGuard) and kind.type is torch.nn.ReLU
 
 
 def test_list_gets_a_len_guard_and_items_through_item_sources():

@@ -11,7 +11,8 @@ from pdyn.bytecode.instructions import Instruction
 from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.constant import ConstantVariable
 from pdyn.trace.variables.builtins import ClassVariable
-from pdyn.trace.variables.containers import IteratorVariable, make_iterator
+from pdyn.trace.variables.containers import IteratorVariable
+from pdyn.trace.variables.live_iterators import make_iterator
 from pdyn.trace.variables.generator import GeneratorVariable
 from pdyn.trace.variables.semantics import is_same
 from pdyn.trace.handlers.exceptions import raise_exception

@@ -178,6 +178,7 @@ def _wrap_dict(tx: Tracer, value: dict[Any, Any], source: Source) -> VariableTra
 
 def _wrap_module(tx: Tracer, value: torch.nn.Module, source: Source) -> VariableTracker:
     _guard(tx, IdGuard, source, value)
+    _guard(tx, TypeGuard, source, type(value))  # `m.__class__ = Other` keeps the object
     return one_per_object(tx, value, source, lambda: NNModuleVariable(value, source), pinned=True)
 
 

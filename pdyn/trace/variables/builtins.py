@@ -7,6 +7,7 @@ folded when every argument is a constant. Anything else (print, open, id, ...) i
 
 from __future__ import annotations
 
+import abc
 import enum
 import functools
 import inspect
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import torch
 
 from pdyn.base.errors import Unsupported, UserException
-from pdyn.guards.guards import HasAttrGuard
+from pdyn.guards.guards import CallResultGuard, HasAttrGuard
 from pdyn.sources import AttrSource
 from pdyn.trace.variables.base import VariableTracker, fold
 from pdyn.trace.variables.semantics import contains
@@ -37,10 +38,10 @@ from pdyn.trace.variables.user_dicts import construct_user_dict, is_user_dict_cl
 from pdyn.trace.variables.user_lists import construct_user_list, is_user_list_class
 from pdyn.trace.variables.tensor import TensorMethodVariable
 from pdyn.trace.variables.torch import TorchFunctionVariable
-from pdyn.trace.variables.containers import (DictVariable, IteratorVariable, ListVariable, is_known, make_iterator,
-                                       python_value,
-                                       SizeVariable, TupleVariable)
+from pdyn.trace.variables.containers import (DictVariable, IteratorVariable, ListVariable, SizeVariable, TupleVariable,
+                                             is_known, python_value)
 from pdyn.trace.variables.sets import SetVariable
+from pdyn.trace.variables.live_iterators import EnumerateIterator, ReversedListIterator, ZipIterator, make_iterator
 
 if TYPE_CHECKING:
     from pdyn.trace.translator import InstructionTranslator as Tracer
@@ -129,7 +130,35 @@ def _len(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTrac
 @rule(isinstance)
 def _isinstance(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
     obj, classes = args
-    return fold(tx, issubclass, obj.python_type(), classes.as_python_constant())
+    target = classes.as_python_constant()
+    for cls in _classes_in(target):
+        _answer_depends_on_type_only(tx, cls)
+    return fold(tx, issubclass, obj.python_type(), target)
+
+
+def _classes_in(target: Any) -> list[Any]:
+    """The classes `isinstance` tests against: tuples nest, `A | B` is a union of its arguments."""
+    if isinstance(target, tuple):
+        return [c for t in target for c in _classes_in(t)]
+    if isinstance(target, types.UnionType):
+        return list(target.__args__)
+    return [target]
+
+
+def _answer_depends_on_type_only(tx: Tracer, cls: Any) -> None:
+    """The object's type is guarded, so its answer may be folded where the metaclass asks nothing
+    else: `type`'s own check, torch's metaclasses, or an ABC's registry (guarded by the token
+    `register` changes). A metaclass's own `__instancecheck__` may read the instance: not folded."""
+    meta = type(cls)
+    own = mro_lookup(meta, "__instancecheck__"), mro_lookup(meta, "__subclasscheck__")
+    if own == (type.__instancecheck__, type.__subclasscheck__) or meta.__module__.startswith("torch"):
+        return
+    if isinstance(cls, abc.ABCMeta) and own == (abc.ABCMeta.__instancecheck__, abc.ABCMeta.__subclasscheck__):
+        tx.ctx.add_guard(CallResultGuard(None, fn=abc.get_cache_token, args=(), expected=abc.get_cache_token(),
+                                         loc=tx.loc()))
+        return
+    raise Unsupported("isinstance", f"pdyn cannot fold isinstance(..., {getattr(cls, '__qualname__', cls)}): its "
+                      f"metaclass {meta.__qualname__} decides it", loc=tx.loc())
 
 
 @rule(type)
@@ -212,23 +241,21 @@ def _next(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTra
 @rule(enumerate)
 def _enumerate(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
     start = (args[1] if len(args) > 1 else kwargs.get("start", ConstantVariable(0))).as_python_constant()
-    items = tx.iterate(args[0])
-    return IteratorVariable([TupleVariable([ConstantVariable(start + i), v]) for i, v in enumerate(items)])
+    return EnumerateIterator(make_iterator(tx, args[0]), start)
 
 
 @rule(zip)
 def _zip(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
-    columns = [tx.iterate(a) for a in args]
     strict = kwargs.get("strict", ConstantVariable(False)).as_python_constant()
-    if strict and len({len(c) for c in columns}) > 1:
-        raise UserException(ValueError("zip() arguments have different lengths"))
-    return IteratorVariable([TupleVariable(list(row)) for row in zip(*columns)])
+    return ZipIterator(tx, [make_iterator(tx, a) for a in args], bool(strict))
 
 
 @rule(reversed)
 def _reversed(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
     if isinstance(args[0], (DictVariable, SetVariable, IteratorVariable)):
         raise Unsupported("reversed", f"pdyn cannot reverse {args[0]}", loc=tx.loc())
+    if isinstance(args[0], ListVariable):
+        return ReversedListIterator(args[0])
     return IteratorVariable(list(reversed(tx.iterate(args[0]))))
 
 

@@ -529,12 +529,3 @@ class IteratorVariable(VariableTracker):
         while (item := self.next()) is not None:
             rest.append(item)
         return rest
-
-
-def make_iterator(tx: Tracer, vt: VariableTracker) -> IteratorVariable:
-    """`iter(vt)`: an iterator is itself, a list is read live, anything else is iterated now."""
-    if isinstance(vt, IteratorVariable):
-        return vt
-    if isinstance(vt, ListVariable):
-        return IteratorVariable(vt)
-    return IteratorVariable(tx.iterate(vt))

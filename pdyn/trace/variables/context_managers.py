@@ -21,6 +21,7 @@ from pdyn.sources import Source
 from pdyn.trace.variables.amp_modes import amp_object, is_amp_object
 from pdyn.trace.variables.amp_state import preserved_amp_state
 from pdyn.trace.variables.base import VariableTracker
+from pdyn.trace.variables.builtins import rule
 from pdyn.trace.variables.constant import ConstantVariable
 from pdyn.trace.variables.context_base import (BUILDERS, BoundHook, ContextClassVariable,  # noqa: F401
                                                ContextManagerVariable)
@@ -243,3 +244,13 @@ def context_object(value: Any) -> VariableTracker:
         return amp_object(value)  # its arguments are fixed when made; NOTE: not guarded against edits
     kind = type(value)
     return GradModeVariable(kind, bool(value.mode) if kind is torch.set_grad_enabled else kind is torch.enable_grad)
+
+
+@rule(torch._C._set_grad_enabled)
+def _set_grad_enabled(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    """What `torch.set_grad_enabled(mode)` does underneath, called directly."""
+    if len(args) != 1 or kwargs or not args[0].is_python_constant():
+        raise Unsupported("grad_mode", "pdyn cannot trace torch._C._set_grad_enabled with these arguments",
+                          loc=tx.loc())
+    GradModeVariable.set_now(tx, torch.set_grad_enabled, bool(args[0].as_python_constant()))
+    return ConstantVariable(None)

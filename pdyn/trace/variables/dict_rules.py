@@ -15,6 +15,7 @@ from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.builtins import rule
 from pdyn.trace.variables.constant import ConstantVariable
 from pdyn.trace.variables.containers import DictVariable, IteratorVariable, TupleVariable
+from pdyn.trace.variables.live_iterators import make_iterator
 from pdyn.trace.variables.user_dicts import UserDictVariable
 from pdyn.trace.variables.user_objects import UserFunctionVariable, class_attr, python_hook
 
@@ -84,7 +85,7 @@ def _len(tx: Tracer, args: Args, kwargs: Kwargs) -> VariableTracker:
 
 @rule(dict.__iter__, ODict.__iter__)
 def _iter(tx: Tracer, args: Args, kwargs: Kwargs) -> VariableTracker:
-    return IteratorVariable(_entries(tx, args[0], "dict.__iter__()").iterate(tx))
+    return make_iterator(tx, _entries(tx, args[0], "dict.__iter__()"))
 
 
 def _pairs(tx: Tracer, args: Args, kwargs: Kwargs) -> list[tuple[VariableTracker, VariableTracker]]:

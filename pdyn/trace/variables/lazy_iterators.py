@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from pdyn.base.errors import Unsupported
 from pdyn.trace.variables.base import VariableTracker
-from pdyn.trace.variables.containers import IteratorVariable, make_iterator
+from pdyn.trace.variables.containers import IteratorVariable
+from pdyn.trace.variables.live_iterators import make_iterator
 
 if TYPE_CHECKING:
     from pdyn.trace.translator import InstructionTranslator as Tracer

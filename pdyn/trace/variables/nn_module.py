@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import torch
 
 from pdyn.base.errors import Unsupported, UserException
-from pdyn.guards.guards import DictKeysGuard, LenGuard, NoGlobalHooksGuard, NoHooksGuard
+from pdyn.guards.guards import DictKeysGuard, KeyPresenceGuard, LenGuard, NoGlobalHooksGuard, NoHooksGuard
 from pdyn.sources import AttrSource, ItemSource, ModuleMemberSource, Source
 from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.deleted import is_deleted
@@ -129,6 +129,9 @@ class NNModuleVariable(VariableTracker):
         if name == "__class__":  # the module is guarded by identity; its class is a constant with it
             return tx.wrap_constant(type(m))
         found = self._member_method(name) or lookup_class_attr(tx, self, type(m), name)
+        if found is not None and self.source is not None:  # an instance attribute set later shadows it
+            tx.ctx.add_guard(KeyPresenceGuard(AttrSource(self.source, "__dict__"), key_name=name, present=False,
+                                              loc=tx.loc()))
         if found is None:
             _no_custom_getattr(tx, type(m), torch.nn.Module.__getattr__)
             raise UserException(AttributeError(f"'{type(m).__name__}' object has no attribute '{name}'"), tx.loc())

@@ -40,7 +40,9 @@ def binary(tx: Tracer, fn: Callable[[Any, Any], Any], lhs: VariableTracker, rhs:
         return lhs.binary_op(tx, fn, rhs)
     if isinstance(lhs, UserObjectVariable) or isinstance(rhs, UserObjectVariable):
         return user_binary(tx, fn, lhs, rhs)
-    if lhs.is_python_constant() and rhs.is_python_constant():
+    repeats = fn in (operator.add, operator.mul) and (isinstance(lhs, SequenceVariable) or isinstance(rhs, SequenceVariable))
+    if lhs.is_python_constant() and rhs.is_python_constant() and not repeats:
+        # NOTE: `[[]] * 3` repeats one inner list: folded, its three copies would be three trackers
         return fold(tx, fn, lhs.as_python_constant(), rhs.as_python_constant())
     if fn in (operator.add, operator.iadd) and isinstance(rhs, SizeVariable) and lhs.python_type() is tuple:
         return rhs.radd(tx, lhs)  # `(n,) + x.shape` is a Size

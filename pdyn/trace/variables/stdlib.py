@@ -25,7 +25,8 @@ from pdyn.trace.variables.stdlib_more import MORE_RULES
 from pdyn.trace.variables.copying import deep_copy, shallow_copy
 from pdyn.trace.variables.constant import ConstantVariable, ObjectConstantVariable
 from pdyn.trace.variables.functions import UserFunctionVariable, UserMethodVariable
-from pdyn.trace.variables.containers import DictVariable, IteratorVariable, TupleVariable, make_iterator, python_value
+from pdyn.trace.variables.containers import DictVariable, IteratorVariable, TupleVariable, python_value
+from pdyn.trace.variables.live_iterators import make_iterator
 from pdyn.trace.variables.semantics import is_same
 from pdyn.trace.variables.tensor import TensorVariable
 

@@ -306,13 +306,17 @@ class UserObjectVariable(VariableTracker):
         found = self.dunder(tx, "__len__", [])
         if found is None:
             raise UserException(TypeError(f"object of type '{self.cls.__name__}' has no len()"), tx.loc())
-        return found
+        return _checked_length(tx, found)
 
     def truth(self, tx: Tracer) -> bool:
         found = self.dunder(tx, "__bool__", [])
-        if found is None:
-            found = self.dunder(tx, "__len__", [])
-        return True if found is None else found.truth(tx)
+        if found is not None:
+            if found.python_type() is not bool:  # Python checks what `__bool__` returned
+                raise UserException(TypeError(f"__bool__ should return bool, returned "
+                                              f"{found.python_type().__name__}"), tx.loc())
+            return found.truth(tx)
+        found = self.dunder(tx, "__len__", [])
+        return True if found is None else _checked_length(tx, found).truth(tx)
 
     def iterate(self, tx: Tracer) -> list[VariableTracker]:
         it = self.dunder(tx, "__iter__", [])
@@ -521,3 +525,24 @@ class LoggerCallVariable(VariableTracker):
 
     def reconstruct(self, codegen: FrameCodegen) -> str:
         return f"{codegen.reconstruct(self.logger)}.{self.name}"
+
+
+def _checked_length(tx: Tracer, found: VariableTracker) -> VariableTracker:
+    """What `len()` makes of `__len__`'s result: an int (a bool or an `__index__` converted), never
+    negative; anything else raises as Python does."""
+    if found.is_python_constant():
+        value = found.as_python_constant()
+        try:
+            n = operator.index(value)
+        except TypeError:
+            raise UserException(TypeError(f"'{type(value).__name__}' object cannot be interpreted as an integer"),
+                                tx.loc()) from None
+        if n < 0:
+            raise UserException(ValueError("__len__() should return >= 0"), tx.loc())
+        return ConstantVariable(int(n))
+    if found.python_type() is not int:
+        raise Unsupported("len", f"pdyn cannot check a __len__ result of type {found.python_type().__name__}",
+                          loc=tx.loc())
+    if tx.binary(operator.lt, found, ConstantVariable(0)).truth(tx):
+        raise UserException(ValueError("__len__() should return >= 0"), tx.loc())
+    return found
