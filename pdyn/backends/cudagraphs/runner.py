@@ -13,6 +13,7 @@ overwrites what a caller holds.
 from __future__ import annotations
 
 import logging
+import operator
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -23,6 +24,7 @@ from pdyn.backends.cudagraphs.pad import PadPlan, padded_shape, padded_sizes, re
 from pdyn.shapes.graph_meta import SymbolBinding
 
 log = logging.getLogger("pdyn.cudagraphs")
+_data_ptr = torch.Tensor.data_ptr
 WARMUP = 1
 
 
@@ -34,6 +36,12 @@ class Capture:
     copied: list[int]                 # inputs copied into static buffers on each replay
     outputs: list[torch.Tensor]
     tuple_out: type | None            # tuple/list when the graph returns one, None for one tensor
+
+    def __post_init__(self) -> None:
+        # the in-place inputs' addresses, checked on each replay in one pass (a model's weights)
+        getter = operator.itemgetter(*self.in_place) if self.in_place else None
+        self.read_in_place = getter if len(self.in_place) > 1 else lambda args: (getter(args),)
+        self.in_place_ptrs = list(self.in_place.values())
 
 
 class GraphRunner:
@@ -67,13 +75,14 @@ class GraphRunner:
         key = self.key(args, sizes)
         cap = self.captures.get(key)
         if cap is not None:
-            for i, ptr in cap.in_place.items():
-                if args[i].data_ptr() != ptr:
-                    log.debug("input %d moved: capture for %s dropped; it is copied from now on", i, key)
-                    self.moving.add(i)
-                    del self.captures[key]
-                    self.seen[key] = 0
-                    return self._uncaptured(args)
+            if cap.in_place and list(map(_data_ptr, cap.read_in_place(args))) != cap.in_place_ptrs:
+                for i, ptr in cap.in_place.items():  # NOTE: one C-level pass above; which one moved, here
+                    if args[i].data_ptr() != ptr:
+                        log.debug("input %d moved: capture for %s dropped; it is copied from now on", i, key)
+                        self.moving.add(i)
+                del self.captures[key]
+                self.seen[key] = 0
+                return self._uncaptured(args)
             return self._replay(cap, args, sizes)
         count = self.seen.get(key, 0) + 1
         self.seen[key] = count
