@@ -4,7 +4,8 @@ with a write with torch (its IR reads lazily); the frame code can rerun a graph 
 only when the graph wrote nothing, and restores the generator first when it drew.
 
 The op table (pdyn/ops) answers per op: the argument its row writes, its random draws, whether it
-surely allocates. What depends on one call is decided here: `out=` and an `inplace` flag.
+surely allocates. What depends on one call is decided here: `out=`, an `inplace` flag, and the
+ops that write an argument only for some values of another (`CONDITIONAL_WRITES`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,53 @@ from typing import Any
 import torch
 import torch.fx
 
+import torch.nn.functional as F
+
 from pdyn.ops import op_of
+
+
+def _given(flag: str) -> Any:
+    return lambda args: args.get(flag) is not None
+
+
+def _true(flag: str, default: bool) -> Any:
+    # a traced constant as a rule; anything else (a value only the call knows) counts as a write
+    return lambda args: args.get(flag, default) is not False
+
+
+_BN = ["input", "weight", "bias", "running_mean", "running_var"]  # torch.batch_norm's own order
+_STATS = ("running_mean", "running_var")
+# target -> (its leading parameters, in order; the arguments written; when they are written).
+# Eager writes these in place, though aten's schemas mark nothing: an embedding with `max_norm`
+# renormalizes the weight's rows it looks up, a batch norm in training and an instance norm using
+# the input's statistics update the running statistics they are given.
+CONDITIONAL_WRITES: dict[Any, tuple[list[str], tuple[str, ...], Any]] = {
+    F.embedding: (["input", "weight", "padding_idx", "max_norm"], ("weight",), _given("max_norm")),
+    F.embedding_bag: (["input", "weight", "offsets", "max_norm"], ("weight",), _given("max_norm")),
+    F.batch_norm: (["input", "running_mean", "running_var", "weight", "bias", "training"], _STATS,
+                   _true("training", False)),
+    F.instance_norm: (["input", "running_mean", "running_var", "weight", "bias", "use_input_stats"], _STATS,
+                      _true("use_input_stats", True)),
+    torch.batch_norm: ([*_BN, "training"], _STATS, _true("training", True)),
+    torch.native_batch_norm: ([*_BN, "training"], _STATS, _true("training", True)),
+    torch.instance_norm: ([*_BN, "use_input_stats"], _STATS, _true("use_input_stats", True)),
+}
+
+
+def conditional_writes(node: torch.fx.Node) -> list[Any]:
+    """The arguments `node` writes because of the values of others (CONDITIONAL_WRITES)."""
+    try:
+        rule = CONDITIONAL_WRITES.get(node.target) if node.op == "call_function" else None
+    except TypeError:  # an unhashable target
+        return []
+    if rule is None:
+        return []
+    params, written, when = rule
+    args = dict(zip(params, node.args))
+    args.update(node.kwargs)
+    if not when(args):
+        return []
+    return [args[name] for name in written if args.get(name) is not None]
 
 
 def mutates(node: torch.fx.Node) -> bool:
@@ -26,7 +73,7 @@ def mutates(node: torch.fx.Node) -> bool:
     if node.kwargs.get("out") is not None:
         return True
     op = op_of(node)
-    return op.mutates is not None or _inplace_flag(node)
+    return op.mutates is not None or _inplace_flag(node) or bool(conditional_writes(node))
 
 
 def writes_an_input(graph: torch.fx.Graph) -> bool:
@@ -100,6 +147,8 @@ def _written(node: torch.fx.Node) -> list[Any]:
     out = node.kwargs.get("out")
     if out is not None:
         return list(out) if isinstance(out, (list, tuple)) else [out]
+    if op_of(node).mutates is None and (conditional := conditional_writes(node)):
+        return conditional
     index = op_of(node).mutates or 0
     if len(node.args) > index:
         return [node.args[index]]

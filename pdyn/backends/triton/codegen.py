@@ -247,6 +247,8 @@ class KernelCodegen:
         self.b.stores.append(sympy.expand(at))
         text = self.b.block_index(at, "xmask" in mask, "rmask" in mask, "ymask" in mask)
         value = val.text if val.dtype == buf.dtype else f"{val.text}.to({dtype_text(buf.dtype)})"
+        if self.b.interpret and buf.dtype == torch.bfloat16:  # the interpreter's cast truncates
+            value = f"_round_bf16({val.text}).to(tl.bfloat16)"
         self.b.line(f"tl.store({ptr} + ({text}), {value}, {mask})")
 
     def reduction(self, node: ComputedBuffer) -> None:

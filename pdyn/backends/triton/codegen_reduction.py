@@ -51,16 +51,28 @@ def _arg_reduction(b: KernelBuilder, red: Reduction, val: Val, persistent: bool,
     n = b.counter
     b.counter += 1
     acc, idx = f"accv{n}", f"acci{n}"
-    take = (f"(xmask & rmask) & (({val.text} {better} {acc}) | "
-            f"(({val.text} == {acc}) & (rindex < {idx})))")
+    v = val.text
+    if red.acc_dtype.is_floating_point:
+        # NaN is both the max and the min, and the first NaN wins (torch): a NaN beats a number,
+        # and NaNs tie (`==` is never true of them)
+        wins = f"({v} {better} {acc}) | (({v} != {v}) & ({acc} == {acc}))"
+        ties = f"({v} == {acc}) | (({v} != {v}) & ({acc} != {acc}))"
+    else:
+        wins, ties = f"{v} {better} {acc}", f"{v} == {acc}"
+    take = f"(xmask & rmask) & (({wins}) | (({ties}) & (rindex < {idx})))"
     update = [f"take{n} = {take}",
               f"{idx} = tl.where(take{n}, rindex.to(tl.int64), {idx})",
               f"{acc} = tl.where(take{n}, {val.text}, {acc})"]
     start = [f"{acc} = tl.full([XBLOCK, RBLOCK], {init}, {dtype_text(red.acc_dtype)})",
              f"{idx} = tl.full([XBLOCK, RBLOCK], {BIG_INDEX}, tl.int64)"]
-    final_fn = "tl.max" if red.kind == "argmax" else "tl.min"
-    final = [f"best{n} = {final_fn}({acc}, 1)[:, None]",
-             f"res{n} = tl.min(tl.where({acc} == best{n}, {idx}, {BIG_INDEX}), 1)[:, None]"]
+    best = f"best{n}"
+    is_best = f"({acc} == {best})"
+    reduce_text = f"{'tl.max' if red.kind == 'argmax' else 'tl.min'}({acc}, 1)"
+    if red.acc_dtype.is_floating_point:  # tl.max may drop a NaN; the combine keeps it
+        reduce_text = f"tl.reduce({acc}, 1, {'_max_combine' if red.kind == 'argmax' else '_min_combine'})"
+        is_best = f"({is_best} | (({acc} != {acc}) & ({best} != {best})))"
+    final = [f"{best} = {reduce_text}[:, None]",
+             f"res{n} = tl.min(tl.where({is_best}, {idx}, {BIG_INDEX}), 1)[:, None]"]
     import torch
 
     if persistent:

@@ -242,6 +242,8 @@ class KernelBuilder:
             self.line(f'tl.device_assert({cond}, "{INDEX_MESSAGE}")')
 
     def constant(self, value: Any, dtype: torch.dtype) -> Val:
+        if dtype in (torch.float16, torch.bfloat16) and isinstance(value, (int, float)):
+            value = torch.tensor(value, dtype=dtype).item()  # a value of that dtype: rounded, as eager's
         dtype = compute_dtype(dtype)
         return self.emit(f"tl.full([], {constant_text(value, dtype)}, {dtype_text(dtype)})", dtype,
                          block=False)

@@ -44,9 +44,12 @@ def operand(x: Any, ranges: list[sympy.Expr], dtype: torch.dtype) -> tuple[Loade
             raise NotLowered("operand has more dims than the result")
         sizes = list(x.ranges)
 
+        rounds = dtype in (torch.float16, torch.bfloat16) and x.dtype != dtype
+
         def load(h: Handler, idx: Index) -> Val:
             inner = [sympy.Integer(0) if n == 1 else i for n, i in zip(sizes, idx[lead:])]
-            return h.cast(x.fn(h, inner), dtype)
+            v = x.fn(h, inner)
+            return h.cast(round_to(h, v, dtype) if rounds else v, dtype)
 
         return load, x.reads, x.ops
     if isinstance(x, Scalar):
@@ -57,6 +60,29 @@ def operand(x: Any, ranges: list[sympy.Expr], dtype: torch.dtype) -> tuple[Loade
     if isinstance(x, (bool, int, float)):
         return (lambda h, idx: h.constant(x, dtype)), frozenset(), 0
     raise NotLowered(f"operand {type(x).__name__}")
+
+
+def check_fill_scalars(dtype: torch.dtype, *values: Any) -> None:
+    """Ops that store a scalar as an element (where, masked_fill, clamp, full) raise in eager
+    where an int does not fit an integer dtype ("value cannot be converted to type int without
+    overflow"); such a node (or a size argument whose value may not fit) is left to torch."""
+    if dtype.is_floating_point or dtype == torch.bool:
+        return
+    info = torch.iinfo(dtype)
+    for v in values:
+        if isinstance(v, Scalar) and not v.is_float and dtype != torch.int64:
+            raise NotLowered(f"a size stored as {dtype} may overflow")
+        low = -info.max if info.min == 0 else info.min  # unsigned: eager wraps negatives in range
+        if isinstance(v, int) and not isinstance(v, bool) and not low <= v <= info.max:
+            raise NotLowered(f"{v} overflows {dtype}")
+
+
+def round_to(h: Handler, v: Val, dtype: torch.dtype) -> Val:
+    """`v` rounded to float16/bfloat16 (its values are computed in float32 or float64, so a
+    conversion to one must round explicitly): from the value's own float dtype, one rounding."""
+    if not v.dtype.is_floating_point:
+        v = h.cast(v, torch.float32)
+    return h.op("round_" + str(dtype).removeprefix("torch."), v.dtype, v)
 
 
 def meta_like(x: Any) -> Any:
@@ -260,24 +286,31 @@ def lower_where(lx: GraphLowering, node: Any, cond: Any, a: Any = None, b: Any =
         raise NotLowered("where(cond) is nonzero")
     if node.op == "call_method":  # x.where(cond, y) is torch.where(cond, x, y)
         cond, a = a, cond
-    dtype = compute_dtype(lx.fake(node).dtype)
-    return composite(lx, node, [cond, a, b], dtype, lambda h, c, x, y: h.op(
+    out = lx.fake(node).dtype
+    check_fill_scalars(out, a, b)
+    dtype = compute_dtype(out)
+    # NOTE: operands as `out` (a float scalar rounds to float16 as eager converts it), computed in `dtype`
+    return composite(lx, node, [cond, a, b], out, lambda h, c, x, y: h.op(
         "where", dtype, h.cast(c, torch.bool), x, y))
 
 
 @register("clamp", "clip")
 def lower_clamp(lx: GraphLowering, node: Any, x: Any, min: Any = None, max: Any = None) -> Pointwise:
     dtype = compute_dtype(lx.fake(node).dtype)
+    check_fill_scalars(lx.fake(node).dtype, min, max)
+    if any(isinstance(v, float) and v != v for v in (min, max)):
+        raise NotLowered("a NaN bound: eager's CPU kernel gives NaN, its CUDA kernel ignores one")
     bounds = [v for v in (min, max) if v is not None]
 
+    # NOTE: max(v, lo) then min(v, hi), as eager: a NaN in v or in a tensor bound wins, and a tie
+    # (-0.0 against a 0.0 bound) gives the bound as eager's vectorized kernels do (on the GPU,
+    # Triton's compiled select gives +0.0 for min(+0.0, -0.0), as in torch.minimum's lowering)
     def body(h: Handler, v: Val, *bs: Val) -> Val:
         it = iter(bs)
         if min is not None:
-            lo = next(it)
-            v = h.op("where", dtype, h.op("lt", torch.bool, v, lo), lo, v)
+            v = h.op("maximum", dtype, v, next(it))
         if max is not None:
-            hi = next(it)
-            v = h.op("where", dtype, h.op("gt", torch.bool, v, hi), hi, v)
+            v = h.op("minimum", dtype, v, next(it))
         return v
 
     return composite(lx, node, [x, *bounds], dtype, body)
@@ -296,15 +329,22 @@ def lower_cast(lx: GraphLowering, node: Any, x: Any, *args: Any, **kwargs: Any) 
         raise NotLowered("memory format")
     if fake.dtype == x.dtype and op_of(node).name in ("to", "type", "type_as") + tuple(CASTS):
         return x  # eager returns the input itself
-    return pointwise(lx, node, "identity", [x], compute=fake.dtype)
+    return cast_value(lx, node, x, fake.dtype)
 
 
-@register("clone", "contiguous")
+def cast_value(lx: GraphLowering, node: Any, x: Pointwise, dtype: torch.dtype) -> Pointwise:
+    """`x` converted to `dtype`. float16/bfloat16 are computed in float32, so a cast to one must
+    round explicitly (`x.half().float()` is not `x`), from the source's own compute dtype (one
+    rounding, as eager's, not float64 -> float32 -> float16)."""
+    if dtype in (torch.float16, torch.bfloat16) and x.dtype != dtype:
+        return composite(lx, node, [x], compute_dtype(x.dtype), lambda h, v: round_to(h, v, dtype))
+    return pointwise(lx, node, "identity", [x], compute=dtype)
+
+
+@register("clone")
 def lower_copy(lx: GraphLowering, node: Any, x: Any, *args: Any, **kwargs: Any) -> Pointwise:
     if not isinstance(x, Pointwise):
         raise NotLowered("clone of a non-tensor")
-    if op_of(node).name == "contiguous" and x.buffer is not None:
-        raise NotLowered("contiguous of a stored tensor may alias")
     return Pointwise(list(x.ranges), x.dtype, x.fn, x.reads, x.ops)
 
 
@@ -320,6 +360,7 @@ def lower_full(lx: GraphLowering, node: Any, *args: Any, **kwargs: Any) -> Point
     if kwargs.get("requires_grad"):
         raise NotLowered("requires_grad")
     dtype = fake.dtype
+    check_fill_scalars(dtype, value)
     fn = lambda h, idx: h.constant(value, dtype)  # noqa: E731
     return Pointwise(lx.ranges(node), dtype, fn, frozenset(), 1)
 

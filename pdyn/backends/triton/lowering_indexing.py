@@ -15,7 +15,7 @@ import torch
 
 from pdyn.backends.triton.graph_lowering import GraphLowering, NotLowered
 from pdyn.backends.triton.ir import Handler, Index, Pointwise, Scalar, Val, compute_dtype
-from pdyn.backends.triton.lowering import composite, lower_clamp, operand, pointwise, register
+from pdyn.backends.triton.lowering import check_fill_scalars, composite, lower_clamp, operand, pointwise, register
 from pdyn.ops import op_of
 
 
@@ -96,8 +96,11 @@ def lower_masked_fill(lx: GraphLowering, node: Any, x: Any, mask: Any, value: An
         raise NotLowered("masked_fill of these inputs")
     if isinstance(value, Pointwise) and value.ranges:
         raise NotLowered("masked_fill with a value of dims")
-    dtype = compute_dtype(lx.fake(node).dtype)
-    return composite(lx, node, [mask, value, x], dtype, lambda h, m, v, y: h.op("where", dtype, h.cast(m, torch.bool), v, y))
+    out = lx.fake(node).dtype
+    check_fill_scalars(out, value)
+    dtype = compute_dtype(out)
+    # NOTE: operands as `out`: the value converts to x's dtype (rounds to float16) as in eager
+    return composite(lx, node, [mask, value, x], out, lambda h, m, v, y: h.op("where", dtype, h.cast(m, torch.bool), v, y))
 
 
 @register("clamp_min", "clamp_max")

@@ -150,6 +150,8 @@ def lower_var(lx: GraphLowering, node: Any, x: Any, dim: Any = None, unbiased: A
     if name.startswith("std"):
         load, reads, ops = operand(var, ranges, compute_dtype(out0.dtype))
         var = Pointwise(ranges, out0.dtype, lambda h, i: h.op("sqrt", compute_dtype(out0.dtype), load(h, i)), reads, ops + 1)
+    # NOTE: eager's var_mean takes the mean from Welford updates, nan where an inf comes before
+    # another element in its reduction order (CPU sequential, CUDA interleaved); sum / n gives inf
     return (var, mean) if name.endswith("_mean") else var
 
 
@@ -274,6 +276,8 @@ def _extern_then_add(lx: GraphLowering, node: Any, mm_target: Any, mm_args: tupl
     fake = lx.fake(node)
     call = lx.torch_call("extern", node, target=mm_target, args=mm_args, kwargs={})
     product = lx.result_value(node, call, fake)
+    if beta == 0:
+        bias = None  # eager ignores the bias: a NaN or inf in it does not propagate (0 * nan)
     if bias is None and alpha == 1:
         return product
     ranges, compute = lx.ranges(node), compute_dtype(fake.dtype)
@@ -304,6 +308,8 @@ def lower_addmm(lx: GraphLowering, node: Any, bias: Any, a: Any, b: Any, *, beta
                 alpha: Any = 1) -> Any:
     if not all(isinstance(v, (int, float)) for v in (beta, alpha)):
         raise NotLowered("symbolic alpha/beta")
+    if alpha == 0:  # eager's CPU BLAS then skips the product (its NaNs vanish), cuBLAS does not
+        raise NotLowered("alpha 0")
     a_node, b_node = node.args[1], node.args[2]
     return _extern_then_add(lx, node, torch.mm, (a_node, b_node), bias, beta, alpha)
 

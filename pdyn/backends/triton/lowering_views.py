@@ -11,7 +11,7 @@ import sympy
 import torch
 
 from pdyn.backends.triton.graph_lowering import GraphLowering, NotLowered
-from pdyn.backends.triton.ir import Handler, Index, Pointwise, Scalar, Val, View
+from pdyn.backends.triton.ir import Handler, Index, Pointwise, Scalar, Val, View, compute_dtype
 from pdyn.backends.triton.lowering import operand, register
 from pdyn.ops import op_of
 from pdyn.backends.triton.symbolic import floordiv, moddim
@@ -83,6 +83,93 @@ def lower_permute(lx: GraphLowering, node: Any, x: Any, *dims: Any, **kwargs: An
         return out
 
     return view(lx, node, x, reindex)
+
+
+@register("contiguous")
+def lower_contiguous(lx: GraphLowering, node: Any, x: Any, *args: Any, **kwargs: Any) -> Pointwise:
+    """Eager returns `x` itself where it is already contiguous (a later write to the result shows
+    in x), else a copy. A view of storage is decided from its strides: the view, a copy, or (when
+    the sizes do not settle it) torch's own call."""
+    if not isinstance(x, Pointwise) or kwargs.get("memory_format", torch.contiguous_format) != torch.contiguous_format:
+        raise NotLowered("contiguous of these inputs")
+    if x.buffer is not None:
+        raise NotLowered("contiguous of a stored tensor may alias")
+    # NOTE: a view of a value no buffer holds yet (`linear(x).view(..).transpose(1, 2)`) is
+    # copied: its base is a temporary nothing else sees
+    strides = view_strides(x) if isinstance(x, View) else "computed"
+    if strides != "computed":
+        contiguous = None if strides is None else is_contiguous(lx, list(x.ranges), strides)
+        if contiguous is None:
+            raise NotLowered("whether the view is contiguous depends on the sizes")
+        if contiguous:
+            return x
+    return Pointwise(list(x.ranges), x.dtype, x.fn, x.reads, x.ops)
+
+
+class _StrideProbe:
+    """A Handler that only follows index arithmetic: a view's element closure down to the loads
+    it makes (anything else, an op, means the view is not of stored data)."""
+
+    def __init__(self) -> None:
+        self.loads: list[sympy.Expr] = []
+
+    def load(self, buffer: Any, index: sympy.Expr) -> Val:
+        self.loads.append(index)
+        return Val("probe", compute_dtype(buffer.dtype))
+
+    def cast(self, v: Val, dtype: torch.dtype) -> Val:
+        if compute_dtype(dtype) != v.dtype:
+            raise NotLowered("a cast")
+        return v
+
+    def __getattr__(self, name: str) -> Any:
+        raise NotLowered(f"{name} in a view")
+
+
+def view_strides(x: View) -> list[sympy.Expr] | str | None:
+    """The strides of a view of a buffer, read off its load index where that is linear in the
+    view's index (a merge of dims divides: None); "computed" for a view of a computed value."""
+    syms = [sympy.Symbol(f"probe{d}", integer=True, nonnegative=True) for d in range(len(x.ranges))]
+    probe = _StrideProbe()
+    try:
+        x.fn(probe, list(syms))
+    except NotLowered:
+        return "computed"
+    if len(probe.loads) != 1:
+        return "computed"
+    index = sympy.expand(probe.loads[0])
+    strides = [index.coeff(s) for s in syms]
+    rest = sympy.expand(index - sum((c * s for c, s in zip(strides, syms)), sympy.Integer(0)))
+    if rest.free_symbols & set(syms) or any(c.free_symbols & set(syms) for c in strides):
+        return None
+    return strides
+
+
+def is_contiguous(lx: GraphLowering, sizes: list[sympy.Expr], strides: list[sympy.Expr]) -> bool | None:
+    """Eager's is_contiguous for every size the entry serves: True, False, or None (it depends).
+    Input dims are at least 2 (0 and 1 are specialized), stride symbols at least 0."""
+    bound = {sym: (2 if ".shape[" in text and lx.sym.hints.get(sym, 0) >= 2 else 0)
+             for sym, text in lx.sym.bindings}
+    bound.update({sym: 0 for sym, _ in lx.stride_bindings})
+
+    def shifted(e: sympy.Expr) -> sympy.Expr | None:
+        if not e.free_symbols <= set(bound):
+            return None
+        return sympy.expand(e.subs({s: bound[s] + sympy.Symbol(f"{s}_", integer=True, nonnegative=True)
+                                    for s in e.free_symbols}))
+
+    expected, surely = sympy.Integer(1), True
+    for size, stride in zip(reversed(sizes), reversed(strides)):
+        if size != 1:
+            diff = sympy.expand(stride - expected)
+            if diff != 0:
+                at_least_2, apart = shifted(size - 2), shifted(diff)
+                if at_least_2 is not None and apart is not None and at_least_2.is_nonnegative and \
+                        (apart.is_positive or apart.is_negative):
+                    return False  # one dim of 2 or more whose stride is not the dense one
+                surely = False
+        expected = expected * size
+    return True if surely else None
 
 
 @register("expand", "expand_as", "broadcast_to")

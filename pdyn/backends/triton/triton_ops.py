@@ -47,12 +47,42 @@ def _trunc(q):
 
 @triton.jit
 def _pow_safe(x, y):
-    # exp(y*log|x|) with the sign and the zero cases torch.pow gives
-    r = tl.exp(y * tl.log(tl.abs(x)))
-    y_int = tl.floor(y) == y
+    # |x|**y as exp(y*log|x|), then C's pow special cases (torch.pow is std::pow / libdevice.pow)
+    ax = tl.abs(x)
+    r = tl.exp(y * tl.log(ax))
+    y_int = tl.floor(y) == y  # an infinite y counts as an even integer
     y_odd = y_int & ((tl.floor(y * 0.5) * 2.0) != y)
-    r = tl.where(x < 0, tl.where(y_int, tl.where(y_odd, -r, r), float("nan")), r)
-    return tl.where(y == 0, 1.0, r)
+    sign_bit = (x < 0) | ((x == 0) & ((1.0 / x) < 0))  # -0.0 too: (-0.0)**-1 is -inf
+    r = tl.where(sign_bit & y_odd, -r, r)
+    r = tl.where((x < 0) & (ax != float("inf")) & (y_int == 0), float("nan"), r)
+    r = tl.where((ax == 1.0) & (tl.abs(y) == float("inf")), 1.0, r)  # (-1)**inf is 1, not exp(nan)
+    return tl.where((x == 1.0) | (y == 0), 1.0, r)
+
+
+@triton.jit
+def _floordiv_float(a, b, mod):
+    # torch's div_floor_floating: `mod` is fmod(a, b); an infinite a gives nan, not floor(inf)
+    div = (a - mod) / b
+    div = tl.where((mod != 0) & ((b < 0) != (mod < 0)), div - 1.0, div)
+    fl = tl.floor(div)
+    fl = tl.where(div - fl > 0.5, fl + 1.0, fl)
+    fl = tl.where(div == 0, (a / b) * 0.0, fl)  # a zero with the sign of a / b
+    return tl.where(b == 0, a / b, fl)
+
+
+@triton.jit
+def _mod_float(b, mod):
+    # torch's remainder: fmod, moved into b's sign (x % inf is x or inf, -3.5 % -3.5 is -0.0)
+    return tl.where((mod != 0) & ((b < 0) != (mod < 0)), mod + b, mod)
+
+
+@triton.jit
+def _round_bf16(x):
+    # interpreter only: its float32 -> bfloat16 cast truncates; round to nearest even by hand
+    x = x.to(tl.float32)
+    bits = x.to(tl.uint32, bitcast=True)
+    bits = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
+    return tl.where(x != x, x, bits.to(tl.float32, bitcast=True))
 
 
 @triton.jit
@@ -93,19 +123,27 @@ COMMON = {
     "isnan": "{0} != {0}", "relu": "tl.where({0} < 0, 0, {0})", "square": "{0} * {0}",
     "silu": "{0} * tl.sigmoid({0})", "sign": "(({0} > 0).to({0}.dtype) - ({0} < 0).to({0}.dtype))",
     "gelu": "0.5 * {0} * (1.0 + tl.erf({0} * 0.7071067811865476))",
-    "floordiv_int": "_floordiv_int({0}, {1})", "floordiv_float": "tl.floor({0} / {1})",
-    "mod_int": "_mod_int({0}, {1})", "mod_float": "({0} - tl.floor({0} / {1}) * {1})",
+    "floordiv_int": "_floordiv_int({0}, {1})", "mod_int": "_mod_int({0}, {1})",
     "truncdiv_int": "{0} // {1}", "truncdiv_float": "_trunc({0} / {1})",
     "log1p": "tl.log(1.0 + {0})", "expm1": "(tl.exp({0}) - 1.0)",
+    # an explicit cast to a low-precision float rounds, though values are computed in float32
+    "round_float16": "{0}.to(tl.float16).to({0}.dtype)",
+    "round_bfloat16": "{0}.to(tl.bfloat16).to({0}.dtype)",
+    "floordiv_float": "_floordiv_float({0}, {1}, {0} % {1})", "mod_float": "_mod_float({1}, {0} % {1})",
 }
 
+# NOTE: Triton's float `%` is fmod; on the GPU it lowers to a - b*trunc(a/b), inexact for large
+# quotients, so the GPU spells fmod with libdevice (the interpreter's `%` is numpy's exact fmod)
 GPU = {
+    "floordiv_float": "_floordiv_float({0}, {1}, libdevice.fmod({0}, {1}))",
+    "mod_float": "_mod_float({1}, libdevice.fmod({0}, {1}))",
     "tanh": "libdevice.tanh({0})", "pow": "libdevice.pow({0}, {1})",
     "log1p": "libdevice.log1p({0})", "expm1": "libdevice.expm1({0})",
     "gelu_tanh": "0.5 * {0} * (1.0 + libdevice.tanh(0.7978845608028654 * ({0} + 0.044715 * {0} * {0} * {0})))",
 }
 
 INTERPRET = {
+    "round_bfloat16": "_round_bf16({0}).to({0}.dtype)",
     "tanh": "_tanh_safe({0})", "pow": "_pow_safe({0}, {1})",
     "gelu_tanh": "0.5 * {0} * (1.0 + _tanh_safe(0.7978845608028654 * ({0} + 0.044715 * {0} * {0} * {0})))",
 }
@@ -116,7 +154,7 @@ INTERPRET = {
 FLOAT_OPS = frozenset({
     "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "erf", "floor", "ceil", "sigmoid",
     "tanh", "gelu", "gelu_tanh", "silu", "pow", "log1p", "expm1", "reciprocal", "truediv",
-    "floordiv_float", "mod_float", "truncdiv_float"})
+    "floordiv_float", "mod_float", "truncdiv_float", "round_float16", "round_bfloat16"})
 INTEGER_OPS = frozenset({"and", "or", "xor", "invert", "floordiv_int", "mod_int", "truncdiv_int"})
 NUMBER_OPS = frozenset({"relu", "neg", "sign", "sub"})  # not on bool (torch and numpy refuse bool subtraction)
 BOOL_RESULT_OPS = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "not", "isnan"})

@@ -1,0 +1,174 @@
+"""Edge values where the Triton backend must give exactly what eager gives: NaN and inf, signed
+zeros, low-precision rounding, aliasing of `.contiguous()`, writes that depend on an argument's
+value, and scalars that overflow. Each test compares with eager on tiny inputs."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import pdyn
+
+from tests.backends.util import DEVICE, Recorder
+
+INF, NAN = float("inf"), float("nan")
+
+
+def t(values, dtype=torch.float32):
+    return torch.tensor(values, dtype=dtype, device=DEVICE)
+
+
+def run_both(fn, *args):
+    """(eager's result, pdyn+Triton's result, the recorder) for fresh copies of `args`."""
+    rec = Recorder()
+    compiled = pdyn.optimize(fn, backend=rec)
+    clone = lambda a: a.clone() if isinstance(a, torch.Tensor) else a  # noqa: E731
+    return fn(*map(clone, args)), compiled(*map(clone, args)), rec
+
+
+def same(a, b):
+    """Bitwise-equal values (NaN in the same places, the sign of each zero too)."""
+    a, b = (a if isinstance(a, (tuple, list)) else [a]), (b if isinstance(b, (tuple, list)) else [b])
+    assert len(a) == len(b)
+    for x, y in zip(a, b):
+        assert x.dtype == y.dtype and x.shape == y.shape, (x, y)
+        torch.testing.assert_close(y, x, rtol=0, atol=0, equal_nan=True)
+        if x.is_floating_point():  # the sign of NaN means nothing
+            assert torch.equal(torch.signbit(x) & ~x.isnan(), torch.signbit(y) & ~y.isnan()), (x, y)
+
+
+def test_clamp_with_nan_bounds_and_signed_zero():
+    def f(x, lo, hi):
+        return torch.clamp(x, min=lo), torch.clamp(x, max=hi), torch.clamp(x, lo, hi)
+
+    x, lo, hi = t([1., 2., 3., NAN]), t([NAN, 0., 0., 0.]), t([NAN, 0., 5., 1.])
+    eager, got, rec = run_both(f, x, lo, hi)
+    same(eager, got)
+    assert rec.last.fallbacks == []
+    # a NaN Python bound: eager's CPU and CUDA kernels disagree, so torch runs it
+    same(*run_both(lambda x: (x.clamp(min=NAN), x.clamp(max=NAN), x.clamp(NAN, 1.)), x)[:2])
+    # a tie gives the bound (eager's CUDA and vectorized CPU kernels; 64 elements vectorize on CPU).
+    # NOTE: on the GPU the compiled select gives +0.0 for min(+0.0, -0.0), as torch.minimum's does
+    if DEVICE == "cpu":
+        z = torch.zeros(64, device=DEVICE)
+        same(*run_both(lambda x, b: (torch.clamp(x, min=b), torch.clamp(-x, max=-b)), -z, z)[:2])
+
+
+def test_contiguous_of_a_contiguous_view_of_an_input_aliases_it():
+    def f(x):
+        return x.permute(1, 0).contiguous()
+
+    for fn in (f, pdyn.optimize(f, backend="triton")):
+        x = torch.zeros(1, 3, device=DEVICE)
+        y = fn(x)
+        y.add_(1)
+        assert y.data_ptr() == x.data_ptr() and bool((x == 1).all())
+    # a view that is not contiguous is still copied, in a kernel
+    eager, got, rec = run_both(lambda x: x.transpose(0, 1).contiguous() * 1, torch.randn(3, 4, device=DEVICE))
+    same(eager, got)
+    assert rec.last.fallbacks == []
+
+
+def test_explicit_narrowing_casts_round():
+    def f(x):
+        return x.half().float(), x.bfloat16().float(), x.half() * 3, x.to(torch.bfloat16) + 1
+
+    same(*run_both(f, t([1.1, 1e-8, 70000., -3.3]))[:2])
+
+
+def test_arg_reductions_take_the_first_nan():
+    def f(x):
+        return x.argmax(), x.argmin(), x.max(0).indices, x.min(0).indices, x.max(0).values
+
+    eager, got, rec = run_both(f, t([1., NAN, 3., -5., NAN]))
+    same(eager, got)
+    assert rec.last.fallbacks == []
+    same(*run_both(lambda x: x.argmax(1), t([[1., NAN, 2.], [NAN, NAN, 0.], [4., 5., 6.]]))[:2])
+
+
+def test_float_floor_division_of_inf_is_nan():
+    def f(x, y):
+        return x // y, torch.div(x, y, rounding_mode="floor")
+
+    a, b = t([INF, -INF, 5., -5., 0., -0., 3., 7.5, -7.5]), t([2., 2., INF, -INF, -INF, INF, 0., 2., 2.])
+    same(*run_both(f, a, b)[:2])
+
+
+def test_addmm_with_beta_zero_ignores_the_bias():
+    def f(b, x, w):
+        return torch.addmm(b, x, w, beta=0), torch.addmm(b, x, w, alpha=0)
+
+    x = torch.ones(2, 3, device=DEVICE)
+    x[0, 0] = NAN
+    same(*run_both(f, t([NAN, 1.]), x, torch.ones(3, 2, device=DEVICE))[:2])
+
+
+def test_embedding_max_norm_writes_the_weight_after_an_earlier_read():
+    def f(w, i):
+        a = F.embedding(i, w)
+        b = F.embedding(i, w, max_norm=1.0)
+        return a, b
+
+    w, i = torch.full((2, 2), 3.0, device=DEVICE), torch.tensor([0], device=DEVICE)
+    w1, w2 = w.clone(), w.clone()
+    eager, got = f(w1, i), pdyn.optimize(f, backend="triton")(w2, i)
+    same(eager, got)
+    same(w1, w2)
+
+
+@pytest.mark.parametrize("norm", ["batch_norm", "instance_norm"])
+def test_norm_running_stats_update_after_an_earlier_read(norm):
+    def f(x, rm, rv):
+        before = rm * 1
+        if norm == "batch_norm":
+            F.batch_norm(x, rm, rv, training=True)
+        else:
+            F.instance_norm(x, rm, rv, use_input_stats=True)
+        return before
+
+    x = torch.arange(16., device=DEVICE).view(2, 2, 4)
+    stats = [(torch.zeros(2, device=DEVICE), torch.ones(2, device=DEVICE)) for _ in range(2)]
+    eager, got = f(x, *stats[0]), pdyn.optimize(f, backend="triton")(x, *stats[1])
+    same(eager, got)
+    same(list(stats[0]), list(stats[1]))
+
+
+def test_conditional_writes_follow_the_flag():
+    from pdyn.ops.effects import conditional_writes, mutates
+
+    graph = torch.fx.Graph()
+    x, rm, rv, w, i = (graph.placeholder(n) for n in ("x", "rm", "rv", "w", "i"))
+    train = graph.call_function(F.batch_norm, (x, rm, rv), {"training": True})
+    evaluate = graph.call_function(F.batch_norm, (x, rm, rv, None, None, False))
+    renorm = graph.call_function(F.embedding, (i, w), {"max_norm": 1.0})
+    lookup = graph.call_function(F.embedding, (i, w))
+    assert conditional_writes(train) == [rm, rv] and mutates(renorm)
+    assert not mutates(evaluate) and not mutates(lookup)
+
+
+def test_where_with_a_scalar_that_overflows_raises_as_eager():
+    def f(x, s):
+        return torch.where(x > 0, x, s)
+
+    x = t([1, -2], torch.int32)
+    with pytest.raises(RuntimeError, match="overflow"):
+        f(x, 2**40)
+    with pytest.raises(RuntimeError, match="overflow"):
+        pdyn.optimize(f, backend="triton")(x, 2**40)
+
+
+def test_pow_special_values():
+    a = t([-INF, -INF, -1., -1., -0.0, -2., INF, 0., NAN, 1., -8., -INF, -0.0, 0.5])
+    b = t([0.5, -3.5, INF, -INF, -1., 2., -INF, -INF, 0., NAN, 1 / 3, 3., 3., INF])
+    same(*run_both(lambda a, b: a ** b, a, b)[:2])
+
+
+def test_float_remainder_with_infinite_divisor_and_signed_zero():
+    def f(a, b):
+        return a % b, torch.remainder(a, b)
+
+    a = t([-3.5, -3.5, 2., -3.5, 3.5, 0., -0., INF, 1., 7.5, -7.5])
+    b = t([-INF, INF, -INF, -3.5, 3.5, -2., 2., 2., 0., -2., 2.])
+    same(*run_both(f, a, b)[:2])
+
