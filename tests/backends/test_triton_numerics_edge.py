@@ -48,11 +48,8 @@ def test_clamp_with_nan_bounds_and_signed_zero():
     assert rec.last.fallbacks == []
     # a NaN Python bound: eager's CPU and CUDA kernels disagree, so torch runs it
     same(*run_both(lambda x: (x.clamp(min=NAN), x.clamp(max=NAN), x.clamp(NAN, 1.)), x)[:2])
-    # a tie gives the bound (eager's CUDA and vectorized CPU kernels; 64 elements vectorize on CPU).
-    # NOTE: on the GPU the compiled select gives +0.0 for min(+0.0, -0.0), as torch.minimum's does
-    if DEVICE == "cpu":
-        z = torch.zeros(64, device=DEVICE)
-        same(*run_both(lambda x, b: (torch.clamp(x, min=b), torch.clamp(-x, max=-b)), -z, z)[:2])
+    # NOTE: a tie of signed zeros (clamp(-0.0, min=0.0)) is not checked: eager itself answers it
+    # differently on CUDA, on torch 2.13's vectorized CPU kernel (the bound) and torch 2.11's (x)
 
 
 def test_contiguous_of_a_contiguous_view_of_an_input_aliases_it():

@@ -53,7 +53,7 @@ def _pow_safe(x, y):
     y_int = tl.floor(y) == y  # an infinite y counts as an even integer
     y_odd = y_int & ((tl.floor(y * 0.5) * 2.0) != y)
     sign_bit = (x < 0) | ((x == 0) & ((1.0 / x) < 0))  # -0.0 too: (-0.0)**-1 is -inf
-    r = tl.where(sign_bit & y_odd, -r, r)
+    r = tl.where(sign_bit & y_odd, r * -1.0, r)  # NOTE: not `-r`: Triton's negation is 0 - r, losing -0.0
     r = tl.where((x < 0) & (ax != float("inf")) & (y_int == 0), float("nan"), r)
     r = tl.where((ax == 1.0) & (tl.abs(y) == float("inf")), 1.0, r)  # (-1)**inf is 1, not exp(nan)
     return tl.where((x == 1.0) | (y == 0), 1.0, r)
