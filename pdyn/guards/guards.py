@@ -485,6 +485,32 @@ class AliasGuard(Guard):
 
 
 @dataclass(frozen=True, eq=False)
+class DistinctGuard(Guard):
+    """Several sources are pairwise different objects, as they were when traced (one check for a
+    group: objects of one type the trace changed, where any two being one would change reads)."""
+
+    others: tuple[Source, ...] = ()
+
+    def key(self) -> tuple[Any, ...]:
+        return (type(self), self.source, self.others)
+
+    def fail_expr(self, v: str, hoist: Hoist) -> str:
+        return self._fail([v, *(o.code(hoist) for o in self.others)])
+
+    def bound_checks(self, bind: Callable[[Source], str], hoist: Hoist) -> list[tuple[str, str]]:
+        return [(self._fail([bind(s) for s in (self.source, *self.others)]), self.sentence())]  # type: ignore[arg-type]
+
+    @staticmethod
+    def _fail(names: list[str]) -> str:
+        if len(names) == 2:
+            return f"{names[0]} is {names[1]}"
+        return f"len({{{', '.join(f'id({n})' for n in names)}}}) != {len(names)}"
+
+    def sentence(self) -> str:
+        return f"{', '.join(map(str, (self.source, *self.others)))} are different objects"
+
+
+@dataclass(frozen=True, eq=False)
 class GlobalNameGuard(Guard):
     """A builtin the trace used is not shadowed by a module global of the same name."""
 

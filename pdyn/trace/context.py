@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from pdyn.guards.guards import AliasGuard, GradModeGuard, Guard, GuardSet
+from pdyn.guards.guards import DistinctGuard, GradModeGuard, Guard, GuardSet
 from pdyn.sources import SizeSource, Source
 from pdyn.shapes.shape_env import ShapeEnv
 from pdyn.shapes.trace_plan import TracePlan
@@ -98,18 +98,19 @@ class TraceContext:
     def add_guard(self, guard: Guard) -> None:
         self.guards.add(guard)
 
-    def distinct_object_guards(self) -> list[AliasGuard]:
-        """Each object the trace changed is not any other object of its type it read: traced as
-        two, a change through one was not seen through the other (not needed where both are pinned
-        by identity)."""
+    def distinct_object_guards(self) -> list[DistinctGuard]:
+        """The objects of one type the trace read are different objects where it changed one of
+        them: traced as two, a change through one was not seen through the other (not needed
+        where every one is pinned by identity). One check per type."""
         changed = {id(vt) for vt in self.side_effects.containers.values()}
         changed |= {id(owner) for owner, _ in self.side_effects.attrs.values()}
-        tracked = [t for t in self.objects_by_id.values() if t.tracker.source is not None]
+        by_type: dict[type, list[TrackedObject]] = {}
+        for t in self.objects_by_id.values():
+            if t.tracker.source is not None:
+                by_type.setdefault(type(t.value), []).append(t)
         guards = []
-        for a in tracked:
-            if id(a.tracker) not in changed:
-                continue
-            for b in tracked:
-                if b is not a and type(b.value) is type(a.value) and not (a.pinned and b.pinned):
-                    guards.append(AliasGuard(a.tracker.source, other=b.tracker.source, same=False))
+        for group in by_type.values():
+            if len(group) > 1 and not all(t.pinned for t in group) and any(id(t.tracker) in changed for t in group):
+                first, *rest = [t.tracker.source for t in group]
+                guards.append(DistinctGuard(first, others=tuple(rest)))
         return guards

@@ -165,3 +165,20 @@ def test_a_dict_subclass_changed_through_one_path_is_read_through_another():
             fresh.append([first, second])
         torch.testing.assert_close(opt(fresh[1], x), f(fresh[0], x))
     assert pdyn.stats(opt)["compiles"] == 2
+
+
+def test_many_objects_of_one_type_are_guarded_distinct_in_one_check():
+    def f(layers, x):
+        layers[0].scale = 5
+        return x * sum(layer.scale for layer in layers)
+
+    opt = pdyn.optimize(f, backend=CountingBackend())
+    x = torch.randn(3)
+    for shared in (False, True):   # traced as four objects; then the first one passed twice
+        made = []
+        for _ in range(2):
+            first = Config(2)
+            made.append([first, first if shared else Config(2), Config(2), Config(2)])
+        torch.testing.assert_close(opt(made[1], x), f(made[0], x))
+    assert pdyn.stats(opt)["compiles"] == 2
+    assert "len({id(" in guard_text(opt)  # one check over the group, not one per pair

@@ -217,8 +217,8 @@ def test_two_distinct_lists_are_guarded_as_not_the_same_once_one_is_changed():
     wrap(tx, c, LocalSource("c"))
     assert not [g for g in guards(tx) if isinstance(g, AliasGuard)]  # unchanged: either way reads alike
     tx.ctx.side_effects.mutated(va)
-    (alias,) = tx.ctx.distinct_object_guards()  # not against the dict: a type guard tells them apart
-    assert (alias.source, alias.other, alias.same) == (LocalSource("a"), LocalSource("b"), False)
+    (distinct,) = tx.ctx.distinct_object_guards()  # not against the dict: a type guard tells them apart
+    assert (distinct.source, distinct.others) == (LocalSource("a"), (LocalSource("b"),))
 
 
 def test_same_source_wrapped_twice_is_one_tracker_with_one_set_of_guards():
