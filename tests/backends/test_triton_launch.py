@@ -27,6 +27,13 @@ def test_column_sum_splits_on_long_reduction_and_not_on_short():
     assert runtime.reduction_config(1 << 20, 5000, False, True)[0] == "looped"
 
 
+def test_many_long_rows_take_a_row_per_program():
+    # (variant, XBLOCK, RBLOCK, num_warps, chunks): 4 rows per block at 4k rows, one from 16k
+    assert runtime.reduction_config(4096, 1024, True, True)[:4] == ("persistent", 4, 1024, 4)
+    assert runtime.reduction_config(16384, 1024, True, True)[:4] == ("persistent", 1, 1024, 4)
+    assert runtime.reduction_config(16384, 256, True, True)[1] > 1  # short rows keep several per block
+
+
 @pytest.mark.parametrize("name,fn", [
     ("sum_all", lambda x: x.sum()), ("amax0", lambda x: x.amax(0)), ("amin_all", lambda x: x.amin()),
     ("prod0", lambda x: (x * 0.01 + 1).prod(0)), ("sum_keepdim0", lambda x: x.sum(0, keepdim=True)),

@@ -76,6 +76,10 @@ PERSISTENT_MAX_WARPS = 4            # ... up to this many
 FEW_PROGRAMS = 512  # a persistent reduction with fewer blocks than this doubles their warps ...
 FEW_PROGRAMS_MAX_WARPS = 8  # ... up to this many
 PERSISTENT_INNER_ROWS = 32  # rows of a persistent inner reduction per block, at most
+# Many long rows: one row per program. On an H100 at 16k and 64k rows of 1024 fp32 this was 2-7%
+# faster than 4 rows per program for a softmax, a layernorm and a logsumexp (at 4k rows, 0-7% slower)
+ROW_PER_PROGRAM_MIN_R = 1024
+ROW_PER_PROGRAM_MIN_ROWS = 16384
 OUTER_MIN_XBLOCK = 8  # 8 fp32 columns: whole 32-byte sectors
 
 
@@ -89,6 +93,8 @@ def reduction_config(xnumel: int, rnumel: int, inner: bool, can_split: bool) -> 
         floor = 1 if inner else min(xblock, 16)  # outer: keep 64-byte row segments (coalesced)
         while xblock > floor and cdiv(xnumel, xblock) < MIN_PROGRAMS:
             xblock //= 2
+        if inner and rblock >= ROW_PER_PROGRAM_MIN_R and xnumel >= ROW_PER_PROGRAM_MIN_ROWS:
+            xblock = 1
         warps = min(max(xblock * rblock // PERSISTENT_ELEMENTS_PER_WARP, 1), PERSISTENT_MAX_WARPS)
         if cdiv(xnumel, xblock) < FEW_PROGRAMS:
             warps = min(warps * 2, FEW_PROGRAMS_MAX_WARPS)  # few blocks: more warps each keep more loads in flight
