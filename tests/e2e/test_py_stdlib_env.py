@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import pdyn
-from pdyn.guards.guards import EnvSnapshotGuard, EnvVarGuard
+from pdyn.guards.env_guards import EnvSnapshotGuard, EnvVarGuard
 from tests.helpers import CountingBackend, check, check_calls
 from tests.tracing import guards_of, trace
 

@@ -10,7 +10,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from pdyn.base.errors import Unsupported, UserException
-from pdyn.guards.guards import EnvSnapshotGuard, EnvVarGuard
+from pdyn.guards.env_guards import EnvSnapshotGuard, EnvVarGuard
 from pdyn.sources import Source
 from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.constant import ConstantVariable
