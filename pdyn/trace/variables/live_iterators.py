@@ -12,6 +12,7 @@ left, read at the break (`items`), so a change made after the break is not seen 
 
 from __future__ import annotations
 
+import abc
 import collections
 from typing import TYPE_CHECKING, Any
 
@@ -40,7 +41,7 @@ class _Derived(IteratorVariable):
     kind: type = object
 
     def __init__(self) -> None:
-        pass
+        """No `items`/`index` to set: both are read from the iterators underneath."""
 
     @property  # type: ignore[override]
     def items(self) -> list[VariableTracker]:
@@ -53,8 +54,9 @@ class _Derived(IteratorVariable):
     def python_type(self) -> type:
         return self.kind
 
+    @abc.abstractmethod
     def left(self) -> list[VariableTracker]:
-        raise NotImplementedError
+        """The items still to come, as a break hands them on (each kind says how)."""
 
 
 class EnumerateIterator(_Derived):
