@@ -5,9 +5,10 @@ size and sequence length change. Columns: eager, pdyn (Triton), pdyn with CUDA g
 model captured by hand into a CUDA graph per shape (eager_cg: its steady time is the replay).
 
 For each: first call (s, compile included), total over the sequence (s, compiles included), steady
-per-call time (ms: the sequence a third time with every shape warm and captured, synchronized after each call as a
-server would) and compiles. Outputs are checked against eager's (fp16 tolerance); a column whose
-output differs shows "wrong", one that raises "error". Rows print as they finish.
+per-call time (ms: the sequence run STEADY_PASSES more times with every shape warm and captured,
+synchronized after each call as a server would; the mean over shapes of each shape's median) and
+compiles. Outputs are checked against eager's (fp16 tolerance); a column whose output differs shows
+"wrong", one that raises "error". Rows print as they finish.
 
     python benchmarks/models_gpu.py [--quick] [--only gpt2,llama] [--columns eager,pdyn,pdyn_cg]
 """
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import statistics
 import pathlib
 import random
 import sys
@@ -38,6 +40,7 @@ from tests.models.harness import text_inputs  # noqa: E402
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 MODELS = {"gpt2": cases.gpt2, "llama": cases.llama, "bert": cases.bert}
+STEADY_PASSES = 5
 COLUMNS = ["eager", "eager_cg", "pdyn", "pdyn_cg", "tc_reduce_overhead", "tc_default", "tc_dynamic"]
 
 
@@ -166,12 +169,14 @@ def measure(column: str, model: torch.nn.Module, inputs: list[dict[str, Any]],
         for kwargs in inputs:  # every shape again: CUDA-graph columns capture here
             fn(**kwargs)
         sync()
-        steady = []
-        for kwargs in inputs:
-            t0 = time.perf_counter()
-            fn(**kwargs)
-            sync()
-            steady.append(time.perf_counter() - t0)
+        times: list[list[float]] = [[] for _ in inputs]
+        for _ in range(STEADY_PASSES):  # NOTE: one pass is noisy on a shared host: each shape's median
+            for kwargs, per_shape in zip(inputs, times):
+                t0 = time.perf_counter()
+                fn(**kwargs)
+                sync()
+                per_shape.append(time.perf_counter() - t0)
+        steady = [statistics.median(t) for t in times]
     logger.removeHandler(log)
     wrong = refs is not None and any(not torch.allclose(o, r, rtol=2e-2, atol=2e-2) for o, r in zip(outs, refs))
     return {"first": first, "total": total, "steady_ms": 1000 * sum(steady) / len(steady),

@@ -124,6 +124,10 @@ class ModuleMemberSource(AttrSource):
     table: str = "_modules"
 
     def _code(self, const: Const, bound: Mapping[Source, str]) -> str:
+        # NOTE: through the module's `__dict__` where one is bound, as `Module.__getattr__` reads it
+        table = bound.get(AttrSource(self.base, "__dict__")) if bound else None
+        if table is not None:
+            return f"{table}[{self.table!r}][{self.attr!r}]"
         return f"{self.base.code(const, bound)}.{self.table}[{self.attr!r}]"
 
     def read(self, L: Mapping[str, Any], G: Mapping[str, Any]) -> Any:

@@ -6,12 +6,13 @@ from __future__ import annotations
 import torch
 
 import pdyn
+from pdyn.sources import LocalSource, ModuleMemberSource
 from pdyn.trace.frame_codegen import FrameCodegen, build_frame_function
 
 
 def test_build_frame_function_calls_graph_and_returns_result():
     codegen = FrameCodegen()
-    run, source = build_frame_function(codegen, "(out[0], L['n'])", [], ["L['x']"], lambda x: (x * 2,), "f()")
+    run, source = build_frame_function(codegen, "(out[0], L['n'])", [], ([], ["L['x']"]), lambda x: (x * 2,), "f()")
     assert source == ("# pdyn frame code for f()\n"
                       "def run(L, G):\n"
                       "    out = compiled_graph(L['x'])\n"
@@ -23,7 +24,7 @@ def test_build_frame_function_calls_graph_and_returns_result():
 
 
 def test_without_a_graph_there_is_no_graph_call():
-    run, source = build_frame_function(FrameCodegen(), "L['n'] + 1", [], [], None, "g()")
+    run, source = build_frame_function(FrameCodegen(), "L['n'] + 1", [], ([], []), None, "g()")
     assert "compiled_graph" not in source
     assert run({"n": 1}, {}) == 2
 
@@ -31,7 +32,7 @@ def test_without_a_graph_there_is_no_graph_call():
 def test_side_effects_run_after_the_result_is_computed():
     codegen = FrameCodegen()
     codegen.lines.append("e0 = [1, 2]")
-    run, source = build_frame_function(codegen, "len(L['xs'])", ["L['xs'][:] = e0"], [], None, "h()")
+    run, source = build_frame_function(codegen, "len(L['xs'])", ["L['xs'][:] = e0"], ([], []), None, "h()")
     xs = [9]
     assert run({"xs": xs}, {}) == 1
     assert xs == [1, 2]
@@ -59,3 +60,51 @@ def test_optimized_function_returns_python_values_and_mutates_inputs_like_eager(
     actual = pdyn.optimize(f)(torch.ones(2), acc_pdyn)
     torch.testing.assert_close(actual[0], expected[0])
     assert actual[1:] == expected[1:] and acc_pdyn == acc_eager
+
+
+def test_graph_inputs_read_a_shared_module_once_and_its_members_through_its_dict():
+    block = ModuleMemberSource(LocalSource("self"), "block", "_modules")
+    weight, bias = (ModuleMemberSource(block, name, "_parameters") for name in ("weight", "bias"))
+    lone = ModuleMemberSource(ModuleMemberSource(LocalSource("self"), "head", "_modules"), "weight", "_parameters")
+    reads, exprs = FrameCodegen().input_reads([weight, bias, lone, LocalSource("x")])
+    assert reads == ["_in0 = L['self']", "_in1 = _in0.__dict__", "_in2 = _in1['_modules']['block']",
+                     "_in3 = _in2.__dict__"]
+    assert exprs == ["_in3['_parameters']['weight']", "_in3['_parameters']['bias']",
+                     "_in1['_modules']['head']._parameters['weight']", "L['x']"]
+
+
+class _Block(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = torch.nn.Linear(4, 4)
+        self.b = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.b(self.a(x).relu())
+
+
+def test_a_parameter_replaced_after_compiling_is_read_by_the_next_call():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(_Block(), _Block())
+    f = pdyn.optimize(model.forward, backend="eager")
+    x = torch.randn(3, 4)
+    with torch.no_grad():
+        torch.testing.assert_close(f(x), model(x))
+        model[1].b.weight = torch.nn.Parameter(torch.randn(4, 4))   # a new object, same type and shape
+        model[0].a.bias.data = torch.randn(4)                        # new data under the same object
+        torch.testing.assert_close(f(x), model(x))
+    assert f._pdyn_frame.cache.counters["compiles"] == 1
+    entry = f._pdyn_frame.cache.entries[0]
+    assert ".__dict__" in entry.frame_source and "_modules" in entry.frame_source
+
+
+def test_a_hook_added_after_compiling_recompiles_and_runs():
+    model = torch.nn.Sequential(_Block(), _Block())
+    f = pdyn.optimize(model.forward, backend="eager")
+    x = torch.randn(3, 4)
+    with torch.no_grad():
+        f(x)
+        model[1].a.register_forward_hook(lambda mod, args, out: out * 0)
+        torch.testing.assert_close(f(x), model(x))
+    assert f._pdyn_frame.cache.counters["compiles"] == 2
+    assert "_forward_hooks" in f._pdyn_frame.cache.entries[0].guard.source

@@ -16,7 +16,7 @@ import torch
 
 from pdyn.base.errors import SourceLoc
 from pdyn.guards.class_dicts import class_dict
-from pdyn.sources import Const, Source
+from pdyn.sources import AttrSource, Const, Source
 
 Hoist = Const  # (object, name hint) -> name of a constant in the guard's scope
 
@@ -296,11 +296,19 @@ class StrideGuard(Guard):
 
 @dataclass(frozen=True, eq=False)
 class NoHooksGuard(Guard):
-    """A called nn.Module still has no forward or backward hooks (pdyn inlines `forward`, not `__call__`)."""
+    """A called nn.Module still has no forward or backward hooks (pdyn inlines `forward`, not `__call__`).
+
+    The hook tables are read from the module's `__dict__`, bound once per module and shared with
+    the reads of its members (ModuleMemberSource): where `Module.__init__` puts them, and what an
+    attribute read finds, since no module class defines a property of those names. A dict item
+    costs a third of an attribute read on a class with `__getattr__`."""
 
     def fail_expr(self, v: str, hoist: Hoist) -> str:
-        return (f"{v}._forward_hooks or {v}._forward_pre_hooks or {v}._backward_hooks or "
-                f"{v}._backward_pre_hooks")
+        return " or ".join(f"{v}.{name}" for name in MODULE_HOOKS)
+
+    def bound_checks(self, bind: Callable[[Source], str], hoist: Hoist) -> list[tuple[str, str]]:
+        table = bind(AttrSource(self.source, "__dict__"))  # type: ignore[arg-type]
+        return [(" or ".join(f"{table}[{name!r}]" for name in MODULE_HOOKS), self.sentence())]
 
     def sentence(self) -> str:
         return f"{self.source} has no forward or backward hooks"
@@ -322,7 +330,8 @@ class NoGlobalHooksGuard(Guard):
         return "no global nn.Module forward or backward hooks are registered"
 
 
-# The global hook tables `Module.__call__` consults on every call.
+# The hook tables of one module `Module.__call__` consults on every call, and the global ones.
+MODULE_HOOKS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
 GLOBAL_CALL_HOOKS = ("_global_forward_hooks", "_global_forward_pre_hooks", "_global_backward_hooks",
                      "_global_backward_pre_hooks")
 

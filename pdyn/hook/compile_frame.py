@@ -185,7 +185,7 @@ def _finish(output: OutputGraph, result: VariableTracker | None, backend: Backen
             rerun = EagerRerun(call_original, title, draws)
         elif effects and (written := written_inputs(graph)) is not None:
             rerun = EagerRerun(call_original, title, draws, restore=written)  # inputs saved first
-    inputs = [codegen.source_expr(source) for source, _ in graph_inputs]
+    inputs = codegen.input_reads([source for source, _ in graph_inputs])
     run, frame_source = build_frame_function(codegen, result_expr, effects, inputs, compiled, title, tail, rerun)
     guard = _build_guards(output, title)
     guards_log.info("%s", guard.source)

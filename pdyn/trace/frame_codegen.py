@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import sys
+from collections import Counter
 import types
 import warnings
 from typing import Any, Callable
@@ -15,7 +16,7 @@ from typing import Any, Callable
 import torch.fx
 
 from pdyn.base.errors import InternalError, Unsupported
-from pdyn.sources import Source
+from pdyn.sources import AttrSource, ModuleMemberSource, Source
 from pdyn.shapes.shape_env import to_python
 from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.containers import IteratorVariable, ListVariable
@@ -50,6 +51,32 @@ class FrameCodegen:
     def source_expr(self, source: Source) -> str:
         """The runnable read of `source`; a key that is no literal (inf, a dtype) is a constant here."""
         return source.code(self.constant)
+
+    def input_reads(self, sources: list[Source]) -> tuple[list[str], list[str]]:
+        """(lines, one expression per source) reading the graph inputs: a part that two or more of
+        them share (`L['self']._modules['encoder']`) is read once into a name, and a module with two
+        or more members read is read through its bound `__dict__` (ModuleMemberSource): a model's
+        weights cost a few item reads each, not a walk from `L['self']`."""
+        chains = [_chain(s) for s in sources]
+        uses = Counter(a for chain in chains for a in chain[:-1])
+        nodes = {a for chain in chains for a in chain}
+        members = Counter(a.base for a in nodes if isinstance(a, ModuleMemberSource))
+        bound: dict[Source, str] = {}
+        lines: list[str] = []
+
+        def bind(src: Source) -> None:
+            if src not in bound:
+                name = f"_in{len(bound)}"
+                lines.append(f"{name} = {src.code(self.constant, bound)}")
+                bound[src] = name
+
+        for chain in chains:
+            for a in chain[:-1]:
+                if uses[a] >= 2:
+                    bind(a)
+                    if members[a] >= 2:
+                        bind(AttrSource(a, "__dict__"))
+        return lines, [s.code(self.constant, bound) for s in sources]
 
     def constant(self, value: Any, hint: str = "c") -> str:
         if type(value) in SIMPLE_LITERALS or (type(value) is float and repr(value) == repr(float(repr(value)))
@@ -173,23 +200,33 @@ def iterator_at(items: list[Any], index: int) -> Any:
     return it
 
 
+def _chain(source: Source) -> list[Source]:
+    """`source` and the sources it is read from, its root first."""
+    chain = [source]
+    while isinstance(base := getattr(chain[-1], "base", None), Source):
+        chain.append(base)
+    return chain[::-1]
+
+
 REBUILT_BY_IDENTITY = (types.FunctionType, types.BuiltinFunctionType, types.ModuleType, type,
                        types.MethodDescriptorType, types.WrapperDescriptorType)
 
 
-def build_frame_function(codegen: FrameCodegen, result_expr: str, effects: list[str], input_exprs: list[str],
-                         compiled: Callable[..., Any] | None, title: str,
+def build_frame_function(codegen: FrameCodegen, result_expr: str, effects: list[str],
+                         inputs: tuple[list[str], list[str]], compiled: Callable[..., Any] | None, title: str,
                          tail: list[str] | None = None,
                          rerun: EagerRerun | None = None) -> tuple[Callable[..., Any], str]:
-    """Assemble `run(L, G)`; returns the function and its source. With `tail` (a graph break),
-    those lines end the function instead of returning `result_expr`. With `rerun`, a graph that
-    raises hands the call to it (the side effects after the graph have not happened yet)."""
+    """Assemble `run(L, G)`; returns the function and its source. `inputs` is what
+    `codegen.input_reads` returns. With `tail` (a graph break), those lines end the function
+    instead of returning `result_expr`. With `rerun`, a graph that raises hands the call to it (the
+    side effects after the graph have not happened yet)."""
     body: list[str] = []
+    reads, input_exprs = inputs
     if compiled is not None:
         codegen.scope["compiled_graph"] = compiled
-        call = f"out = compiled_graph({', '.join(input_exprs)})"
+        call = [*reads, f"out = compiled_graph({', '.join(input_exprs)})"]
         if rerun is None:
-            body.append(call)
+            body += call
         else:
             codegen.scope["rerun_eagerly"] = rerun
             snapshot = rerun.draws_random
@@ -198,9 +235,13 @@ def build_frame_function(codegen: FrameCodegen, result_expr: str, effects: list[
             # NOTE: the rerun happens outside the `except` block: inside it, CPython changes some of
             # the exceptions user code raises (`f(**a, **b)` raises KeyError for TypeError)
             written = ", ".join(f"{input_exprs[i]}" for i in rerun.restore)
+            if rerun.restore:  # the copies read the inputs first: so do their names
+                body += reads
+                call = call[len(reads):]
             body += ["rng = rng_state()" if snapshot else "rng = None", "failed = None",
                      *([f"saved = [(t, t.clone()) for t in ({written},)]"] if rerun.restore else []),
-                     "try:", f"    {call}", "except Exception as e:", "    failed = e", "if failed is not None:",
+                     "try:", *(f"    {line}" for line in call), "except Exception as e:",
+                     "    failed = e", "if failed is not None:",
                      f"    return rerun_eagerly(L, failed, rng{', saved' if rerun.restore else ''})"]
     body += codegen.lines
     if tail is None:

@@ -7,7 +7,8 @@ buffer the caller reuses) is read in place by the captured graph, and a later ca
 address runs uncaptured and drops that capture (the next capture copies it); every other input is
 copied into a static buffer of the padded shape. Outputs: each call returns fresh tensors, copied
 (and sliced back from the padding) out of the capture's static outputs, so a later replay never
-overwrites what a caller holds.
+overwrites what a caller holds. A replay's host work is small: the buffers cut to a call's sizes are
+made once per size (`Views`), and the inputs, then the outputs, are each copied in one launch.
 """
 
 from __future__ import annotations
@@ -25,6 +26,9 @@ from pdyn.shapes.graph_meta import SymbolBinding
 
 log = logging.getLogger("pdyn.cudagraphs")
 _data_ptr = torch.Tensor.data_ptr
+_foreach_copy = torch._foreach_copy_
+_empty_like = torch.empty_like
+_CUDAGraph = torch._C._CUDAGraph if hasattr(torch._C, "_CUDAGraph") else torch.cuda.CUDAGraph
 WARMUP = 1
 
 
@@ -42,6 +46,18 @@ class Capture:
         getter = operator.itemgetter(*self.in_place) if self.in_place else None
         self.read_in_place = getter if len(self.in_place) > 1 else lambda args: (getter(args),)
         self.in_place_ptrs = list(self.in_place.values())
+        self.read_copied = operator.itemgetter(*self.copied) if len(self.copied) > 1 else \
+            (lambda args: (args[self.copied[0]],)) if self.copied else (lambda args: ())
+        self.views: dict[tuple[int, ...], Views] = {}  # by the padded symbols' actual values
+
+
+@dataclass
+class Views:
+    """One capture's buffers cut to one call's actual sizes: where the copied inputs go, and what
+    each output is read from."""
+
+    inputs: list[torch.Tensor]
+    outputs: list[torch.Tensor]
 
 
 class GraphRunner:
@@ -150,20 +166,29 @@ class GraphRunner:
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph, pool=self.pool):
             out = self.compiled(*static_args)
-        return graph.replay, out
+        return _CUDAGraph.replay.__get__(graph), out  # the C method: no Python frame per replay
 
     def _replay(self, cap: Capture, args: tuple[Any, ...], sizes: dict[sympy.Symbol, tuple[int, int]]) -> Any:
-        inputs = self.plan.inputs
-        for i in cap.copied:
-            a, buf = args[i], cap.static_args[i]
-            if a.data_ptr() != buf.data_ptr():
-                (region(buf, inputs[i], sizes) if i in inputs else buf).copy_(a)
+        actual = tuple(n for n, _ in sizes.values())
+        views = cap.views.get(actual)
+        if views is None:
+            views = cap.views[actual] = self._views(cap, sizes)
+        if views.inputs:  # NOTE: one launch for every copied input, not one per input
+            _foreach_copy(views.inputs, cap.read_copied(args))
         cap.replay()
-        outs = [region(o, dims, sizes).clone() for o, dims in zip(cap.outputs, self.plan.outputs)] \
-            if self.plan.outputs else [o.clone() for o in cap.outputs]
+        outs = [_empty_like(o) for o in views.outputs]  # what `clone` returns, filled in one launch
+        if outs:
+            _foreach_copy(outs, views.outputs)
         if cap.tuple_out is None:
             return outs[0]
         return cap.tuple_out(outs)
+
+    def _views(self, cap: Capture, sizes: dict[sympy.Symbol, tuple[int, int]]) -> Views:
+        inputs = [region(cap.static_args[i], self.plan.inputs[i], sizes) if i in self.plan.inputs else cap.static_args[i]
+                  for i in cap.copied]
+        outputs = [region(o, dims, sizes) for o, dims in zip(cap.outputs, self.plan.outputs)] \
+            if self.plan.outputs else list(cap.outputs)
+        return Views(inputs, outputs)
 
 
 def _dense(t: torch.Tensor) -> bool:
