@@ -330,6 +330,8 @@ class NoGlobalHooksGuard(Guard):
         return "no global nn.Module forward or backward hooks are registered"
 
 
+# Where `Module.__getattr__` looks, in order, for a name the instance `__dict__` lacks.
+MODULE_TABLES = ("_parameters", "_buffers", "_modules")
 # The hook tables of one module `Module.__call__` consults on every call, and the global ones.
 MODULE_HOOKS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
 GLOBAL_CALL_HOOKS = ("_global_forward_hooks", "_global_forward_pre_hooks", "_global_backward_hooks",
@@ -344,12 +346,25 @@ class HasAttrGuard(Guard):
 
     name: str = ""
     present: bool = False
+    # an nn.Module's class (guarded by identity) whose lookup is object's and `Module.__getattr__`:
+    # a missing name is then checked where that lookup looks, without the AttributeError that
+    # `hasattr` makes `Module.__getattr__` raise (a microsecond each)
+    module_class: type | None = None
 
     def key(self) -> tuple[Any, ...]:
         return (type(self), self.source, self.name)
 
     def fail_expr(self, v: str, hoist: Hoist) -> str:
         return f"{'not ' if self.present else ''}hasattr({v}, {self.name!r})"
+
+    def bound_checks(self, bind: Callable[[Source], str], hoist: Hoist) -> list[tuple[str, str]]:
+        if self.module_class is None or self.present:
+            return super().bound_checks(bind, hoist)
+        name = repr(self.name)
+        d = bind(AttrSource(self.source, "__dict__"))  # type: ignore[arg-type]
+        where = [f"{name} in {class_dict(klass, hoist)}" for klass in self.module_class.__mro__]
+        where += [f"{name} in {d}"] + [f"{name} in {d}[{table!r}]" for table in MODULE_TABLES]
+        return [(" or ".join(where), self.sentence())]
 
     def sentence(self) -> str:
         return f"{self.source} {'has' if self.present else 'has no'} attribute {self.name!r}"

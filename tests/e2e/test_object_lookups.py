@@ -6,6 +6,7 @@ their own, except on an unset slot, which only such a guard can see being set.""
 from __future__ import annotations
 
 import collections
+import re
 
 import torch
 
@@ -182,3 +183,40 @@ def test_many_objects_of_one_type_are_guarded_distinct_in_one_check():
         torch.testing.assert_close(opt(made[1], x), f(made[0], x))
     assert pdyn.stats(opt)["compiles"] == 2
     assert "len({id(" in guard_text(opt)  # one check over the group, not one per pair
+
+
+class _Attention(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        if hasattr(self, "groups"):  # transformers' attention asks this of every layer
+            x = x * 2
+        return self.proj(x)
+
+
+def _setters():
+    return {
+        "instance": lambda m: setattr(m, "groups", 2),
+        "class": lambda m: setattr(type(m), "groups", 2),
+        "parameter": lambda m: m.register_parameter("groups", torch.nn.Parameter(torch.ones(1))),
+        "buffer": lambda m: m.register_buffer("groups", torch.tensor(2)),
+        "submodule": lambda m: m.add_module("groups", torch.nn.Identity()),
+    }
+
+
+def test_a_module_attribute_found_missing_is_checked_where_module_getattr_looks_and_set_later_recompiles():
+    for where, set_it in _setters().items():
+        cls = type("Attention", (_Attention,), {})  # a class of its own: the "class" case sets on it
+        model = cls()
+        backend = CountingBackend()
+        f = pdyn.optimize(model.forward, backend=backend)
+        x = torch.randn(3, 4)
+        with torch.no_grad():
+            torch.testing.assert_close(f(x), model(x))
+            # no `hasattr` call in the checks: it would raise (and catch) an AttributeError per call
+            assert not re.search(r"^ *if (not )?hasattr\(", guard_text(f.__func__), re.M), where
+            set_it(model)
+            torch.testing.assert_close(f(x), model(x))
+        assert f.__func__._pdyn_frame.cache.counters["compiles"] == 2, where

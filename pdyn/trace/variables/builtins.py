@@ -210,7 +210,18 @@ def _guard_presence(tx: Tracer, obj: VariableTracker, name: str, found: Variable
             return  # the trace set it itself
     elif is_deleted(tx.ctx.side_effects.load_attr(obj, name)):
         return  # the trace deleted it itself
-    tx.ctx.add_guard(HasAttrGuard(obj.source, name=name, present=found is not None, loc=tx.loc()))
+    tx.ctx.add_guard(HasAttrGuard(obj.source, name=name, present=found is not None, loc=tx.loc(),
+                                  module_class=_plain_module_class(obj)))
+
+
+def _plain_module_class(obj: VariableTracker) -> type | None:
+    """The class of a module whose attribute lookup is object's, then torch's `Module.__getattr__`
+    (its identity is guarded with the module's), or None."""
+    if not isinstance(obj, NNModuleVariable):
+        return None
+    cls = type(obj.value)
+    plain = cls.__getattribute__ is object.__getattribute__ and cls.__getattr__ is torch.nn.Module.__getattr__
+    return cls if plain else None
 
 
 @rule(setattr)
