@@ -12,7 +12,7 @@ import math
 import sys
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 # (object, name hint) -> a name bound to the object in the generated code's scope
@@ -154,6 +154,25 @@ class ItemSource(Source):
 
     def root(self) -> Source:
         return self.base.root()
+
+
+@dataclass(frozen=True)
+class PinnedSource(Source):
+    """An object read by identity where the trace found it, not through L or G: a method's function
+    found in its class's `__dict__`, which a guard on the class pins. Its rebindable parts
+    (`__code__`, `__defaults__`, closure cells) are read, and guarded, through it."""
+
+    key: int                                              # id(value): one source per object
+    value: Any = field(compare=False, hash=False, repr=False)
+
+    def _code(self, const: Const, bound: Mapping[Source, str]) -> str:
+        return const(self.value, getattr(self.value, "__name__", "obj"))
+
+    def read(self, L: Mapping[str, Any], G: Mapping[str, Any]) -> Any:
+        return self.value
+
+    def __str__(self) -> str:
+        return getattr(self.value, "__qualname__", None) or repr(self.value)
 
 
 @dataclass(frozen=True)

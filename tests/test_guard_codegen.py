@@ -71,6 +71,8 @@ def test_small_frame_guard_source_is_golden():
                 return "type(L['x']) is torch.Tensor"
             if x.dtype is not _float32 or not x.is_cpu or x.requires_grad:  # argument of forward() at test_guard_codegen.py:18
                 return "L['x'] is a float32 cpu tensor not requiring grad"
+            if x.is_neg():  # argument of forward() at test_guard_codegen.py:18
+                return "L['x'].is_neg() is False"
             if x.dim() != 2 or x.shape[1] != 4:  # argument of forward() at test_guard_codegen.py:18
                 return "L['x'].dim() == 2 and L['x'].size(1) == 4"
             if x.stride() != (4, 1):  # argument of forward() at test_guard_codegen.py:18

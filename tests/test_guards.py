@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from pdyn.guards.guards import (AliasGuard, DictKeysGuard, EqualsGuard, GlobalNameGuard, GradModeGuard, GuardSet,
-                         IdGuard, LenGuard, NoHooksGuard, TensorGuard, TypeGuard)
+                         IdGuard, LenGuard, TensorGuard, TypeGuard)
+from pdyn.guards.module_guards import NoHooksGuard
 from pdyn.sources import LocalSource
 
 X = LocalSource("x")

@@ -200,6 +200,10 @@ class TensorGuard(Guard):
     sizes: tuple[int | None, ...]
     strides: tuple[int | None, ...] | None
     contiguous: bool | None = None   # with dynamic dims, strides are checked as far as this
+    # the lazy conjugate and negative bits (`x.conj()` of a complex tensor, its `.imag`): ops and
+    # `is_conj()`/`is_neg()` read them, and a kernel reading the storage would miss them
+    conj: bool = False
+    neg: bool = False
 
     def checks(self, v: str, hoist: Hoist) -> list[tuple[str, str]]:
         return [self.type_check(v, hoist)] + self.value_checks(v, hoist) + self.layout_checks(v)
@@ -216,6 +220,11 @@ class TensorGuard(Guard):
         meta = f"{v}.dtype is not {hoist(self.dtype, dtype)} or {_device_differs(v, self.device, hoist)} or {grad}"
         out = [(meta, f"{src} is a {dtype} {self.device} tensor{'' if self.requires_grad else ' not'} "
                       "requiring grad")]
+        bits = [f"{'not ' if self.neg else ''}{v}.is_neg()"]
+        if self.dtype.is_complex:  # only a complex tensor has a conjugate bit
+            bits.insert(0, f"{'not ' if self.conj else ''}{v}.is_conj()")
+        out.append((" or ".join(bits), f"{src}.is_conj() is {self.conj} and {src}.is_neg() is {self.neg}"
+                    if self.dtype.is_complex else f"{src}.is_neg() is {self.neg}"))
         if all(s is not None for s in self.sizes):
             out.append((f"{v}.shape != {tuple(self.sizes)!r}", f"{src}.size() == {tuple(self.sizes)!r}"))
         else:
@@ -244,8 +253,9 @@ class TensorGuard(Guard):
     def sentence(self) -> str:
         sizes = ", ".join("*" if s is None else str(s) for s in self.sizes)
         grad = ", requires_grad" if self.requires_grad else ""
+        bits = (", conjugated" if self.conj else "") + (", negated" if self.neg else "")
         return (f"{self.source} is a {str(self.dtype).removeprefix('torch.')} {self.device} "
-                f"{self.type.__name__} of size ({sizes}){grad}")
+                f"{self.type.__name__} of size ({sizes}){grad}{bits}")
 
 
 def _device_differs(v: str, device: torch.device, hoist: Hoist) -> str:
@@ -294,49 +304,8 @@ class StrideGuard(Guard):
         return f"{' and '.join(self._facts(str(self.source)))} (the kernels' layout)"
 
 
-@dataclass(frozen=True, eq=False)
-class NoHooksGuard(Guard):
-    """A called nn.Module still has no forward or backward hooks (pdyn inlines `forward`, not `__call__`).
-
-    The hook tables are read from the module's `__dict__`, bound once per module and shared with
-    the reads of its members (ModuleMemberSource): where `Module.__init__` puts them, and what an
-    attribute read finds, since no module class defines a property of those names. A dict item
-    costs a third of an attribute read on a class with `__getattr__`."""
-
-    def fail_expr(self, v: str, hoist: Hoist) -> str:
-        return " or ".join(f"{v}.{name}" for name in MODULE_HOOKS)
-
-    def bound_checks(self, bind: Callable[[Source], str], hoist: Hoist) -> list[tuple[str, str]]:
-        table = bind(AttrSource(self.source, "__dict__"))  # type: ignore[arg-type]
-        return [(" or ".join(f"{table}[{name!r}]" for name in MODULE_HOOKS), self.sentence())]
-
-    def sentence(self) -> str:
-        return f"{self.source} has no forward or backward hooks"
-
-
-@dataclass(frozen=True, eq=False)
-class NoGlobalHooksGuard(Guard):
-    """No global module hook (`register_module_forward_hook` and kin) is registered: a traced
-    module call inlined `forward`, which is what `Module.__call__` runs only without them."""
-
-    def key(self) -> tuple[Any, ...]:
-        return (type(self),)
-
-    def fail_expr(self, v: str, hoist: Hoist) -> str:
-        hooks = hoist(torch.nn.modules.module, "module_hooks")  # read afresh: torch could rebind them
-        return " or ".join(f"{hooks}.{name}" for name in GLOBAL_CALL_HOOKS)
-
-    def sentence(self) -> str:
-        return "no global nn.Module forward or backward hooks are registered"
-
-
 # Where `Module.__getattr__` looks, in order, for a name the instance `__dict__` lacks.
 MODULE_TABLES = ("_parameters", "_buffers", "_modules")
-# The hook tables of one module `Module.__call__` consults on every call, and the global ones.
-MODULE_HOOKS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
-GLOBAL_CALL_HOOKS = ("_global_forward_hooks", "_global_forward_pre_hooks", "_global_backward_hooks",
-                     "_global_backward_pre_hooks")
-
 
 @dataclass(frozen=True, eq=False)
 class HasAttrGuard(Guard):

@@ -106,7 +106,7 @@ class TensorBatch:
 
 
 def _facts(guard: TensorGuard) -> tuple[Any, ...]:
-    return guard.dtype, guard.device, guard.requires_grad, guard.sizes, guard.strides
+    return guard.dtype, guard.device, guard.requires_grad, guard.sizes, guard.strides, guard.conj, guard.neg
 
 
 def _select(check: Callable[..., bool], n: int, keep: list[int], same: list[tuple[int, int]]) -> Callable[..., bool]:

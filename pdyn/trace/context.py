@@ -93,6 +93,7 @@ class TraceContext:
         self.wrapped: dict[Source, VariableTracker] = {}      # one tracker per source read
         self.objects_by_id: dict[int, TrackedObject] = {}     # one tracker per mutable object read
         self.real_cells: dict[int, tuple[Any, VariableTracker]] = {}   # id(cell) -> (cell, its one tracker)
+        self.generators: list[Any] = []   # the GeneratorVariables the trace made (checked when it ends)
         self.add_guard(GradModeGuard(None, enabled=torch.is_grad_enabled()))
 
     def add_guard(self, guard: Guard) -> None:

@@ -37,6 +37,7 @@ from pdyn.ops.shape_rules import SymTensor, infer_sizes
 from pdyn.sources import SizeSource, Source
 from pdyn.trace.context import TraceContext
 from pdyn.trace import unbacked as data_sizes
+from pdyn.trace.variables.amp_state import pin_op_state
 from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.builder import wrap_constant_result
 from pdyn.trace.variables.containers import ListVariable
@@ -173,6 +174,7 @@ class OutputGraph:
         if self.ctx.shape_env.validator is not None:
             self.ctx.shape_env.validator.loc = loc   # the user line a failed check names
         fn = getattr(torch.Tensor, target) if kind == "call_method" else target
+        pin_op_state(self.ctx, loc)
         try:
             with _quiet_fake_tensor(), self.fake_mode:
                 example = data_sizes.fake_call(canonical(target).name, fn, fake_args, fake_kwargs)

@@ -27,7 +27,7 @@ from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.cell import CellVariable
 from pdyn.trace.variables.context_managers import preserved_global_state
 from pdyn.trace.variables.functions import bind_arguments
-from pdyn.trace.variables.generator import GeneratorVariable
+from pdyn.trace.variables.generator import GeneratorVariable, check_no_pending_cleanup
 from pdyn.trace.variables.restart import BreakSite, forced_breaks
 
 if TYPE_CHECKING:
@@ -93,8 +93,12 @@ class InstructionTranslator:
     def _run(self) -> VariableTracker | None:
         while self.return_value is None:
             if self.stop_at is not None and self.steps + 1 == self.stop_at:
+                if self.parent is None:
+                    check_no_pending_cleanup(self.ctx.generators, returned=False)
                 return None
             self.step()
+        if self.parent is None:
+            check_no_pending_cleanup(self.ctx.generators, returned=True)
         return self.return_value
 
     def step(self) -> None:
@@ -206,7 +210,9 @@ class InstructionTranslator:
             cells[name] = cell
         child = InstructionTranslator(code, f_locals, fn.f_globals, self.output, self.config, cells, parent=self)
         if code.co_flags & inspect.CO_GENERATOR:  # calling it only makes the generator; next() runs it
-            return GeneratorVariable(child, fn, args, kwargs, self.root_site())
+            gen = GeneratorVariable(child, fn, args, kwargs, self.root_site())
+            self.ctx.generators.append(gen)
+            return gen
         try:
             result = child.run()
         except Unsupported as e:

@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from pdyn.base.errors import Unsupported, UserException
-from pdyn.guards.guards import DictKeysGuard, IdGuard, LenGuard, NoHooksGuard, TypeGuard
+from pdyn.guards.guards import DictKeysGuard, IdGuard, LenGuard, TypeGuard
+from pdyn.guards.module_guards import NoHooksGuard
 from pdyn.sources import AttrSource, ItemSource, LocalSource, ModuleMemberSource
 from pdyn.trace.variables.nn_module import NNModuleVariable, UserObjectVariable
 from pdyn.trace.variables.symint import SymIntVariable

@@ -11,7 +11,7 @@ from pdyn.trace.variables.formatted import LazyStringVariable, formats_lazily
 from pdyn.trace.variables.base import fold
 from pdyn.trace.variables.constant import ConstantVariable
 from pdyn.trace.variables.containers import (DictVariable, ListVariable, SliceVariable, TupleVariable, is_known,
-                                       python_value)
+                                              python_value, unhashable_type)
 from pdyn.trace.variables.sets import SetVariable
 from pdyn.trace.variables.exc_values import format_exception
 from pdyn.trace.variables.symint import SymIntVariable
@@ -36,9 +36,15 @@ def build_set(tx: Tracer, inst: Instruction) -> None:
 
 
 def _key(tx: Tracer, vt):  # type: ignore[no-untyped-def]
+    unhashable_type(vt)
     if not is_known(vt):
         raise Unsupported("dict_key", f"pdyn needs constant dict keys, got {vt}", loc=tx.loc())
-    return python_value(vt, "a dict key", tx.loc())
+    value = python_value(vt, "a dict key", tx.loc())
+    try:
+        hash(value)
+    except TypeError as e:   # `{[]: 1}`: Python's error (the key is a constant, so catchable)
+        raise UserException(e, tx.loc(), catchable=True) from None
+    return value
 
 
 @handler("BUILD_MAP")

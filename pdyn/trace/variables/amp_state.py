@@ -13,11 +13,12 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 import torch
 
-from pdyn.base.errors import UserException
+from pdyn.base.errors import SourceLoc, UserException
 from pdyn.guards.guards import CallResultGuard
 from pdyn.trace.variables.base import VariableTracker
 
 if TYPE_CHECKING:
+    from pdyn.trace.context import TraceContext
     from pdyn.trace.translator import InstructionTranslator as Tracer
 
 AMP_DEVICES = ("cpu", "cuda")
@@ -53,9 +54,34 @@ def preserved_amp_state() -> Iterator[None]:
 
 def pin_entry_state(tx: Tracer) -> None:
     """Guard that callers start in the autocast state this trace started in (one guard per trace)."""
+    _pin_entry_state(tx.ctx, tx.loc())
+
+
+def _pin_entry_state(ctx: TraceContext, loc: SourceLoc | None) -> None:
     if _ENTRY_STATES:
-        tx.ctx.add_guard(CallResultGuard(None, fn=autocast_state, args=(), expected=_ENTRY_STATES[-1],
-                                         loc=tx.loc()))
+        ctx.add_guard(CallResultGuard(None, fn=autocast_state, args=(), expected=_ENTRY_STATES[-1], loc=loc))
+
+
+def pin_op_state(ctx: TraceContext, loc: SourceLoc | None) -> None:
+    """An op run on fake tensors reads torch's global state as eager does: autocast (the dtype a
+    matmul returns) and the default dtype (a factory's, a Python float's with an int tensor). The
+    trace keeps what it answered (dtypes read in Python, the graph's recorded dtypes), so callers
+    must start in that state: one guard each per trace, on its first op. (The trace cannot change
+    the default dtype: `torch.set_default_dtype` breaks the graph.)"""
+    _pin_entry_state(ctx, loc)
+    ctx.add_guard(CallResultGuard(None, fn=torch.get_default_dtype, args=(), expected=torch.get_default_dtype(),
+                                  loc=loc))
+    ctx.add_guard(CallResultGuard(None, fn=mode_stacks, args=(), expected=mode_stacks(), loc=loc))
+
+
+def mode_stacks() -> tuple[Any, ...]:
+    """The torch function modes and the dispatch modes that are on, each the very object (a mode
+    may change what an op returns, its dtype say): `()` where none is, the common case, cheaply."""
+    functions, dispatch = torch._C._len_torch_function_stack(), torch._C._len_torch_dispatch_stack()
+    if not functions and not dispatch:
+        return ()
+    return (tuple(torch._C._get_function_stack_at(i) for i in range(functions)),
+            tuple(torch._C._get_dispatch_stack_at(i) for i in range(dispatch)))
 
 
 def autocast_query(tx: Tracer, fn: Any, values: tuple[Any, ...]) -> VariableTracker:

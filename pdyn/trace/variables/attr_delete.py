@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from pdyn.base.errors import Unsupported, UserException
-from pdyn.guards.guards import KeyPresenceGuard
+from pdyn.guards.guards import MODULE_TABLES, KeyPresenceGuard
 from pdyn.sources import AttrSource
 from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.constant import ConstantVariable
@@ -23,8 +23,6 @@ from pdyn.trace.variables.user_objects import UserObjectVariable, class_attr, is
 
 if TYPE_CHECKING:
     from pdyn.trace.translator import InstructionTranslator as Tracer
-
-MODULE_TABLES = ("_parameters", "_buffers", "_modules")
 
 
 def delete_attr(tx: Tracer, obj: VariableTracker, name: str) -> None:

@@ -120,7 +120,8 @@ def _wrap_tensor(tx: Tracer, value: torch.Tensor, source: Source) -> VariableTra
     static = all(s is not None for s in sizes)
     tx.ctx.add_guard(TensorGuard(source, kind, value.dtype, value.device, value.requires_grad, sizes,
                                     tuple(value.stride()) if static else None,
-                                    None if static else value.is_contiguous(), loc=tx.loc()))
+                                    None if static else value.is_contiguous(), value.is_conj(), value.is_neg(),
+                                    loc=tx.loc()))
     vt._python_type = kind
     return vt
 
@@ -210,7 +211,8 @@ def _wrap_function(tx: Tracer, value: types.FunctionType, source: Source) -> Var
     depends on, not its identity (a new object each call would recompile each call): its code and
     globals by identity, the shape of its defaults; the defaults' and closure cells' values are
     read, and guarded, through their sources when a call binds them (`identity_guard` pins the
-    object itself where `is` decides by it). Any other function is pinned by identity."""
+    object itself where `is` decides by it). Any other function is pinned by identity (its code, once
+    it is called: `UserFunctionVariable.guard_code`)."""
     vt = wrap_constant_result(value)
     code = value.__code__
     if type(vt) is not UserFunctionVariable or not (code.co_flags & inspect.CO_NESTED or code.co_name == "<lambda>"):

@@ -536,6 +536,9 @@ class SuperVariable(VariableTracker):
         return super
 
     def getattr(self, tx: Tracer, name: str) -> VariableTracker:
+        if isinstance(self.obj, ClassVariable) and isinstance(self.obj.value, type) \
+                and issubclass(self.obj.value, self.cls):
+            return self._class_getattr(tx, name)
         mro = self.obj.python_type().__mro__
         if self.cls not in mro:
             raise UserException(TypeError("super(type, obj): obj must be an instance or subtype of type"))
@@ -551,4 +554,25 @@ class SuperVariable(VariableTracker):
             if not hasattr(type(attr), "__get__"):
                 return tx.wrap_constant(attr)  # a plain class attribute: the base class's own
             return bind_class_attr(tx, self.obj, self.obj.python_type(), name, attr)
+        raise UserException(AttributeError(f"'super' object has no attribute '{name}'"), tx.loc())
+
+    def _class_getattr(self, tx: Tracer, name: str) -> VariableTracker:
+        """`super(cls, klass).name` with a class second (`super().build(n)` in a classmethod): a
+        classmethod binds to `klass`, a function or staticmethod is the plain function."""
+        owner = self.obj.value   # type: ignore[attr-defined]
+        mro = owner.__mro__
+        for klass in mro[mro.index(self.cls) + 1:]:
+            if name not in klass.__dict__:
+                continue
+            for searched in {mro[mro.index(self.cls) + 1], klass}:
+                class_attr(tx, searched, name)
+            attr = klass.__dict__[name]
+            if isinstance(attr, classmethod):
+                return UserMethodVariable(tx.wrap_constant(attr.__func__), self.obj)
+            if isinstance(attr, staticmethod):
+                return tx.wrap_constant(attr.__func__)
+            if isinstance(attr, types.FunctionType) or not hasattr(type(attr), "__get__"):
+                return tx.wrap_constant(attr)
+            raise Unsupported("super", f"pdyn cannot trace super().{name} of class {owner.__qualname__}",
+                              loc=tx.loc())
         raise UserException(AttributeError(f"'super' object has no attribute '{name}'"), tx.loc())

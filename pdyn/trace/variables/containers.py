@@ -56,7 +56,30 @@ def _key(tx: Tracer, vt: VariableTracker) -> Any:
     if not is_known(vt) and vt.source is not None and value is not None and is_identity_key(value):
         tx.ctx.add_guard(IdGuard(vt.source, value, loc=tx.loc()))
         return value
-    return _const(vt, "dict key")
+    return hashable(vt, "dict key")
+
+
+def unhashable_type(vt: VariableTracker) -> None:
+    """Python's TypeError for a dict key or set element whose type cannot hash (a list, whatever
+    it holds): its type decides it, so it is raised before its value is needed."""
+    try:
+        kind = vt.python_type()
+    except Unsupported:
+        return
+    if getattr(kind, "__hash__", None) is None:
+        raise UserException(TypeError(f"unhashable type: '{kind.__name__}'"), catchable=True)
+
+
+def hashable(vt: VariableTracker, what: str) -> Any:
+    """A dict key's or set element's constant value; an unhashable one raises Python's TypeError
+    (the value is a constant: its guards decide that it raises)."""
+    unhashable_type(vt)
+    value = _const(vt, what)
+    try:
+        hash(value)
+    except TypeError as e:
+        raise UserException(e, catchable=True) from None
+    return value
 
 
 def _const(vt: VariableTracker, what: str) -> Any:
@@ -65,6 +88,17 @@ def _const(vt: VariableTracker, what: str) -> Any:
     if not is_known(vt):
         raise Unsupported("non_constant_index", f"pdyn needs a constant {what}, got {vt}")
     return python_value(vt, f"a Python {what}")
+
+
+def _index_error(seq: SequenceVariable, index: Any) -> Exception:
+    """The error indexing the real value raises (a tuple's says "tuple index", a str index says
+    what it is): the same index on a builtin sequence of its kind and length."""
+    stand_in = (tuple if issubclass(seq.python_type(), tuple) else list)(range(len(seq.items)))
+    try:
+        stand_in[index]
+    except (IndexError, TypeError, ValueError) as e:   # ValueError: a slice step of 0
+        return e
+    raise AssertionError(f"indexing {seq} with {index!r} failed, but not on a {type(stand_in).__name__}")
 
 
 def _compares_by_identity(vt: VariableTracker) -> bool:
@@ -141,8 +175,8 @@ class SequenceVariable(VariableTracker):
             if isinstance(index, slice):
                 return type(self)(self.items[index])  # type: ignore[call-arg]
             return self.items[operator.index(index)]
-        except (IndexError, TypeError) as e:  # the length is known (made here, or guarded): catchable
-            raise UserException(e, catchable=True) from None
+        except (IndexError, TypeError, ValueError):  # the length is known (made here, or guarded): catchable
+            raise UserException(_index_error(self, index), catchable=True) from None
 
     def binary_op(self, tx: Tracer, fn: Callable[[Any, Any], Any], other: VariableTracker) -> VariableTracker:
         in_place = fn in (operator.iadd, operator.imul) and isinstance(self, ListVariable)

@@ -119,6 +119,7 @@ class GeneratorContextVariable(ContextManagerVariable):
     def __init__(self, cls: type, gen: GeneratorVariable, parts: list[VariableTracker]):
         super().__init__(cls)
         self.gen = gen
+        gen.managed = True
         self.parts = parts   # (function, args, kwargs): what contextlib's helper made it of
         self.entered_at: BreakSite | None = None   # the root's BEFORE_WITH that entered it
 

@@ -10,8 +10,8 @@ import types
 from typing import TYPE_CHECKING, Any
 
 from pdyn.base.errors import Unsupported, UserException
-from pdyn.guards.guards import Guard
-from pdyn.sources import AttrSource, DefaultSource, ItemSource, Source
+from pdyn.guards.guards import Guard, IdGuard
+from pdyn.sources import AttrSource, DefaultSource, ItemSource, PinnedSource, Source
 from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.cell import CellVariable, real_cell
 from pdyn.trace.variables.constant import ConstantVariable
@@ -55,25 +55,43 @@ class UserFunctionVariable(VariableTracker):
     def python_type(self) -> type:
         return types.FunctionType
 
+    def parts_source(self) -> Source | None:
+        """Where this function's rebindable parts are read from: its source, or for a function from
+        outside the trace reached without one (a method found in its class, pinned there), the
+        object itself; None for a function made in the trace."""
+        if self.source is not None or self.value is None:
+            return self.source
+        return PinnedSource(id(self.value), self.value)
+
+    def guard_code(self, tx: Tracer) -> None:
+        """The code about to be inlined is the function's code on later calls too: `f.__code__` can
+        be rebound on the very object its identity guard pins."""
+        source = self.parts_source()
+        if source is not None:
+            tx.ctx.add_guard(IdGuard(AttrSource(source, "__code__"), self.code, loc=tx.loc()))
+
     def defaults(self, tx: Tracer) -> list[VariableTracker]:
         if self._defaults is None:
             values = self.value.__defaults__ or ()  # type: ignore[union-attr]
-            self._defaults = [self._wrap_part(tx, v, DefaultSource(self.source, i) if self.source else None)
+            source = self.parts_source()
+            self._defaults = [self._wrap_part(tx, v, DefaultSource(source, i) if source else None)
                               for i, v in enumerate(values)]
         return self._defaults
 
     def kwdefaults(self, tx: Tracer) -> dict[str, VariableTracker]:
         if self._kwdefaults is None:
             values = self.value.__kwdefaults__ or {}  # type: ignore[union-attr]
-            self._kwdefaults = {k: self._wrap_part(tx, v, DefaultSource(self.source, k) if self.source else None)
+            source = self.parts_source()
+            self._kwdefaults = {k: self._wrap_part(tx, v, DefaultSource(source, k) if source else None)
                                 for k, v in values.items()}
         return self._kwdefaults
 
     def closure_cells(self, tx: Tracer) -> list[CellVariable]:
         if self._closure is None:
             cells = []
+            source = self.parts_source()
             for i, cell in enumerate(self.value.__closure__ or ()):  # type: ignore[union-attr]
-                cell_src = ItemSource(AttrSource(self.source, "__closure__"), i) if self.source else None
+                cell_src = ItemSource(AttrSource(source, "__closure__"), i) if source else None
                 src = AttrSource(cell_src, "cell_contents") if cell_src is not None else None
                 cells.append(real_cell(tx, cell, cell_src, lambda v, src=src: self._wrap_part(tx, v, src)))
             self._closure = cells
@@ -89,6 +107,7 @@ class UserFunctionVariable(VariableTracker):
         return vt
 
     def call(self, tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        self.guard_code(tx)
         return tx.inline_call(self, args, kwargs)
 
     def getattr(self, tx: Tracer, name: str) -> VariableTracker:

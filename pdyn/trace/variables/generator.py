@@ -2,7 +2,10 @@
 generator function). Its body runs lazily in a child translator, up to one `yield` per `next()`,
 so consumers that stop early (`any`, `next`, a `break`) see what CPython would. Across a graph
 break one not started is made again by the same call (which runs no user code); a started one
-restarts the trace with a break where it was made (variables/restart.py).
+restarts the trace with a break where it was made (variables/restart.py). A frame whose trace
+leaves one suspended inside a try or with block of its body runs eagerly: CPython runs that
+block's `finally`, `except GeneratorExit` or `__exit__` when it frees the generator, a moment the
+trace cannot place.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from pdyn.trace.variables.containers import IteratorVariable
 from pdyn.trace.variables.restart import BreakSite, RestartTrace
 
 if TYPE_CHECKING:
+    from pdyn.bytecode.instructions import Instruction
     from pdyn.trace.frame_codegen import FrameCodegen
     from pdyn.trace.translator import InstructionTranslator as Tracer
 
@@ -32,6 +36,8 @@ class GeneratorVariable(IteratorVariable):
         self.done = False
         self.fn, self.args, self.kwargs = fn, args or [], kwargs or {}   # the call that made it
         self.made_at = made_at   # the root instruction running when it was made
+        self.managed = False     # a @contextmanager's: its manager's exit runs it to its end
+        self.suspended_at: Instruction | None = None   # the YIELD_VALUE it is suspended at, if any
 
     @property
     def started(self) -> bool:
@@ -55,11 +61,13 @@ class GeneratorVariable(IteratorVariable):
         if self.done:
             return None
         tx = self.translator
+        self.suspended_at = None
         while tx.yielded is None and tx.return_value is None:
             tx.step()
         if tx.yielded is None:
             self.done = True
             return None
+        self.suspended_at = tx.instructions[tx.ip - 1]
         value, tx.yielded = tx.yielded, None
         tx.push(ConstantVariable(None))  # what the suspended `yield` evaluates to: nothing was sent
         return value
@@ -69,11 +77,29 @@ class GeneratorVariable(IteratorVariable):
         generator is then finished), else the generator resumes in the handler (`next()` runs it)."""
         tx = self.translator
         at = tx.instructions[tx.ip - 1]
+        self.suspended_at = None
         if self.done or at.handler is None:
             self.done = True
             return False
         tx.unwind(at, error)  # type: ignore[arg-type]
         return True
 
+    def cleanup_pending(self) -> bool:
+        """Suspended at a `yield` inside a try or with block of its body: closing it runs user code."""
+        return not self.done and self.suspended_at is not None and self.suspended_at.exc_kind == "try"
+
     def __repr__(self) -> str:
         return f"GeneratorVariable({self.translator.code.co_name})"
+
+
+def check_no_pending_cleanup(generators: list[GeneratorVariable], returned: bool) -> None:
+    """At the end of the root trace (its return, or the step a graph break stops before): a
+    generator left suspended in a try or with block runs that block's cleanup when CPython frees
+    it, at a moment the trace cannot place (and a break's frame code, holding it, would delay):
+    the frame runs eagerly. A @contextmanager's generator is checked at a return only (a break
+    inside its with block hands the block over, hook/break_blocks.py)."""
+    for gen in generators:
+        if gen.cleanup_pending() and (returned or not gen.managed):
+            raise Unsupported("generator_cleanup", f"the generator {gen.translator.code.co_name}() is left suspended "
+                              "inside a try or with block, whose cleanup CPython runs when it frees the generator; "
+                              "pdyn runs the frame eagerly")

@@ -14,13 +14,15 @@ from typing import TYPE_CHECKING, Any, Callable
 import torch
 
 from pdyn.base.errors import Unsupported, UserException
-from pdyn.guards.guards import DictKeysGuard, KeyPresenceGuard, LenGuard, NoGlobalHooksGuard, NoHooksGuard
+from pdyn.guards.guards import DictKeysGuard, KeyPresenceGuard, LenGuard
+from pdyn.guards.module_guards import NoGlobalHooksGuard, NoHooksGuard
 from pdyn.sources import AttrSource, ItemSource, ModuleMemberSource, Source
 from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.deleted import is_deleted
 from pdyn.trace.variables.constant import ConstantVariable, is_constant_value
 from pdyn.trace.variables.containers import DictVariable, IteratorVariable, ListVariable, TupleVariable
 from pdyn.trace.variables.functions import UserMethodVariable
+from pdyn.trace.variables.module_slices import slice_of
 from pdyn.trace.variables.symint import SymIntVariable
 from pdyn.trace.variables.tensor import TensorVariable
 from pdyn.trace.variables.user_objects import MISSING, UserObjectVariable, class_attr, mro_lookup, pin_identity  # noqa: F401
@@ -313,8 +315,8 @@ class NNModuleVariable(VariableTracker):
             if not -n <= index < n:
                 raise UserException(IndexError(f"index {index} is out of range"))
             return tx.wrap(self.value[index], self._item_source(index % n))
-        if isinstance(self.value, SEQUENTIAL) and isinstance(index, slice):
-            return ListVariable(self.iterate(tx)[index])
+        if isinstance(self.value, SEQUENTIAL) and isinstance(index, slice):  # a new container of the class
+            return slice_of(self, self.value, index, self.iterate(tx))
         if isinstance(self.value, torch.nn.ModuleDict) and isinstance(index, str):
             if index not in self.value:
                 raise UserException(KeyError(index))

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from pdyn.base.errors import UserException
 from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.constant import ConstantVariable
-from pdyn.trace.variables.containers import _const, container_getattr
+from pdyn.trace.variables.containers import _const, container_getattr, hashable
 
 if TYPE_CHECKING:
     from pdyn.trace.frame_codegen import FrameCodegen
@@ -33,7 +33,7 @@ class SetVariable(VariableTracker):
     def __init__(self, items: list[VariableTracker], source: Any = None):
         self.items: dict[Any, VariableTracker] = {}
         for i in items:
-            self.items.setdefault(_const(i, "set element"), i)
+            self.items.setdefault(hashable(i, "set element"), i)
         self.source = source
 
     def python_type(self) -> type:
@@ -52,7 +52,7 @@ class SetVariable(VariableTracker):
         return container_getattr(self, name)
 
     def contains(self, tx: Tracer, item: VariableTracker) -> bool:
-        return _const(item, "set element") in self.items
+        return hashable(item, "set element") in self.items
 
     def length(self, tx: Tracer) -> VariableTracker:
         return ConstantVariable(len(self.items))
@@ -67,7 +67,7 @@ class SetVariable(VariableTracker):
         if kwargs:
             raise UserException(TypeError(f"set.{name}() takes no keyword arguments"), tx.loc())
         real = set(self.items)
-        values = [_constants(tx, a) if name not in ("add", "discard", "remove") else _const(a, "set element")
+        values = [_constants(tx, a) if name not in ("add", "discard", "remove") else hashable(a, "set element")
                   for a in args]
         try:
             result = getattr(real, name)(*values)
@@ -98,4 +98,4 @@ def _constants(tx: Tracer, vt: VariableTracker) -> Any:
         return set(vt.items)
     if vt.is_python_constant() and isinstance(vt.as_python_constant(), (set, frozenset, str, tuple, range)):
         return vt.as_python_constant()
-    return tuple(_const(i, "set element") for i in tx.iterate(vt))
+    return tuple(hashable(i, "set element") for i in tx.iterate(vt))

@@ -187,6 +187,16 @@ _SYM_TYPES = {torch.SymInt: int, torch.SymFloat: float, torch.SymBool: bool}
 DIVISIONS = (operator.truediv, operator.floordiv, operator.mod)
 
 
+def _pinned_result(fn: Callable[[Any, Any], Any], lhs: VariableTracker, rhs: VariableTracker,
+                   loc: Any) -> VariableTracker:
+    """`fn` on the operands' values (symbolic ones pinned): an error it raises is the user's."""
+    values = [_value(v, fn, loc) for v in (lhs, rhs)]
+    try:
+        return ConstantVariable(fn(*values))
+    except (TypeError, ValueError, ArithmeticError) as e:
+        raise UserException(e, loc, catchable=True) from None
+
+
 def sym_binary(tx: Tracer, fn: Callable[[Any, Any], Any], lhs: VariableTracker,
                rhs: VariableTracker) -> VariableTracker:
     """`fn(lhs, rhs)` where one side is symbolic and the other symbolic or a number.
@@ -197,11 +207,12 @@ def sym_binary(tx: Tracer, fn: Callable[[Any, Any], Any], lhs: VariableTracker,
     fn = plain_operator(fn)  # ints are immutable: `n *= 2` is `n = n * 2`
     env, output, loc = tx.ctx.shape_env, tx.output, tx.loc()
     for side in (lhs, rhs):
-        if not isinstance(side, SymIntVariable) and not isinstance(side.as_python_constant(), (int, float, bool)):
-            return ConstantVariable(fn(*[_value(v, fn, loc) for v in (lhs, rhs)]))
+        if not isinstance(side, SymIntVariable) and (not isinstance(side.as_python_constant(), (int, float, bool))
+                                                     or not math.isfinite(side.as_python_constant())):
+            return _pinned_result(fn, lhs, rhs, loc)   # `"a" + n`, `[0] * n`, `n < math.inf`
     if any(isinstance(v, SymIntVariable) and v.pytype is bool for v in (lhs, rhs)) or fn not in SYMPY_OPS \
             and fn not in sym_float.BINARY:
-        return ConstantVariable(fn(_value(lhs, fn, loc), _value(rhs, fn, loc)))
+        return _pinned_result(fn, lhs, rhs, loc)
     try:
         result = fn(_hint(lhs), _hint(rhs))
     except ArithmeticError as e:

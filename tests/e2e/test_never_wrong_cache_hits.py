@@ -1,0 +1,225 @@
+"""End-to-end: a cache entry is not reused in a global torch state, or for a tensor, whose answers
+differ from the ones the trace recorded. Each test compiles a function, changes ONE thing (the
+default dtype, autocast, inference mode, a torch function or dispatch mode, a tensor's lazy
+conjugate or negative bit) and calls it again: value, dtype and Python answers are eager's."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Callable, ContextManager
+
+import torch
+from torch.overrides import TorchFunctionMode
+from torch.utils._python_dispatch import TorchDispatchMode
+
+import pdyn
+from tests.helpers import assert_same
+
+
+def outcome(fn: Callable[..., Any], args: tuple[Any, ...], state: Callable[[], ContextManager[Any]]) -> Any:
+    with state():
+        try:
+            return fn(*args), None
+        except Exception as e:
+            return None, (type(e), str(e))
+
+
+def over_states(fn: Callable[..., Any], calls: list[tuple[tuple[Any, ...], Callable[[], ContextManager[Any]]]],
+                compiles: int) -> None:
+    """`fn` optimized, called with each (arguments, state) in turn, each compared with eager."""
+    opt = pdyn.optimize(fn, backend="eager")
+    for number, (args, state) in enumerate(calls):
+        expected, expected_exc = outcome(fn, args, state)
+        actual, actual_exc = outcome(opt, args, state)
+        assert actual_exc == expected_exc, f"call {number}: pdyn raised {actual_exc}, eager raised {expected_exc}"
+        assert_same(actual, expected, f"call {number}")
+    stats = pdyn.stats(opt)
+    assert (stats["compiles"], stats["eager_fallbacks"]) == (compiles, 0), stats
+
+
+@contextlib.contextmanager
+def default_dtype(dtype: torch.dtype):
+    old = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    try:
+        yield
+    finally:
+        torch.set_default_dtype(old)
+
+
+def bf16_autocast() -> ContextManager[Any]:
+    return torch.autocast("cpu", torch.bfloat16)
+
+
+X = torch.arange(16.0).reshape(4, 4) / 7
+
+
+# 1. global state an op's fake run reads: each trace's first op pins it
+
+
+def test_default_dtype_changed_between_calls_recompiles():
+    def fn(x):
+        made = torch.zeros(3)
+        scaled = torch.arange(4) * 1.5   # an int tensor times a Python float: the default dtype
+        return x + 1, made, str(made.dtype), scaled, str(scaled.dtype)
+
+    nothing = contextlib.nullcontext
+    over_states(fn, [((X,), nothing), ((X,), lambda: default_dtype(torch.float64)), ((X,), nothing)], compiles=2)
+
+
+def test_dtype_under_autocast_is_read_in_the_autocast_state_of_the_call():
+    def fn(x):
+        y = x @ x
+        if y.dtype == torch.bfloat16:
+            return y + 1, str(y.dtype)
+        return y - 1, str(y.dtype)
+
+    nothing = contextlib.nullcontext
+    over_states(fn, [((X,), nothing), ((X,), bf16_autocast), ((X,), nothing), ((X,), bf16_autocast)], compiles=2)
+
+
+def test_inference_mode_is_told_apart_from_no_grad():
+    def fn(x):
+        y = x * 2
+        return y, y.is_inference(), torch.ones(2).is_inference()
+
+    over_states(fn, [((X,), torch.no_grad), ((X,), torch.inference_mode)], compiles=2)
+
+
+class ToDouble(TorchFunctionMode):
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        return out.double() if func in (torch.Tensor.add, torch.Tensor.__add__, torch.add) else out
+
+
+class DispatchToDouble(TorchDispatchMode):
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        return out.double() if func is torch.ops.aten.add.Tensor else out
+
+
+def test_torch_function_mode_on_a_later_call_recompiles():
+    mode = ToDouble()
+
+    def fn(x):
+        y = x + 1
+        return y, str(y.dtype)
+
+    nothing = contextlib.nullcontext
+    over_states(fn, [((X,), nothing), ((X,), lambda: mode), ((X,), nothing)], compiles=2)
+
+
+def test_dispatch_mode_on_a_later_call_recompiles():
+    mode = DispatchToDouble()
+
+    def fn(x):
+        y = x + 1
+        return y, str(y.dtype)
+
+    nothing = contextlib.nullcontext
+    over_states(fn, [((X,), lambda: mode), ((X,), nothing), ((X,), lambda: mode)], compiles=2)
+
+
+@contextlib.contextmanager
+def meta_default_device():
+    torch.set_default_device("meta")   # a torch function mode: factories make meta tensors
+    try:
+        yield
+    finally:
+        torch.set_default_device(None)
+
+
+def test_default_device_set_on_a_later_call_recompiles():
+    def fn(x):
+        made = torch.zeros(2)
+        return x + 1, str(made.device)
+
+    nothing = contextlib.nullcontext
+    over_states(fn, [((X,), nothing), ((X,), meta_default_device), ((X,), nothing)], compiles=2)
+
+
+# 2. the lazy conjugate and negative bits of an input tensor are part of its guard
+
+
+C = torch.tensor([1 + 2j, -3 + 0.5j, 0.25 - 1j])
+
+
+def test_conjugate_bit_of_an_input_recompiles():
+    def fn(x):
+        return x * 2, x.is_conj(), x.resolve_conj()
+
+    nothing = contextlib.nullcontext
+    over_states(fn, [((C,), nothing), ((C.conj(),), nothing), ((C,), nothing)], compiles=2)
+
+
+def test_negative_bit_of_an_input_recompiles():
+    def fn(x):
+        return x + 1, x.is_neg()
+
+    nothing = contextlib.nullcontext
+    over_states(fn, [((C.imag,), nothing), ((C.conj().imag,), nothing), ((torch._neg_view(C),), nothing)],
+                compiles=3)
+
+
+# 3. a function the trace inlined: its code, defaults and closure cells can be rebound later
+
+
+def _code_of(fn: Callable[..., Any]) -> Any:
+    return fn.__code__
+
+
+def test_code_of_a_global_helper_rebound_recompiles():
+    namespace: dict[str, Any] = {}
+    exec("def helper(t):\n    return t + 1\n\ndef fn(x):\n    return helper(x)\n", namespace)
+    fn, helper = namespace["fn"], namespace["helper"]
+    opt = pdyn.optimize(fn, backend="eager")
+    assert_same(opt(X), fn(X))
+    helper.__code__ = _code_of(lambda t: t * 100)
+    assert_same(opt(X), fn(X))
+
+
+class Scaler:
+    def scale(self, t, k=2):
+        return t * k
+
+
+def test_method_code_and_defaults_rebound_on_the_class_recompile():
+    def fn(x, s):
+        return s.scale(x)
+
+    s = Scaler()
+    opt = pdyn.optimize(fn, backend="eager")
+    original = (Scaler.scale.__code__, Scaler.scale.__defaults__)
+    try:
+        assert_same(opt(X, s), fn(X, s))
+        Scaler.scale.__defaults__ = (5,)
+        assert_same(opt(X, s), fn(X, s))
+        Scaler.scale.__code__ = _code_of(lambda self, t, k=2: t - k)
+        assert_same(opt(X, s), fn(X, s))
+    finally:
+        Scaler.scale.__code__, Scaler.scale.__defaults__ = original
+
+
+def test_closure_cell_of_a_method_found_in_its_class_is_guarded():
+    def make():
+        factor = 2
+
+        class Local:
+            def scale(self, t):
+                return t * factor
+
+        def set_factor(value):
+            nonlocal factor
+            factor = value
+        return Local(), set_factor
+
+    def fn(x, s):
+        return s.scale(x)
+
+    s, set_factor = make()
+    opt = pdyn.optimize(fn, backend="eager")
+    assert_same(opt(X, s), fn(X, s))
+    set_factor(9)
+    assert_same(opt(X, s), fn(X, s))
+    set_factor(-0.0)
+    assert_same(opt(X, s), fn(X, s))
