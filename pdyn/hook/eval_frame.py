@@ -182,6 +182,7 @@ class Frame:
         self.fullgraph = fullgraph
         self.cache = cache if cache is not None else cache_for(self.code, backend)
         self.call_original = _make_caller(fn, caller or fn.__globals__.get("__name__", "__main__"))
+        self.call_rebound: Callable[[dict[str, Any]], Any] | None = None
         self.inherited = inherited
 
     def miss(self, L: dict[str, Any]) -> Any:
@@ -195,6 +196,16 @@ class Frame:
 
     def _eagerly(self, L: dict[str, Any], G: dict[str, Any]) -> Any:
         return self.call_original(L)
+
+    def rebound(self, L: dict[str, Any]) -> Any:
+        """A call after `fn.__code__` was replaced: `fn` itself runs it, eagerly (counted)."""
+        if self.call_rebound is None:
+            _, _, call = _signature_text(self.code)  # the wrapper's parameters: the code optimized
+            scope: dict[str, Any] = {"fn": self.fn}
+            exec(f"def call_rebound(L):\n    return fn({call})\n", scope)
+            self.call_rebound = scope["call_rebound"]
+        ran_without_graph(self.cache)
+        return self.call_rebound(L)
 
     def _entry_for(self, L: dict[str, Any], G: dict[str, Any], seen: int) -> Callable[..., Any]:
         cache = self.cache
@@ -374,7 +385,7 @@ def make_wrapper(frame: Frame, nesting_limit: int | None = None) -> types.Functi
     params, local_names, _ = _signature_text(code)
     taken = set(local_names)
     names = {k: _unused(k, taken) for k in ("L", "G", "checks", "counters", "check", "run", "miss", "unset",
-                                            "default", "depth", "eagerly")}
+                                            "default", "depth", "eagerly", "fn", "code", "rebound")}
     L, G = names["L"], names["G"]
     scope: dict[str, Any] = {names["G"]: fn.__globals__, names["checks"]: frame.cache.checks,
                              names["counters"]: frame.cache.counters, names["miss"]: frame.miss,
@@ -400,6 +411,10 @@ def make_wrapper(frame: Frame, nesting_limit: int | None = None) -> types.Functi
         f"            return {names['run']}({L}, {G})",
         f"    return {names['miss']}({L})",
     ]
+    if nesting_limit is None and not closure_at_call(fn):
+        # `fn.__code__ = other` after optimizing: eager runs the new code, and so does this call
+        scope[names["fn"]], scope[names["code"]], scope[names["rebound"]] = fn, code, frame.rebound
+        dispatch.insert(0, f"    if {names['fn']}.__code__ is not {names['code']}: return {names['rebound']}({L})")
     if nesting_limit is not None:
         depth = names["depth"]
         scope[depth], scope[names["eagerly"]] = [0], frame.call_original

@@ -6,6 +6,7 @@ conjugate or negative bit) and calls it again: value, dtype and Python answers a
 from __future__ import annotations
 
 import contextlib
+import types
 from typing import Any, Callable, ContextManager
 
 import torch
@@ -223,3 +224,32 @@ def test_closure_cell_of_a_method_found_in_its_class_is_guarded():
     assert_same(opt(X, s), fn(X, s))
     set_factor(-0.0)
     assert_same(opt(X, s), fn(X, s))
+
+
+def _top(x):
+    return x + 1
+
+
+def test_the_optimized_functions_own_code_rebound_runs_the_new_code():
+    def other(x):
+        return x * 100
+
+    def outer():
+        k = 2
+
+        def g(x):
+            return x * k
+
+        def h(x):
+            return x - k
+        return g, h
+
+    top = types.FunctionType(_top.__code__, globals(), "top")
+    g, h = outer()
+    x = torch.arange(3.0)
+    for fn, new in ((top, other), (g, h)):
+        f = pdyn.optimize(fn, backend="eager")
+        torch.testing.assert_close(f(x), fn(x))
+        fn.__code__ = new.__code__
+        torch.testing.assert_close(f(x), fn(x))  # the new code, as eager runs it
+        assert f._pdyn_frame.cache.counters["frames_without_graph"] == 1
