@@ -9,6 +9,7 @@ import contextlib
 import types
 from typing import Any, Callable, ContextManager
 
+import pytest
 import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -99,26 +100,16 @@ class DispatchToDouble(TorchDispatchMode):
         return out.double() if func is torch.ops.aten.add.Tensor else out
 
 
-def test_torch_function_mode_on_a_later_call_recompiles():
-    mode = ToDouble()
-
-    def fn(x):
-        y = x + 1
-        return y, str(y.dtype)
-
-    nothing = contextlib.nullcontext
-    over_states(fn, [((X,), nothing), ((X,), lambda: mode), ((X,), nothing)], compiles=2)
+def _dtype_after_add(x):
+    y = x + 1
+    return y, str(y.dtype)
 
 
-def test_dispatch_mode_on_a_later_call_recompiles():
-    mode = DispatchToDouble()
-
-    def fn(x):
-        y = x + 1
-        return y, str(y.dtype)
-
-    nothing = contextlib.nullcontext
-    over_states(fn, [((X,), lambda: mode), ((X,), nothing), ((X,), lambda: mode)], compiles=2)
+@pytest.mark.parametrize("mode,on", [(ToDouble(), (False, True, False)), (DispatchToDouble(), (True, False, True))],
+                         ids=["torch-function", "dispatch"])
+def test_a_mode_switched_on_or_off_on_a_later_call_recompiles(mode, on):
+    states = [((X,), (lambda: mode) if active else contextlib.nullcontext) for active in on]
+    over_states(_dtype_after_add, states, compiles=2)
 
 
 @contextlib.contextmanager
