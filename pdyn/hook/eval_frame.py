@@ -266,11 +266,12 @@ class Frame:
         ran_without_graph(self.cache)
         return self.call_original(L)
 
-    def optimize_callee(self, fn: types.FunctionType,
-                        sizes: dict[SizeSource, SizeSource] | None = None) -> types.FunctionType:
+    def optimize_callee(self, fn: types.FunctionType, sizes: dict[SizeSource, SizeSource] | None = None,
+                        at_call: bool = False) -> types.FunctionType:
         """`fn` (a resume function, or a function a graph break calls) optimized as this frame is:
         in the shared caches, or under `explain` in caches private to that call. `sizes` maps the
-        sizes `fn` receives to this frame's, so its policy sees what this frame learned."""
+        sizes `fn` receives to this frame's, so its policy sees what this frame learned. `at_call`:
+        the wrapper takes the function object first (see `make_wrapper`)."""
         cache = None
         if CACHES.get((self.code, self.backend)) is not self.cache:
             private = self.cache.private
@@ -280,7 +281,7 @@ class Frame:
                       caller=self.call_original.__module__, inherited=inherited)
         if frame.cache is not self.cache and all(c is not frame.cache for c in self.cache.children):
             self.cache.children.append(frame.cache)
-        return make_wrapper(frame, nesting_limit=NESTING_LIMIT)
+        return make_wrapper(frame, nesting_limit=NESTING_LIMIT, fn_at_call=at_call)
 
     def _log_recompile(self, L: dict[str, Any], G: dict[str, Any], number: int, plan: TracePlan) -> None:
         if not recompile_log.isEnabledFor(logging.INFO):
@@ -371,10 +372,12 @@ def _make_caller(fn: types.FunctionType, caller: str) -> Callable[[dict[str, Any
 NESTING_LIMIT = 64
 
 
-def make_wrapper(frame: Frame, nesting_limit: int | None = None) -> types.FunctionType:
+def make_wrapper(frame: Frame, nesting_limit: int | None = None, fn_at_call: bool = False) -> types.FunctionType:
     """A function with the same signature as `frame.fn`: the first entry whose guard holds runs, else
     `frame.miss`. With `nesting_limit` (resume functions), a call nested that deep in calls of the
-    same wrapper runs `fn` eagerly.
+    same wrapper runs `fn` eagerly. With `fn_at_call`, the wrapper takes first the function object
+    it runs as, of `frame.fn`'s code (a function from the frame a break calls: guarded by its code,
+    not its identity), whose closure cells and defaults it reads on each call, never `frame.fn`'s.
 
     The hot path of a cache hit is this wrapper's body: build L, loop over (check, run) pairs, count
     the hit. Everything fixed per function (globals, closure cells, the entry list) is a constant
@@ -391,12 +394,22 @@ def make_wrapper(frame: Frame, nesting_limit: int | None = None) -> types.Functi
                              names["counters"]: frame.cache.counters, names["miss"]: frame.miss,
                              names["unset"]: UNSET, names["default"]: functools.partial(current_default, fn)}
     items = [f"{n!r}: {n}" for n in local_names]
+    first = ""  # with fn_at_call: the function object, before a default's name
     if closure_at_call(fn):  # a resume function: the caller passes the frame's cells first
         closure = _unused("closure", taken)
         params = f"{closure}, {params}" if params else closure
         scope[_unused("contents", taken)] = _contents
         items += [f"{name!r}: {_unused('contents', taken)}({closure}[{i}])" for i, name in enumerate(code.co_freevars)]
         items.append(f"{CLOSURE_KEY!r}: {closure}")
+    elif fn_at_call:
+        function = _unused("function", taken)
+        params = f"{function}, {params}" if params else function
+        scope[names["default"]], first = current_default, f"{function}, "
+        if code.co_freevars:
+            scope[_unused("contents", taken)] = _contents
+            items += [f"{name!r}: {_unused('contents', taken)}({function}.__closure__[{i}])"
+                      for i, name in enumerate(code.co_freevars)]
+            items.append(f"{CLOSURE_KEY!r}: {function}.__closure__")
     elif code.co_freevars:
         for i, (name, cell) in enumerate(zip(code.co_freevars, fn.__closure__ or ())):
             scope[_unused(f"cell{i}", taken)] = cell
@@ -427,7 +440,7 @@ def make_wrapper(frame: Frame, nesting_limit: int | None = None) -> types.Functi
                     f"        {depth}[0] -= 1"]
     source = "\n".join([
         f"def wrapper({params}):",
-        *(f"    if {n} is {names['unset']}: {n} = {names['default']}({n!r})" for n in defaulted),
+        *(f"    if {n} is {names['unset']}: {n} = {names['default']}({first}{n!r})" for n in defaulted),
         f"    {L} = {{{', '.join(items)}}}",
         *dispatch,
     ]) + "\n"

@@ -7,6 +7,7 @@ A break inside an inlined call calls the callee optimized on its own instead of 
 
 from __future__ import annotations
 
+import functools
 import inspect
 import types
 from typing import TYPE_CHECKING, Any, Callable
@@ -113,7 +114,8 @@ def _resume_entry(e: Unsupported, tx: InstructionTranslator, inst: Instruction, 
     if e.in_call is not None and inst.opname in ("CALL", "CALL_FUNCTION_EX"):
         at = len(values) - taken + (kinds[len(values) - taken] == "null")
         call_args = _call_arguments(inst, tx.stack[at + 1:])
-        optimize_callee = lambda fn, first=None: optimize(fn, _callee_sizes(tx, fn, first, call_args))  # noqa: E731
+        optimize_callee = lambda fn, first=None, **at_call: optimize(  # noqa: E731
+            fn, _callee_sizes(tx, fn, first, call_args), **at_call)
         values[at] = _optimized_callee(codegen, tx.stack[at], optimize_callee) or values[at]
     split = len(values) - taken
     branches = [(NEXT, after_next), (JUMPED, after_jump)] if is_jump(inst) else [(NEXT, after_next)]
@@ -328,7 +330,11 @@ def _optimized_callee(codegen: ResumeCodegen, vt: VariableTracker,
     elif isinstance(vt, UserFunctionVariable) and isinstance(vt.value, types.FunctionType):
         if not _optimizable(vt.value):
             return None
-        expr = codegen.constant(optimize(vt.value, method_of), "callee")
+        if vt.source is None:  # made in the trace, or pinned by identity
+            expr = codegen.constant(optimize(vt.value, method_of), "callee")
+        else:  # guarded by its code, not its identity: each call runs its own closure and defaults
+            wrapper = codegen.constant(optimize(vt.value, method_of, at_call=True), "callee")
+            expr = f"{codegen.constant(functools.partial, 'partial')}({wrapper}, {codegen.reconstruct(vt)})"
     else:
         return None
     if expr is None:
