@@ -21,18 +21,21 @@ from pdyn.backends.triton.triton_ops import (
 
 
 INDEX_MESSAGE = "index out of range"
+DIVISION_MESSAGE = "ZeroDivisionError"  # eager's CPU integer division by zero: RuntimeError(this)
+CHECK_MESSAGES = (INDEX_MESSAGE, DIVISION_MESSAGE)  # what a kernel's check raises, by `message`
 INDEX_ERRORS = (RuntimeError, IndexError)  # the error types eager's CPU kernels raise for one
 INDEX_CHECK_HELPER = """
-def _index_check(ok, mask, error):
-    # interpreter only: raise eager's error where a live lane's index is out of range
+def _index_check(ok, mask, error, message=0):
+    # interpreter only: raise eager's error where a live lane's `ok` is false (an index out of
+    # range, an integer divisor of 0)
     import numpy
     good = ok.handle.data
     if mask is not None:
         good, live = numpy.broadcast_arrays(good, mask.handle.data)
         good = good | ~live
     if not good.all():
-        raise (RuntimeError, IndexError)[error]("%s")
-""" % INDEX_MESSAGE
+        raise (RuntimeError, IndexError)[error](%r[message])
+""" % (CHECK_MESSAGES,)
 
 
 class CannotFuse(Exception):
@@ -229,17 +232,17 @@ class KernelBuilder:
         self.indirect[sym] = (deps & (self.x_syms | self.r_syms | self.y_syms), f"({v.text} >= 0) & ({v.text} < {hi})")
         return sym
 
-    def check(self, ok: Val, at: list[sympy.Expr], error: type) -> None:
-        """Fail where a live lane's `ok` is false: eager's `error` under the interpreter (a helper
-        the module defines), a device assert on the GPU (no sync, as eager's kernels fail)."""
+    def check(self, ok: Val, at: list[sympy.Expr], error: type, message: str = INDEX_MESSAGE) -> None:
+        """Fail where a live lane's `ok` is false: eager's `error(message)` under the interpreter
+        (a helper the module defines), a device assert on the GPU (no sync, as eager's kernels fail)."""
         mask = self.mask_for(sympy.Add(*[sympy.sympify(e) for e in at])) if at else None
         self.asserts = True
         if self.interpret:
             code = INDEX_ERRORS.index(error)
-            self.line(f"_index_check({ok.text}, {mask or 'None'}, {code})")
+            self.line(f"_index_check({ok.text}, {mask or 'None'}, {code}, {CHECK_MESSAGES.index(message)})")
         else:
             cond = f"{ok.text} | ~({mask})" if mask else ok.text
-            self.line(f'tl.device_assert({cond}, "{INDEX_MESSAGE}")')
+            self.line(f'tl.device_assert({cond}, "{message}")')
 
     def constant(self, value: Any, dtype: torch.dtype) -> Val:
         if dtype in (torch.float16, torch.bfloat16) and isinstance(value, (int, float)):

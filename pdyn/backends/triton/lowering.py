@@ -14,6 +14,7 @@ import torch
 
 from pdyn.backends.triton.graph_lowering import GraphLowering, NotLowered
 from pdyn.backends.triton.ir import Handler, Index, Pointwise, Scalar, Val, compute_dtype
+from pdyn.backends.triton.kernel_builder import DIVISION_MESSAGE
 from pdyn.backends.triton.triton_ops import in_domain
 from pdyn.ops import Op, op_of, row
 
@@ -34,6 +35,7 @@ def register(*names: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
 
 
 Loader = Callable[[Handler, Index], Val]
+INT_DIVISIONS = frozenset({"floordiv_int", "mod_int", "truncdiv_int"})  # a divisor of 0 raises in eager
 
 
 def operand(x: Any, ranges: list[sympy.Expr], dtype: torch.dtype) -> tuple[Loader, frozenset[str], int]:
@@ -56,6 +58,8 @@ def operand(x: Any, ranges: list[sympy.Expr], dtype: torch.dtype) -> tuple[Loade
         expr = x.expr
         if x.is_float and not expr.is_number and dtype == torch.float64:
             raise NotLowered("Triton passes a float argument as float32")
+        if dtype in (torch.float16, torch.bfloat16):  # a size as float16 rounds (2049 is 2048)
+            return (lambda h, idx: round_to(h, h.scalar(expr, torch.float32), dtype)), frozenset(), 0
         return (lambda h, idx: h.scalar(expr, dtype)), frozenset(), 0
     if isinstance(x, (bool, int, float)):
         return (lambda h, idx: h.constant(x, dtype)), frozenset(), 0
@@ -75,6 +79,21 @@ def check_fill_scalars(dtype: torch.dtype, *values: Any) -> None:
         low = -info.max if info.min == 0 else info.min  # unsigned: eager wraps negatives in range
         if isinstance(v, int) and not isinstance(v, bool) and not low <= v <= info.max:
             raise NotLowered(f"{v} overflows {dtype}")
+
+
+def fits(src: torch.dtype, dst: torch.dtype) -> bool:
+    """Whether every value of `src` converts to `dst` without the overflow eager's checked
+    conversion (masked_fill's value, fill_) raises for: unsigned `dst` takes negatives as wraps."""
+    if dst == torch.bool or src == torch.bool:
+        return True
+    lo, hi = (-torch.finfo(src).max, torch.finfo(src).max) if src.is_floating_point else \
+        (torch.iinfo(src).min, torch.iinfo(src).max)
+    if dst.is_floating_point:
+        return torch.finfo(dst).max >= max(-lo, hi)
+    if src.is_floating_point:
+        return False
+    info = torch.iinfo(dst)
+    return (-info.max if info.min == 0 else info.min) <= lo and hi <= info.max
 
 
 def round_to(h: Handler, v: Val, dtype: torch.dtype) -> Val:
@@ -115,9 +134,16 @@ def pointwise(lx: GraphLowering, node: Any, name: str, inputs: list[Any],
         raise NotLowered(f"{name} in {compute}")
     parts = [operand(x, ranges, compute) for x in inputs]
     result = compute_dtype(out_dtype)
+    divides = name in INT_DIVISIONS and lx.device.type == "cpu"
+    if divides and isinstance(inputs[1], (bool, int)) and inputs[1] == 0:
+        raise NotLowered("an integer division by a constant 0: torch raises")
 
     def fn(h: Handler, idx: Index) -> Val:
-        return h.op(name, result, *[load(h, idx) for load, _, _ in parts])
+        vals = [load(h, idx) for load, _, _ in parts]
+        if divides:  # eager's CPU kernels raise for a divisor of 0 (its CUDA kernels do not)
+            h.check(h.op("ne", torch.bool, vals[1], h.constant(0, compute)), list(idx), RuntimeError,
+                    DIVISION_MESSAGE)
+        return h.op(name, result, *vals)
 
     reads = frozenset().union(*[r for _, r, _ in parts])
     value = Pointwise(ranges, out_dtype, fn, reads, 1 + sum(n for _, _, n in parts))
@@ -155,7 +181,8 @@ def _binary(name: str) -> Callable[..., Any]:
 def _scaled(lx: GraphLowering, node: Any, b: Any, alpha: Any) -> Any:
     if isinstance(b, (int, float)):
         return b * alpha
-    dtype = promoted(b, alpha)
+    # NOTE: alpha * b in the result's dtype, as eager (an int8 b times 3 added to float16 does not wrap)
+    dtype = compute_dtype(lx.fake(node).dtype)
     load, reads, ops = operand(b, list(b.ranges), dtype)
     fn = lambda h, idx: h.op("mul", dtype, load(h, idx), h.constant(alpha, dtype))  # noqa: E731
     return Pointwise(list(b.ranges), dtype, fn, reads, ops + 1)
@@ -163,7 +190,12 @@ def _scaled(lx: GraphLowering, node: Any, b: Any, alpha: Any) -> Any:
 
 def _compare(name: str) -> Callable[..., Any]:
     def lower(lx: GraphLowering, node: Any, a: Any, b: Any) -> Pointwise:
-        return pointwise(lx, node, name, [a, b], compute=promoted(a, b))
+        dtype = promoted(a, b)
+        if dtype in (torch.float16, torch.bfloat16):
+            # eager's comparison kernels cast both operands to the common dtype: a scalar or a
+            # 0-dim float32 tensor rounds first (float16 0.1 == 0.1 is True)
+            return composite(lx, node, [a, b], dtype, lambda h, x, y: h.op(name, torch.bool, x, y))
+        return pointwise(lx, node, name, [a, b], compute=dtype)
 
     return lower
 

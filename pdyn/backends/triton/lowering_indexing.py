@@ -15,7 +15,9 @@ import torch
 
 from pdyn.backends.triton.graph_lowering import GraphLowering, NotLowered
 from pdyn.backends.triton.ir import Handler, Index, Pointwise, Scalar, Val, compute_dtype
-from pdyn.backends.triton.lowering import check_fill_scalars, composite, lower_clamp, operand, pointwise, register
+from pdyn.backends.triton.lowering import (
+    check_fill_scalars, composite, fits, lower_clamp, operand, pointwise, register,
+)
 from pdyn.ops import op_of
 
 
@@ -97,6 +99,8 @@ def lower_masked_fill(lx: GraphLowering, node: Any, x: Any, mask: Any, value: An
     if isinstance(value, Pointwise) and value.ranges:
         raise NotLowered("masked_fill with a value of dims")
     out = lx.fake(node).dtype
+    if isinstance(value, Pointwise) and not fits(value.dtype, out):
+        raise NotLowered(f"a {value.dtype} value may overflow {out}: eager raises for one that does")
     check_fill_scalars(out, value)
     dtype = compute_dtype(out)
     # NOTE: operands as `out`: the value converts to x's dtype (rounds to float16) as in eager

@@ -108,12 +108,14 @@ def lower_class_loss(lx: GraphLowering, node: Any, *args: Any, **kwargs: Any) ->
         return per_row
     if a["reduction"] == "sum":
         return reduce(lx, per_row, (0,), "sum", dtype, False)
-    total = reduce(lx, per_row, (0,), "sum", torch.float32, False)  # NOTE: fp32 partials, as eager
+    # NOTE: fp32 partials for low precision, as eager; float64 scores sum (and count) in float64
+    acc = torch.promote_types(compute, torch.float32)
+    total = reduce(lx, per_row, (0,), "sum", acc, False)
 
     def valid(h: Handler, idx: Index) -> Val:
         target = h.cast(t.fn(h, idx), torch.int64)
-        return h.cast(h.op("ne", torch.bool, target, h.constant(ignore, torch.int64)), torch.float32)
+        return h.cast(h.op("ne", torch.bool, target, h.constant(ignore, torch.int64)), acc)
 
-    count = reduce(lx, Pointwise([n], torch.float32, valid, t.reads, t.ops + 2), (0,), "sum", torch.float32, False)
-    return Pointwise([], dtype, lambda h, idx: h.op("truediv", torch.float32, total.fn(h, []), count.fn(h, [])),
+    count = reduce(lx, Pointwise([n], acc, valid, t.reads, t.ops + 2), (0,), "sum", acc, False)
+    return Pointwise([], dtype, lambda h, idx: h.op("truediv", acc, total.fn(h, []), count.fn(h, [])),
                      total.reads | count.reads, 2)

@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 import torch
 
-from pdyn.backends.triton.kernel_builder import INDEX_ERRORS, INDEX_MESSAGE
+from pdyn.backends.triton.kernel_builder import CHECK_MESSAGES, INDEX_ERRORS
 from pdyn.backends.triton.runtime.cache import load_kernel
 from pdyn.backends.triton.runtime.fast_launch import (
     BoundLauncher, FastLaunch, ReadyLaunch, direct_entry, make_fast_launch,
@@ -366,9 +366,9 @@ class KernelLauncher:
         try:
             kernel = self._slow(fn, grid, ptrs, ints, consts, warps, names)
         except Exception as e:
-            # the interpreter wraps what a kernel's index check raised: eager's error, unwrapped
+            # the interpreter wraps what a kernel's check raised: eager's error, unwrapped
             cause = e.__cause__
-            if self.interpret and isinstance(cause, INDEX_ERRORS) and str(cause) == INDEX_MESSAGE:
+            if self.interpret and isinstance(cause, INDEX_ERRORS) and str(cause) in CHECK_MESSAGES:
                 raise cause from None
             raise
         if fast is None or max(ints) > INT32_MAX or min(ints) < INT32_MIN or \
