@@ -11,7 +11,7 @@ import torch.nn.functional as F
 
 import pdyn
 
-from tests.backends.util import DEVICE, Recorder, check_like_eager
+from tests.backends.util import DEVICE, Recorder, check_like_eager, each_call_like_eager
 
 
 def t(values, dtype=torch.float32):
@@ -22,19 +22,14 @@ def exactly(fn, *calls):
     """Each call through pdyn+Triton gives eager's values bit for bit (or raises eager's error
     type); returns the recorder, whose graphs ran as kernels (no fallback) where that matters."""
     rec = Recorder()
-    compiled = pdyn.optimize(fn, backend=rec)
-    for args in calls:
-        try:
-            ref = fn(*args)
-        except Exception as e:  # noqa: BLE001  # whatever eager raises, pdyn must raise
-            with pytest.raises(type(e)):
-                compiled(*args)
-            continue
-        out = compiled(*args)
+
+    def same(out, ref):
         refs, outs = (ref, out) if isinstance(ref, tuple) else ((ref,), (out,))
         for r, o in zip(refs, outs):
             assert o.dtype == r.dtype and o.shape == r.shape, (o, r)
             torch.testing.assert_close(o, r, rtol=0, atol=0, equal_nan=True)
+
+    each_call_like_eager(fn, pdyn.optimize(fn, backend=rec), calls, same)
     return rec
 
 

@@ -91,7 +91,17 @@ def randn(*shape: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
 def check_like_eager(fn: Callable[..., Any], *calls: tuple[Any, ...], backend: Any = "triton") -> None:
     """Each call through pdyn raises what eager raises (the same exception type) or returns what
     eager returns, with eager's strides."""
-    compiled = pdyn.optimize(fn, backend=backend)
+    def same(out: Any, ref: Any) -> None:
+        out, ref = tree_leaves(out), tree_leaves(ref)
+        assert_matches(out, ref)
+        assert_strides(out, ref)
+
+    each_call_like_eager(fn, pdyn.optimize(fn, backend=backend), calls, same)
+
+
+def each_call_like_eager(fn: Callable[..., Any], compiled: Callable[..., Any], calls: tuple[tuple[Any, ...], ...],
+                         same: Callable[[Any, Any], None]) -> None:
+    """`compiled(*args)` raises the type eager raises, or `same(its result, eager's)` holds."""
     for args in calls:
         try:
             ref = fn(*args)
@@ -99,9 +109,7 @@ def check_like_eager(fn: Callable[..., Any], *calls: tuple[Any, ...], backend: A
             with pytest.raises(type(e)):
                 compiled(*args)
             continue
-        out, ref = tree_leaves(compiled(*args)), tree_leaves(ref)
-        assert_matches(out, ref)
-        assert_strides(out, ref)
+        same(compiled(*args), ref)
 
 
 def assert_strides(out: Any, ref: Any) -> None:
