@@ -103,9 +103,8 @@ def _resume_entry(e: Unsupported, tx: InstructionTranslator, inst: Instruction, 
     codegen = HandlerCodegen()
     handled = iter(handled_exceptions(codegen, slots))   # first: `as e` and the stack refer to them
     cells = _cells(codegen, tx, cell_names(original))   # first: values on the stack may close over them
-    codegen.written_lists = set(tx.ctx.side_effects.containers)
-    # an iterator on the stack goes as its items left (the prologue's GET_ITER makes it again) unless a
-    # live local holds it too: then as the one real iterator both share
+    # an iterator on the stack goes as a real one over the live containers (the prologue's GET_ITER
+    # keeps it); a live local holding it too gets the same object
     held = {id(vt) for vt in tx.locals.values()} | {id(c.contents) for c in tx.cells.values()}
     kinds = tuple("null" if vt is NULL else "exc" if isinstance(vt, ExcInfoSlot) else "iter"
                   if isinstance(vt, IteratorVariable) and id(vt) not in held and vt.source is None
@@ -204,21 +203,13 @@ def _stack_value(codegen: ResumeCodegen, vt: VariableTracker, kind: str) -> str 
         return None
     if isinstance(vt, GeneratorVariable):  # no item list: made again, or the trace restarts (generator.py)
         kind = "value"
-    if kind == "iter" and _live(codegen, vt):
-        expr = codegen.iterator(vt)  # the list's own iterator: a change to the list shows, as in Python
-    elif kind == "iter":
-        expr = codegen.remaining(vt)
+    if kind == "iter":
+        expr = codegen.iterator(vt)  # over the live containers: a change after the break shows, as in Python
     else:
         expr = exit_hook(codegen, vt) or codegen.reconstruct(vt)
     name = f"v{len(codegen.lines)}"
     codegen.lines.append(f"{name} = {expr}")
     return name
-
-
-def _live(codegen: ResumeCodegen, vt: VariableTracker) -> bool:
-    """An iterator over a list the trace did not change (whose items the frame code rebuilds as they are)."""
-    return isinstance(vt, IteratorVariable) and isinstance(vt.items, ListVariable) and \
-        id(vt.items) not in codegen.written_lists
 
 
 def _local_tracker(tx: InstructionTranslator, name: str) -> VariableTracker | None:

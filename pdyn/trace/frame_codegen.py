@@ -38,6 +38,7 @@ class FrameCodegen:
         self.scope: dict[str, Any] = {"_modules": sys.modules, "math": math}  # math: size expressions
         self._const_names: dict[int, str] = {}
         self.lines: list[str] = []
+        self.positioned: list[str] = []   # run after the side effects: iterators moved to their place
         self._temps: dict[int, str] = {}
 
     def graph_output(self, vt: Any) -> str:
@@ -109,7 +110,6 @@ class ResumeCodegen(FrameCodegen):
         super().__init__()
         self._symbols: set[str] = set()
         self.cells: dict[int, str] = {}   # id of a CellVariable -> the name of its cell in the frame code
-        self.written_lists: set[int] = set()   # ids of the ListVariables whose writes replay after the graph
 
     def reconstruct(self, vt: VariableTracker) -> str:
         if isinstance(vt, SymIntVariable) and not vt.is_python_constant():
@@ -123,7 +123,7 @@ class ResumeCodegen(FrameCodegen):
         if isinstance(vt, GeneratorVariable):  # no item list: made again, or the trace restarts
             return vt.reconstruct(self)
         if isinstance(vt, IteratorVariable):  # an input iterator is itself (advanced after the graph)
-            return self.source_expr(vt.source) if vt.source is not None else self.iterator(vt)
+            return self.iterator(vt)
         try:
             return vt.reconstruct(self)
         except Unsupported:
@@ -159,13 +159,21 @@ class ResumeCodegen(FrameCodegen):
         return name
 
     def iterator(self, vt: IteratorVariable) -> str:
-        """A real iterator at the trace's position, made once (aliases of it stay one iterator): over
-        a list the trace reads live, that list's own iterator moved on; else one over the items left."""
+        """A real iterator over the live containers at the trace's position, made once (aliases of it
+        stay one iterator) and moved to its place after the replayed writes (`positioned`): an input
+        iterator is itself, advanced by the replays; a list's is its own; `enumerate`, `zip`,
+        `reversed` and a dict's are rebuilt over theirs (`rebuild`); others go as the items left."""
+        if vt.source is not None:
+            return self.source_expr(vt.source)
+        rebuild = getattr(vt, "rebuild", None)
+        made = rebuild(self) if rebuild is not None else None
+        if made is not None:
+            return made
         if isinstance(vt.items, ListVariable):
-            if id(vt.items) in self.written_lists:  # its items change after the graph: the position would not
-                raise Unsupported("reconstruct", "pdyn cannot rebuild an iterator over a list the trace changed")
-            return self.once(vt, f"{self.constant(iterator_at, 'iterator_at')}({self.reconstruct(vt.items)}, "
-                                 f"{vt.index})")
+            name = self.once(vt, f"iter({self.reconstruct(vt.items)})")
+            if vt.index:
+                self.positioned.append(f"{name}.__setstate__({vt.index})")
+            return name
         return self.once(vt, f"iter({self.remaining(vt)})")
 
     def remaining(self, vt: Any) -> str:
@@ -190,14 +198,6 @@ class ResumeCodegen(FrameCodegen):
         text = to_python(expr)
         kind = "int" if vt.python_type() is int else "float" if vt.python_type() is float else "bool"
         return f"{kind}({text})"
-
-
-def iterator_at(items: list[Any], index: int) -> Any:
-    """`iter(items)` moved on by `index` items."""
-    it = iter(items)
-    if index:
-        it.__setstate__(index)
-    return it
 
 
 def _chain(source: Source) -> list[Source]:
@@ -246,10 +246,10 @@ def build_frame_function(codegen: FrameCodegen, result_expr: str, effects: list[
     body += codegen.lines
     if tail is None:
         body.append(f"result = {result_expr}")
-        body += effects
+        body += effects + codegen.positioned
         body.append("return result")
     else:
-        body += effects + tail
+        body += effects + codegen.positioned + tail
     source = f"# pdyn frame code for {title}\ndef run(L, G):\n" + "".join(f"    {line}\n" for line in body)
     exec(compile(source, f"<pdyn frame {title}>", "exec"), codegen.scope)
     return codegen.scope["run"], source

@@ -50,6 +50,28 @@ dynamic_log = logs.topic("dynamic")
 DATA_DEPENDENT = (DataDependentOutputException, DynamicOutputShapeException)
 
 
+def _in_fake_fallback(e: BaseException) -> bool:
+    """Whether `e` came from FakeTensor's fallback for an op without a fake kernel (the real kernel
+    run on zeros, its result made fake again): not the op's own error on these arguments (a result
+    FakeTensor cannot describe, a check that zeros fail), so eager may well succeed."""
+    tb = e.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_name == "run_fallback_kernel":
+            return True
+        tb = tb.tb_next
+    return False
+
+
+def _undefined_results(name: str, example: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    """The fake result with None where the real kernel returns an undefined tensor (None in
+    Python) but the fake kernel an empty one: else `weights is None` is False in the trace only."""
+    if name == "_native_multi_head_attention" and isinstance(example, tuple) and len(example) == 2:
+        need_weights = kwargs.get("need_weights", args[10] if len(args) > 10 else True)
+        if need_weights is False:
+            return (example[0], None)
+    return example
+
+
 @contextlib.contextmanager
 def _quiet_fake_tensor() -> Iterator[None]:
     """FakeTensor logs a traceback for every op that fails; pdyn reports those itself."""
@@ -190,7 +212,11 @@ class OutputGraph:
             raise Unsupported("fake_unsupported", f"{_target_name(target)} has no fake implementation: {e}",
                               loc=loc) from None
         except Exception as e:  # the op itself raised: eager raises it too, for real
+            if _in_fake_fallback(e):
+                raise Unsupported("fake_unsupported", f"{_target_name(target)} has no fake implementation, and "
+                                  f"running it on zeros failed: {type(e).__name__}: {e}", loc=loc) from None
             raise UserException(e, loc) from None
+        example = _undefined_results(canonical(target).name, example, fake_args, fake_kwargs)
         if not mutates and not _has_tensor(example):
             pin_sizes_read(self.ctx.shape_env, loc, kind, target, args, kwargs)
             return wrap_constant_result(example)

@@ -45,7 +45,7 @@ from pdyn.trace.variables.user_lists import is_user_list_class, wrap_user_list
 from pdyn.trace.variables.user_objects import UserObjectVariable
 from pdyn.trace.variables.user_tuples import TupleSubclassVariable
 from pdyn.trace.variables.ranges import wrap_range
-from pdyn.trace.variables.iterator_inputs import ITERATOR_TYPES, wrap_iterator
+from pdyn.trace.variables.iterator_inputs import CARRIED_WRAPS, ITERATOR_TYPES, wrap_iterator
 import pdyn.trace.variables.object_rules  # noqa: F401  (registers the rules of object's own methods)
 import pdyn.trace.variables.dict_rules  # noqa: F401  (registers the rules of dict's own methods)
 import pdyn.trace.variables.list_rules  # noqa: F401  (and of list's)
@@ -114,6 +114,8 @@ def _wrap_tensor(tx: Tracer, value: torch.Tensor, source: Source) -> VariableTra
     if kind not in TENSOR_TYPES:
         raise Unsupported("tensor_subclass", f"pdyn cannot trace tensor subclass {kind.__name__} ({source})",
                           loc=tx.loc())
+    if value.is_nested:  # (a nested_tensor from torch's fast paths, crossing a break): FakeTensor has no sizes for it
+        raise Unsupported("tensor_subclass", f"pdyn cannot trace a nested tensor ({source})", loc=tx.loc())
     vt = tx.output.add_input(value, source, tx.loc())
     # TENSOR_MATCH_DYNAMIC: static dims here; symbolic dims are bound and checked by the size guards
     sizes = tuple(int(e) if e.is_Integer else None for e in vt.sizes)
@@ -307,11 +309,11 @@ WRAP_BY_TYPE: dict[type, WrapFn] = {
     set: _wrap_set, frozenset: _wrap_set, os._Environ: _wrap_environ, **{kind: _wrap_autocast for kind in AUTOCAST_TYPES},
     collections.defaultdict: wrap_defaultdict, collections.deque: wrap_deque,
     **{kind: _wrap_getter for kind in GETTER_TYPES}, CACHE_WRAPPER: _wrap_lru_cache,
-    **{kind: _refuse for kind in (torch.finfo, torch.iinfo)},
+    **{kind: _refuse for kind in (torch.finfo, torch.iinfo)}, **CARRIED_WRAPS,
 }
 # containers whose contents a trace may change: one tracker per object (`one_per_object`)
 MUTABLE_CONTAINERS = (list, dict, collections.OrderedDict, collections.defaultdict, collections.deque, set,
-                      *ITERATOR_TYPES)
+                      *ITERATOR_TYPES, *CARRIED_WRAPS)
 # then the first base class that matches, in this order
 WRAP_BY_BASE: list[tuple[type | tuple[type, ...], WrapFn]] = [
     (torch.Tensor, _wrap_tensor),

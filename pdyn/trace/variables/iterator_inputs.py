@@ -1,15 +1,20 @@
-"""A list or tuple iterator the frame receives (an argument, or a resume function's iterator that
-crossed a graph break): traced over its sequence from its position, so `next(it)` after a break
-needs no second break. The real iterator is advanced after the graph by the items the trace took."""
+"""An iterator the frame receives (an argument, or a resume function's iterator that crossed a
+graph break): a list's or tuple's, `reversed(list)`, and the stand-ins a break hands on for a
+dict's, `enumerate` and `zip` (`pdyn/trace/variables/carried_iterators.py`). Each is traced over the live
+containers from its position, so `next(it)` after a break needs no second break; the real iterator
+is advanced after the graph by the steps the trace took."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
-from pdyn.guards.guards import EqualsGuard, TypeGuard
-from pdyn.sources import IteratorStateSource, Source, iterator_state
-from pdyn.trace.variables.constant import ConstantVariable
-from pdyn.trace.variables.containers import IteratorVariable, ListVariable, TupleVariable
+from pdyn.base.errors import Unsupported
+from pdyn.guards.guards import EqualsGuard, LenGuard, TypeGuard
+from pdyn.sources import AttrSource, ItemSource, IteratorStateSource, Source, iterator_state
+from pdyn.trace.variables.carried_iterators import CarriedEnumerate, CarriedMappingIterator, CarriedZip, set_count
+from pdyn.trace.variables.constant import ConstantVariable, is_constant_value
+from pdyn.trace.variables.containers import DictVariable, DictViewVariable, IteratorVariable, ListVariable, TupleVariable
+from pdyn.trace.variables.live_iterators import EnumerateIterator, ReversedListIterator, ZipIterator, checked_iterator
 
 if TYPE_CHECKING:
     from pdyn.trace.translator import InstructionTranslator as Tracer
@@ -52,3 +57,100 @@ def wrap_iterator(tx: Tracer, value: Any, source: Source) -> IteratorVariable:
         items = TupleVariable(tx.iterate(items))
     return InputIteratorVariable(tx, items if isinstance(items, ListVariable) else list(items.items), index,
                                  source, type(value))
+
+
+class ReplayedIterator(IteratorVariable):
+    """An iterator read from the frame that the trace steps through `model`, a tracker over the live
+    containers; each step it takes is replayed on the real iterator after the graph (`replay`)."""
+
+    def __init__(self, tx: Tracer, model: IteratorVariable, source: Source, kind: type,
+                 replay: Callable[[ReplayedIterator, Any], None]) -> None:
+        self.model, self.source, self.kind, self._replay = model, source, kind, replay
+        self.effects = tx.ctx.side_effects
+
+    @property  # type: ignore[override]
+    def items(self) -> Any:
+        return self.model.items
+
+    @property  # type: ignore[override]
+    def index(self) -> int:
+        return self.model.index
+
+    def python_type(self) -> type:
+        return self.kind
+
+    def next(self) -> Any:
+        item = self.model.next()
+        self._replay(self, item)
+        return item
+
+
+def _replay_step(it: ReplayedIterator, item: Any) -> None:
+    """`next(it, None)`: the real iterator takes the step the trace took, its end included (an
+    iterator Python found spent stays spent)."""
+    it.effects.call(ConstantVariable(next), [it, ConstantVariable(None)], {})
+
+
+def _replay_count(it: ReplayedIterator, item: Any) -> None:
+    """A carried `enumerate`: its inner iterator replays its own steps; only the count is set."""
+    if item is not None:
+        it.effects.call(ConstantVariable(set_count), [it, ConstantVariable(it.model.count)], {})
+
+
+def _guard_fields(tx: Tracer, value: Any, source: Source, *names: str) -> None:
+    tx.ctx.add_guard(TypeGuard(source, type(value), loc=tx.loc()))
+    for name in names:
+        tx.ctx.add_guard(EqualsGuard(AttrSource(source, name), getattr(value, name), loc=tx.loc()))
+
+
+def _inner(tx: Tracer, value: Any, source: Source) -> IteratorVariable:
+    inner = tx.wrap(value, source)
+    if not isinstance(inner, IteratorVariable):
+        raise Unsupported("resume", f"pdyn cannot step a carried iterator over a {type(value).__name__}")
+    return inner
+
+
+def wrap_mapping_iterator(tx: Tracer, value: CarriedMappingIterator, source: Source) -> IteratorVariable:
+    """A dict iterator a break handed on: traced as one over the live dict, from its position."""
+    if value.failed or value.error is not None or not all(is_constant_value(k) for k in value.keys):
+        raise Unsupported("resume", "pdyn cannot resume a loop over a dict that changed or has object keys")
+    _guard_fields(tx, value, source, "failed", "error", "kind", "what", "keys", "taken")
+    mapping = tx.wrap(value.mapping, AttrSource(source, "mapping"))
+    model = checked_iterator(tx, DictViewVariable(mapping, value.kind)) if type(mapping) is DictVariable else None
+    if model is None:
+        raise Unsupported("resume", f"pdyn cannot resume a loop over a {type(value.mapping).__name__}")
+    model.keys, model.taken = list(value.keys), value.taken
+    return ReplayedIterator(tx, model, source, CarriedMappingIterator, _replay_step)
+
+
+def wrap_enumerate(tx: Tracer, value: CarriedEnumerate, source: Source) -> IteratorVariable:
+    _guard_fields(tx, value, source, "count")
+    model = EnumerateIterator(_inner(tx, value.inner, AttrSource(source, "inner")), value.count)
+    return ReplayedIterator(tx, model, source, CarriedEnumerate, _replay_count)
+
+
+def wrap_zip(tx: Tracer, value: CarriedZip, source: Source) -> IteratorVariable:
+    """Its iterators replay their own steps; the zip has no state of its own."""
+    _guard_fields(tx, value, source, "strict")
+    tx.ctx.add_guard(LenGuard(AttrSource(source, "inners"), tuple, len(value.inners), loc=tx.loc()))
+    inners = [_inner(tx, it, ItemSource(AttrSource(source, "inners"), i)) for i, it in enumerate(value.inners)]
+    model = ZipIterator(tx, inners, value.strict)
+    model.source = source
+    return model
+
+
+def wrap_reversed(tx: Tracer, value: Any, source: Source) -> IteratorVariable:
+    """`reversed(list)`: traced over the live list from its position."""
+    tx.ctx.add_guard(TypeGuard(source, type(value), loc=tx.loc()))
+    seq, index = iterator_state(value)
+    tx.ctx.add_guard(EqualsGuard(IteratorStateSource(source, "index"), index, loc=tx.loc()))
+    items = tx.wrap(seq, IteratorStateSource(source, "seq")) if index >= 0 else ListVariable([])
+    if not isinstance(items, ListVariable):
+        raise Unsupported("resume", f"pdyn cannot step a reverse iterator over a {type(seq).__name__}")
+    model = ReversedListIterator(items)
+    model.position = index
+    return ReplayedIterator(tx, model, source, type(value), _replay_step)
+
+
+CARRIED_WRAPS = {CarriedMappingIterator: wrap_mapping_iterator, CarriedEnumerate: wrap_enumerate, CarriedZip: wrap_zip,
+                 type(reversed([])): wrap_reversed}

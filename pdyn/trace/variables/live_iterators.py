@@ -6,8 +6,9 @@ Python's RuntimeError once the container changed size (a dict whose keys changed
 raises too: CPython's own point of failure there depends on its table layout; pdyn raises on the
 next item).
 
-At a graph break an iterator on the stack is handed to the resume function as the items it has
-left, read at the break (`items`), so a change made after the break is not seen there.
+At a graph break each is rebuilt (`rebuild`) as a real iterator over the live containers at the
+trace's position (`carried_iterators.py`), so the resume function sees a change made after the
+break as Python would; only a set's iterator goes as the items it has left (`items`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import collections
 from typing import TYPE_CHECKING, Any
 
 from pdyn.base.errors import UserException
+from pdyn.trace.variables.carried_iterators import CarriedEnumerate, CarriedMappingIterator, CarriedZip, mutation_error
 from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.constant import ConstantVariable
 from pdyn.trace.variables.sets import SetVariable
@@ -24,6 +26,7 @@ from pdyn.trace.variables.containers import (DictVariable, DictViewVariable, Ite
                                              TupleVariable, key_tracker)
 
 if TYPE_CHECKING:
+    from pdyn.trace.frame_codegen import ResumeCodegen
     from pdyn.trace.translator import InstructionTranslator as Tracer
 
 
@@ -75,6 +78,10 @@ class EnumerateIterator(_Derived):
     def left(self) -> list[VariableTracker]:
         return [TupleVariable([ConstantVariable(self.count + i), v]) for i, v in enumerate(items_left(self.inner))]
 
+    def rebuild(self, codegen: ResumeCodegen) -> str:
+        return codegen.once(self, f"{codegen.constant(CarriedEnumerate, 'CarriedEnumerate')}("
+                                  f"{codegen.iterator(self.inner)}, {self.count})")
+
 
 class ZipIterator(_Derived):
     kind = zip
@@ -107,6 +114,10 @@ class ZipIterator(_Derived):
     def left(self) -> list[VariableTracker]:
         return [TupleVariable(list(row)) for row in zip(*(items_left(it) for it in self.inners))]
 
+    def rebuild(self, codegen: ResumeCodegen) -> str:
+        inners = "".join(f"{codegen.iterator(it)}, " for it in self.inners)
+        return codegen.once(self, f"{codegen.constant(CarriedZip, 'CarriedZip')}(({inners}), {self.strict})")
+
 
 class ReversedListIterator(_Derived):
     """`reversed(list)`: from the end it had when made, down; a list shorter by then stops it."""
@@ -128,13 +139,20 @@ class ReversedListIterator(_Derived):
             return []
         return list(reversed(self.seq.items[:self.position + 1]))
 
+    def rebuild(self, codegen: ResumeCodegen) -> str:
+        """The list's own reverse iterator, placed after the list's writes are replayed."""
+        name = codegen.once(self, f"reversed({codegen.reconstruct(self.seq)})")
+        codegen.positioned.append(f"{name}.__setstate__({self.position})")
+        return name
+
 
 class CheckedIterator(_Derived):
     """Over a dict (its keys, values or items) or a set made in the trace: raises as Python does
     once the container changed under it."""
 
-    def __init__(self, tx: Tracer, container: Any, kind: type, read: Any, what: str) -> None:
+    def __init__(self, tx: Tracer, container: Any, kind: type, read: Any, what: str, view: str = "") -> None:
         self.tx, self.container, self.kind, self.read, self.what = tx, container, kind, read, what
+        self.view = view   # "keys", "values" or "items" over a dict; "" over a set
         self.keys = list(container.items)
         self.taken = 0
         self.failed = False
@@ -146,11 +164,10 @@ class CheckedIterator(_Derived):
         ordered = self.what == "OrderedDict"
         if len(keys) != len(self.keys) or ordered and keys != self.keys:
             self.failed = True  # CPython's iterator is spent after the error
-            raise UserException(RuntimeError("OrderedDict mutated during iteration" if ordered else
-                                             f"{self.what} changed size during iteration"), self.tx.loc())
+            raise UserException(mutation_error(self.what, False), self.tx.loc())
         if keys != self.keys and self.what == "dictionary":
             self.failed = True
-            raise UserException(RuntimeError("dictionary keys changed during iteration"), self.tx.loc())
+            raise UserException(mutation_error(self.what, True), self.tx.loc())
         if self.taken >= len(keys):
             return None
         self.taken += 1
@@ -158,6 +175,20 @@ class CheckedIterator(_Derived):
 
     def left(self) -> list[VariableTracker]:
         return [self.read(k) for k in list(self.container.items)[self.taken:]]
+
+    def rebuild(self, codegen: ResumeCodegen) -> str | None:
+        """Over a dict: pdyn's stand-in for its iterator, over the live dict, checked against the keys
+        the loop began with and moved to the trace's position after the dict's writes are replayed.
+        A set's goes as its items left (None): its order in the frame code's rebuilt set may differ."""
+        if not self.view:
+            return None
+        if self.failed:
+            return codegen.once(self, "iter(())")
+        made = codegen.constant(CarriedMappingIterator, "CarriedMappingIterator")
+        name = codegen.once(self, f"{made}({codegen.reconstruct(self.container)}, {self.view!r}, "
+                                  f"{codegen.constant(tuple(self.keys), 'keys')}, {self.what!r})")
+        codegen.positioned.append(f"{name}.at({self.taken})")
+        return name
 
 
 def make_iterator(tx: Tracer, vt: VariableTracker) -> IteratorVariable:
@@ -190,4 +221,4 @@ def _over_dict(tx: Tracer, mapping: DictVariable, kind: str) -> CheckedIterator:
              "items": lambda k: TupleVariable([key_tracker(tx, k), mapping.items[k]])}
     ordered = issubclass(mapping.dict_type, collections.OrderedDict)
     return CheckedIterator(tx, mapping, type(iter(getattr(collections.OrderedDict() if ordered else {}, kind)())), reads[kind],
-                           "OrderedDict" if ordered else "dictionary")
+                           "OrderedDict" if ordered else "dictionary", kind)

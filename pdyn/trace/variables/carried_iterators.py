@@ -1,0 +1,118 @@
+"""The iterators a graph break hands to its resume function, at run time.
+
+A loop over `d.items()`, `enumerate(xs)` or `zip(a, b)` that breaks goes on in the resume function
+with the same iteration: it must read the live containers there, as Python's iterators do (a value
+written after the break is seen, a key added raises). CPython's dict iterators cannot be made at a
+position or read back, and an `enumerate` cannot be told its count, so pdyn hands over these plain
+Python stand-ins, whose state the resume function's trace reads (`iterator_inputs.py`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def mutation_error(what: str, same_size: bool) -> RuntimeError:
+    """The RuntimeError of CPython's iterator over a dict (`what` "dictionary"), an OrderedDict or a
+    set whose keys changed under it."""
+    if what == "OrderedDict":
+        return RuntimeError("OrderedDict mutated during iteration")
+    if same_size and what == "dictionary":
+        return RuntimeError("dictionary keys changed during iteration")
+    return RuntimeError(f"{what} changed size during iteration")
+
+
+class CarriedMappingIterator:
+    """A dict's keys/values/items iterator at a position. `keys` are the keys when the loop began:
+    a dict changed since raises on the next item, as CPython's iterator does."""
+
+    def __init__(self, mapping: Any, kind: str, keys: tuple[Any, ...], what: str) -> None:
+        self.mapping, self.kind, self.keys, self.what = mapping, kind, keys, what
+        self.taken = 0
+        self.failed = False   # spent by the error, as CPython's iterator is
+        self.error: RuntimeError | None = None   # found by `at`: raised by the next step
+        self._it: Any = iter(())
+
+    def at(self, taken: int) -> None:
+        """Move to `taken` items in; run after the frame code replayed the trace's writes, so the
+        dict is as the trace left it."""
+        keys = tuple(self.mapping)
+        if keys != self.keys:
+            self.error = mutation_error(self.what, len(keys) == len(self.keys))
+            return
+        self._it = iter(getattr(self.mapping, self.kind)())
+        for _ in range(taken):
+            next(self._it)
+        self.taken = taken
+
+    def __iter__(self) -> CarriedMappingIterator:
+        return self
+
+    def __next__(self) -> Any:
+        if self.failed:
+            raise StopIteration
+        if self.error is not None:
+            self.failed = True
+            raise self.error
+        try:
+            item = next(self._it)
+        except RuntimeError:
+            self.failed = True
+            raise
+        self.taken += 1
+        return item
+
+    def __length_hint__(self) -> int:
+        return 0 if self.failed or self.error is not None else len(self.keys) - self.taken
+
+
+class CarriedEnumerate:
+    """`enumerate(inner, start)` whose count the resume function's frame code can set."""
+
+    def __init__(self, inner: Any, count: int) -> None:
+        self.inner, self.count = inner, count
+
+    def __iter__(self) -> CarriedEnumerate:
+        return self
+
+    def __next__(self) -> tuple[int, Any]:
+        item = next(self.inner)
+        self.count += 1
+        return self.count - 1, item
+
+
+class CarriedZip:
+    """`zip(*inners, strict=strict)` with its iterators readable (`inners`); Python's zip steps it."""
+
+    def __init__(self, inners: tuple[Any, ...], strict: bool) -> None:
+        self.inners, self.strict = inners, strict
+        self._zip = zip(*inners, strict=strict)
+
+    def __iter__(self) -> CarriedZip:
+        return self
+
+    def __next__(self) -> tuple[Any, ...]:
+        return next(self._zip)
+
+
+def set_count(it: CarriedEnumerate, count: int) -> None:
+    """A replayed step of a traced `enumerate` whose inner iterator advances by its own replays."""
+    it.count = count
+
+
+CARRIED_TYPES = (CarriedMappingIterator, CarriedEnumerate, CarriedZip)
+
+
+def replay_dict(d: dict[Any, Any], new: dict[Any, Any]) -> None:
+    """Make `d` hold `new` (the trace's final state of it) as the program's own writes would: values
+    set in place, keys deleted and appended, so an iterator over `d` (a loop the break carried, or
+    one outside the frame) stays valid where Python's would. Only a reordering rebuilds it."""
+    if [k for k in d if k in new] + [k for k in new if k not in d] == list(new):
+        for k in [k for k in d if k not in new]:
+            del d[k]
+        for k, v in new.items():
+            if k not in d or d[k] is not v:
+                d[k] = v
+        return
+    d.clear()
+    d.update(new)

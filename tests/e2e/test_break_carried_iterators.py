@@ -1,0 +1,167 @@
+"""A loop whose body breaks the graph goes on in the resume function over the live containers, as
+Python's iterators do: a dict's items, `enumerate`, `zip` and `reversed` written after the break are
+seen, a dict that changes size raises, and the resume function's loop is traced (not run eagerly)."""
+
+from __future__ import annotations
+
+import collections
+
+import pytest
+import torch
+
+import pdyn
+
+
+def compare(fn, make_args, calls=3):
+    """Each call on fresh arguments, eagerly and compiled: same results (or the same RuntimeError)
+    and the same arguments afterwards. Returns pdyn's counters."""
+    pdyn.reset()
+    opt = pdyn.optimize(fn, backend="eager")
+    for _ in range(calls):
+        results = []
+        for f in (fn, opt):
+            args = make_args()
+            try:
+                out = f(*args)
+            except RuntimeError as e:
+                out = ("RuntimeError", str(e))
+            results.append((out, args))
+        (eager, eager_args), (compiled, compiled_args) = results
+        assert repr(compiled) == repr(eager)
+        assert repr(compiled_args) == repr(eager_args)
+    return pdyn.stats()
+
+
+def test_a_dict_items_loop_sees_a_value_written_after_the_break():
+    def f(x, d):
+        keys = []
+        for k, v in d.items():
+            x = x + v
+            pdyn.graph_break()
+            d["b"] = 10.0
+            keys.append(k)
+        return x, keys
+
+    stats = compare(f, lambda: (torch.ones(2), {"a": 1.0, "b": 2.0, "c": 3.0}))
+    assert stats["eager_fallbacks"] == 0 and stats["graph_breaks"] == 3
+
+
+def test_a_key_added_after_the_break_raises_as_python_does():
+    def f(x, d):
+        for k in d:
+            x = x + d[k]
+            pdyn.graph_break()
+            if k == "a":
+                d["z"] = 5.0
+        return x
+
+    compare(f, lambda: (torch.ones(2), {"a": 1.0, "b": 2.0}))
+
+
+def test_a_key_added_before_the_break_raises_at_the_next_item():
+    def f(x, d):
+        for k in d:
+            x = x + 1
+            if k == "a":
+                d["z"] = 5.0
+            pdyn.graph_break()
+        return x
+
+    compare(f, lambda: (torch.ones(2), {"a": 1.0, "b": 2.0}))
+
+
+def test_values_written_in_the_trace_before_the_break_are_in_place_when_the_loop_goes_on():
+    def f(x, d):
+        for k, v in d.items():
+            d[k] = v * 2
+            x = x * v
+            pdyn.graph_break()
+        return x, d
+
+    compare(f, lambda: (torch.ones(2), {"a": 1.5, "b": 2.0, "c": 3.0}))
+
+
+def test_an_ordered_dict_made_in_the_trace_and_enumerate_over_its_items():
+    def f(x, w):
+        d = collections.OrderedDict(a=1.0, b=2.0, c=3.0)
+        for i, (k, v) in enumerate(d.items(), start=5):
+            x = x + i * v
+            pdyn.graph_break()
+            d[k] = w
+        return x, d
+
+    compare(f, lambda: (torch.ones(2), 4.0))
+
+
+def test_enumerate_and_zip_over_lists_written_after_the_break():
+    def f(x, xs, ys):
+        for i, v in enumerate(xs):
+            x = x + v
+            pdyn.graph_break()
+            if i == 0:
+                xs[1] = 100.0
+        for a, b in zip(xs, ys):
+            x = x + a * b
+            pdyn.graph_break()
+            ys[-1] = 7.0
+        return x
+
+    stats = compare(f, lambda: (torch.ones(2), [1.0, 2.0, 3.0], [1.0, 1.0, 1.0]))
+    assert stats["eager_fallbacks"] == 0
+
+
+def test_zip_strict_across_a_break_raises_when_one_ends_first():
+    def f(x, xs, ys):
+        try:
+            for a, b in zip(xs, ys, strict=True):
+                x = x + a * b
+                pdyn.graph_break()
+        except ValueError as e:
+            return x, str(e)
+        return x, ""
+
+    compare(f, lambda: (torch.ones(2), [1.0, 2.0, 3.0], [1.0, 1.0]))
+
+
+def test_reversed_and_a_list_the_trace_appended_to():
+    def f(x, xs):
+        for v in reversed(xs):
+            x = x + v
+            pdyn.graph_break()
+            xs[0] = 50.0
+        grown = [1.0, 2.0]
+        for v in grown:
+            x = x + v
+            if len(grown) < 4:
+                grown.append(v + 10)
+            pdyn.graph_break()
+        return x, xs, grown
+
+    compare(f, lambda: (torch.ones(2), [1.0, 2.0, 3.0]))
+
+
+def test_an_iterator_held_in_a_local_stays_one_object_across_the_break():
+    def f(x, d):
+        it = iter(d.items())
+        k, v = next(it)
+        x = x + v
+        pdyn.graph_break()
+        d[k] = 0.0
+        d["b"] = 9.0
+        return x, list(it), next(it, None)
+
+    compare(f, lambda: (torch.ones(2), {"a": 1.0, "b": 2.0, "c": 3.0}))
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_the_resumed_loop_is_traced_and_hits_its_cache(n):
+    def f(x, d):
+        for k, v in d.items():
+            x = x * v
+            pdyn.graph_break()
+            x = x + 1
+        return x
+
+    stats = compare(f, lambda: (torch.ones(2), {str(i): float(i + 1) for i in range(n)}), calls=3)
+    assert stats["eager_fallbacks"] == 0
+    assert stats["compiles"] == n + 1 and stats["cache_hits"] == 2 * (n + 1)
