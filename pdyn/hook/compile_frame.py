@@ -26,7 +26,7 @@ from pdyn.base.errors import Unsupported
 from pdyn.trace.frame_codegen import EagerRerun, FrameCodegen, build_frame_function
 from pdyn.guards.codegen import GuardCode, build
 from pdyn.hook.resume_entry import CLOSURE_KEY, EMPTY_CELL, Optimize, break_entry, closure_at_call, title_of
-from pdyn.ops.effects import draws_random, writes_an_input, written_inputs
+from pdyn.ops.effects import draws_random, writes_an_input, writes_under_grad, written_inputs
 from pdyn.trace.output_graph import OutputGraph
 from pdyn.trace.context import TraceContext
 from pdyn.shapes.trace_plan import TracePlan
@@ -34,6 +34,7 @@ from pdyn.guards.guard_validation import validate_guards
 from pdyn.guards.shape_guards import shape_guards
 from pdyn.shapes import validation
 from pdyn.sources import ItemSource, LocalSource, SizeSource
+from pdyn.trace.variables.carried_iterators import replay_dict
 from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.cell import CellVariable, real_cell
 from pdyn.trace.variables.containers import DictVariable, ListVariable
@@ -118,10 +119,11 @@ def _break_or_eager(e: Unsupported, output: OutputGraph, code: types.CodeType, f
     return _eager_entry(e, output, code, title, number, start, call_original, why)
 
 
-def _eager_entry(e: Unsupported, output: OutputGraph, code: types.CodeType, title: str, number: int, start: float,
-                 call_original: Callable[[dict[str, Any]], Any], why: str) -> CacheEntry:
+def _eager_entry(e: Unsupported, output: OutputGraph, code: types.CodeType | None, title: str, number: int,
+                 start: float, call_original: Callable[[dict[str, Any]], Any], why: str) -> CacheEntry:
     """The frame runs eagerly under the guards gathered up to the break (the same inputs do not trace again)."""
-    breaks_log.info("running %s eagerly: %s\n  (no resume function: %s)", title_of(code), e, why)
+    breaks_log.info("running %s eagerly: %s\n  (no resume function: %s)", title if code is None else title_of(code),
+                    e, why)
     guard = _build_guards(output, title)
     return CacheEntry(guard, lambda L, G: call_original(L), None, "# runs the original function eagerly\n",
                       number, eager_reason=e, compile_seconds=time.perf_counter() - start,
@@ -184,6 +186,11 @@ def _finish(output: OutputGraph, result: VariableTracker | None, backend: Backen
         if not writes_an_input(graph):
             rerun = EagerRerun(call_original, title, draws)
         elif effects and (written := written_inputs(graph)) is not None:
+            if writes_under_grad(graph, torch.is_grad_enabled()):  # a rerun would record them twice
+                return _eager_entry(Unsupported("autograd_write", "pdyn cannot rerun a graph that writes a "
+                                                "tensor autograd tracks, where Python side effects wait "
+                                                "after it"), output, None, title, number, start,
+                                    call_original, "the graph's writes cannot be undone")
             rerun = EagerRerun(call_original, title, draws, restore=written)  # inputs saved first
     inputs = codegen.input_reads([source for source, _ in graph_inputs])
     run, frame_source = build_frame_function(codegen, result_expr, effects, inputs, compiled, title, tail, rerun)
@@ -231,7 +238,7 @@ def _side_effects(output: OutputGraph, codegen: FrameCodegen) -> list[str]:
             elif isinstance(vt, DictVariable):
                 items = ", ".join(f"{codegen.constant(k)}: {codegen.reconstruct(v)}" for k, v in vt.items.items())
                 codegen.lines.append(f"{value} = {{{items}}}")
-                statements += [f"{target}.clear()", f"{target}.update({value})"]
+                statements.append(f"{codegen.constant(replay_dict, 'replay_dict')}({target}, {value})")
         elif kind == "attr":
             obj, stored = effects.attrs[key]
             if is_deleted(stored):  # `del obj.name` was the last change

@@ -98,6 +98,24 @@ def written_inputs(graph: torch.fx.Graph) -> list[int] | None:
     return [i for i, p in enumerate(placeholders) if p in found]
 
 
+def writes_under_grad(graph: torch.fx.Graph, grad_enabled: bool) -> bool:
+    """Whether some write in `graph` runs in grad mode (`grad_enabled` at its start, then as its
+    `_set_grad_enabled` nodes say) to a tensor that requires grad (its traced value, after the
+    write): autograd records it in the tensor's history, which copying old values back does not undo."""
+    for node in graph.nodes:
+        if node.op == "call_function" and node.target is torch._C._set_grad_enabled and node.args:
+            grad_enabled = node.args[0] is not False  # a value only the call knows: grad mode, maybe
+        elif grad_enabled and mutates(node) and any(_requires_grad(v) for v in [node, *_written(node)]):
+            return True
+    return False
+
+
+def _requires_grad(value: Any) -> bool:
+    example = value.meta.get("example_value") if isinstance(value, torch.fx.Node) else value
+    examples = example if isinstance(example, (list, tuple)) else [example]
+    return any(isinstance(t, torch.Tensor) and t.requires_grad for t in examples)
+
+
 def _roots(value: Any, seen: set[torch.fx.Node]) -> set[torch.fx.Node] | None:
     """The placeholders `value` may be a view of; None if it may view a get_attr."""
     if not isinstance(value, torch.fx.Node) or value in seen:
