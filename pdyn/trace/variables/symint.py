@@ -126,6 +126,8 @@ class SymIntVariable(VariableTracker):
             pytype = type(fn(self.hint()))
         except (ArithmeticError, ValueError) as e:  # math.sqrt(-n): Python's own error
             raise UserException(e, tx.loc()) from None
+        if fn is math.sqrt and self.expr.free_symbols:  # its domain, or a later call's code raises it
+            self.env.evaluate_bool(sympy.Ge(self.expr, 0, evaluate=False), tx.loc(), "math.sqrt's domain")
         output, loc = tx.output, tx.loc()
         return SymIntVariable(self.env, table[fn](self.expr),
                               lambda: output.annotate(output.graph.call_function(fn, (self.node,)), loc), loc,
@@ -228,6 +230,13 @@ def sym_binary(tx: Tracer, fn: Callable[[Any, Any], Any], lhs: VariableTracker,
         return ConstantVariable(fn(_value(lhs, fn, loc), _value(rhs, fn, loc)))  # min(n, 2.5): its type is its value's
     if fn is operator.pow and pytype is int and b.free_symbols:  # `n ** m` is an int while m >= 0
         env.evaluate_bool(sympy.Ge(b, 0, evaluate=False), loc, "an int power")
+    if fn is operator.pow and pytype is float and not (b.is_Number and float(b).is_integer()) \
+            and not (env.evaluate_bool(sympy.Ge(a, 0, evaluate=False), loc, "a float power's base")
+                     if a.free_symbols else env.hint(a) >= 0):
+        # a negative base to a fractional power is a complex: this call's value decides the type
+        return ConstantVariable(fn(_value(lhs, fn, loc), _value(rhs, fn, loc)))
+    if fn is operator.pow and pytype is float and a.free_symbols and not (b.is_Number and b >= 0):
+        env.evaluate_bool(sympy.Ne(a, 0, evaluate=False), loc, "a base under a negative power")  # 0.0 ** -1 raises
     if fn in DIVISIONS and b.free_symbols:  # the next call's divisor may be 0, where Python raises
         env.evaluate_bool(sympy.Ne(b, 0, evaluate=False), loc, "a divisor")
     expr = sym_float.BINARY[fn](a, b) if pytype is float and fn in sym_float.BINARY else SYMPY_OPS[fn](a, b)
