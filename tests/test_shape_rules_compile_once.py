@@ -67,6 +67,7 @@ ALONG_DIM = {
     "diff": lambda x: torch.diff(x, dim=0, prepend=x[:1]) + torch.diff(x, n=2, dim=1).sum(-1, keepdim=True),
     "from_data": lambda x: x + torch.tensor([x.shape[0]] * 6) + x.new_tensor([[1.0] * 6]),
     "meshgrid": lambda x: torch.meshgrid(x[:, 0], x[0], indexing="ij")[0] + torch.meshgrid(x[:, 1], x[1])[1],
+    "broadcast_tensors": lambda x: sum(torch.broadcast_tensors(x, x[:1], x[:, :1])) + torch.cdist(x, x[:3]).sum(-1, True),
     "clamp": lambda x: x.clamp(-0.5, 0.5) + x.clamp(min=x[:1]) + x.type_as(x).to(torch.float32).contiguous(),
 }
 

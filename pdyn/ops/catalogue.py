@@ -95,7 +95,7 @@ declare_all(["view", "reshape"], namespaces=(torch, torch.Tensor))
 declare_all(["view_as", "reshape_as", "expand", "expand_as", "repeat"], namespaces=TENSOR)
 declare_all("""flatten unflatten permute transpose swapaxes swapdims t movedim moveaxis squeeze unsqueeze
 split split_with_sizes chunk unbind select narrow""".split())
-declare_all(["broadcast_to", "cat", "concat", "concatenate", "stack"], namespaces=TORCH)
+declare_all(["broadcast_to", "broadcast_tensors", "cat", "concat", "concatenate", "stack"], namespaces=TORCH)
 declare("getitem", spellings=[operator.getitem, "__getitem__", torch.Tensor.__getitem__], namespaces=(),
         data_dependent="output size, when indexed by a boolean mask")
 declare("setitem", spellings=[operator.setitem, "__setitem__"], namespaces=(), mutates=0)
@@ -112,7 +112,7 @@ declare_all(["isin", "bucketize"], namespaces=TORCH)
 for _name in ("lstm", "gru", "rnn_tanh", "rnn_relu"):  # what nn.LSTM/GRU/RNN call
     declare(_name, spellings=[getattr(torch._VF, _name)], namespaces=TORCH)
 declare("pad_sequence", spellings=[torch._C._nn.pad_sequence], namespaces=())
-declare_all(["einsum", "meshgrid", "tensor", "as_tensor"], namespaces=TORCH)
+declare_all(["einsum", "meshgrid", "tensor", "as_tensor", "cdist"], namespaces=TORCH)
 declare("new_tensor", namespaces=TENSOR)
 
 # -- nn ----------------------------------------------------------------------------------------------------

@@ -203,6 +203,27 @@ def _ndims(c: OpCall, tensors: dict[str, Any], ndim: int) -> list[Sizes]:
     return out
 
 
+@register("cdist")
+def cdist(c: OpCall) -> list[Sizes] | None:
+    """(*batch, P, M) and (*batch, R, M) give (*batch, P, R), the batches broadcast."""
+    a = c.bind("x1", "x2", "p", "compute_mode")
+    x, y = as_tensor(a["x1"], "x1").sizes, as_tensor(a["x2"], "x2").sizes
+    if len(x) < 2 or len(y) < 2:
+        raise ShapeError("cdist: x1 and x2 must have at least 2 dims")
+    c.equal(x[-1], y[-1], "cdist: x1 and x2 must have the same number of columns")
+    return [broadcast(c, x[:-2], y[:-2]) + (x[-2], y[-2])]
+
+
+@register("broadcast_tensors")
+def broadcast_tensors(c: OpCall) -> list[Sizes] | None:
+    """Every tensor to the broadcast of all: `torch.broadcast_tensors(a, b)` or `_VF`'s one list."""
+    tensors = list(c.args[0]) if len(c.args) == 1 and isinstance(c.args[0], (list, tuple)) else list(c.args)
+    if c.kwargs or not all(isinstance(t, SymTensor) for t in tensors):
+        return None
+    out = broadcast(c, *(t.sizes for t in tensors))
+    return [out] * len(tensors)
+
+
 @register("mm", "bmm", "dot", "vdot", "mv")
 def mm(c: OpCall) -> list[Sizes] | None:
     a = c.bind("input", "mat2" if c.name() in ("mm", "bmm") else ("vec" if c.name() == "mv" else "other"))

@@ -35,6 +35,7 @@ from pdyn.ops import canonical
 from pdyn.ops.shape_definitions import definitions as shape_definitions
 from pdyn.ops.shape_rules import SymTensor, infer_sizes
 from pdyn.sources import SizeSource, Source
+from pdyn.trace.fx_targets import exact_target
 from pdyn.trace.context import TraceContext
 from pdyn.trace import unbacked as data_sizes
 from pdyn.trace.variables.amp_state import pin_op_state
@@ -372,7 +373,7 @@ class OutputGraph:
                 example: Any, loc: SourceLoc | None) -> torch.fx.Node:
         """Append the node for an op whose fake run gave `example`, with the user's location."""
         node = self.graph.create_node(
-            kind, target, tuple(as_node(a) for a in args), {k: as_node(v) for k, v in kwargs.items()},
+            kind, exact_target(target) if kind == "call_function" else target, tuple(as_node(a) for a in args), {k: as_node(v) for k, v in kwargs.items()},
             name=self._fresh_name(_target_name(target).rsplit(".", 1)[-1]),
         )
         graph_meta.stamp_size_arguments(  # the values of size nodes, for the backend

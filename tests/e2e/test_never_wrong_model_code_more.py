@@ -5,6 +5,7 @@ zeros, and the nested tensors of torch's Transformer fast path."""
 from __future__ import annotations
 
 import copy
+import warnings
 
 import torch
 
@@ -73,3 +74,21 @@ def test_multihead_attention_fast_path_without_weights_returns_none_weights_in_t
             assert_same(opt(x, pad), attend(x, pad))
     stats = pdyn.stats()
     assert (stats["compiles"], stats["graph_breaks"], stats["eager_fallbacks"]) == (1, 0, 0), stats
+
+
+def test_torch_functions_that_call_vf_builtins_run_as_traced_in_the_graph():
+    # torch.broadcast_tensors and torch.cdist call torch._VF's builtins of the same name, which fx
+    # prints as `torch.<name>`: the Python wrapper, which takes other arguments
+    def f(x, y):
+        a, b = torch.broadcast_tensors(x, y[:1])
+        return torch.cdist(a + b, y), torch.einsum("ij,kj->ik", x, y)
+
+    backend = CountingBackend()
+    opt = pdyn.optimize(f, backend=backend)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")   # no "invariant broke" rerun
+        for rows in (3, 5, 6):
+            x, y = torch.randn(rows, 4), torch.randn(rows + 1, 4)
+            assert_same(opt(x, y), f(x, y))
+    stats = pdyn.stats()
+    assert (stats["graphs"], stats["graph_breaks"], stats["eager_fallbacks"]) == (1, 0, 0), stats

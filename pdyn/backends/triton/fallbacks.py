@@ -42,8 +42,9 @@ fallback("short", "char", "byte", "cfloat", why="a cast to a dtype the kernels d
 fallback("cpu", "cuda", why="a device move")
 fallback("nansum", "nanmean", "any", "all", "count_nonzero", "norm", "logcumsumexp", why="reduction without a lowering yet")
 fallback("dot", "vdot", "mv", "baddbmm", "addmv", "outer", "ger", "__rmatmul__", "conv1d", "conv2d", "conv3d",
-         "_native_multi_head_attention", "_transformer_encoder_layer_fwd",
+         "_native_multi_head_attention", "_transformer_encoder_layer_fwd", "cdist",
          why="a library kernel (torch's)")
+fallback("broadcast_tensors", why="views of its inputs, several of them: torch makes them")
 fallback("empty", "empty_like", "new_empty", why="uninitialized memory: nothing to compute")
 fallback("eye", "linspace", "logspace", "tril", "triu", why="index-valued factory without a lowering yet")
 fallback("repeat", "swapdims", "movedim", "moveaxis", "split", "split_with_sizes", "chunk", "unbind", "stack",
