@@ -29,6 +29,16 @@ REALIZE_OPS = 30
 REALIZE_READS = 4
 
 
+def _same_order(layout: tuple[int, ...], sizes: list[int], strides: list[int]) -> bool:
+    """Whether the example's strides (the fake result's) keep `layout`'s order on its dims of
+    more than one element. The eager check's small sizes can make a reshape a view where the
+    example's sizes copy it (a transposed (2, 2) reshaped to (2, 2)): the example's layout wins."""
+    if not all(type(v) is int for v in sizes + strides):
+        return True  # data-dependent sizes: no example values to compare
+    big = [d for d in layout if sizes[d] != 1]
+    return all(strides[p] <= strides[q] for p, q in zip(big, big[1:]))
+
+
 class NotLowered(Exception):
     """This node has no lowering for these arguments; it becomes a fallback call."""
 
@@ -72,7 +82,7 @@ class GraphLowering:
         fake, layout = self.fake(node), self.eager_check.layouts.get(node)
         if item is not None:
             fake, layout = fake[item], layout[item] if layout is not None else None
-        if layout is None:
+        if layout is None or not _same_order(layout, list(fake.shape), list(fake.stride())):
             layout = order(list(fake.shape), list(fake.stride()))
         return dense(self.ranges(node, item), layout)
 

@@ -360,6 +360,10 @@ def lower_cast(lx: GraphLowering, node: Any, x: Any, *args: Any, **kwargs: Any) 
     if kwargs.get("memory_format") not in (None, torch.preserve_format, torch.contiguous_format):
         raise NotLowered("memory format")
     if fake.dtype == x.dtype and op_of(node).name in ("to", "type", "type_as") + tuple(CASTS):
+        if kwargs.get("copy"):  # eager copies: the result must not alias the input
+            return Pointwise(list(x.ranges), x.dtype, x.fn, x.reads, x.ops)
+        if any(a is True for a in args):  # a positional non_blocking or copy: which, torch knows
+            raise NotLowered("positional copy flag")
         return x  # eager returns the input itself
     return cast_value(lx, node, x, fake.dtype)
 

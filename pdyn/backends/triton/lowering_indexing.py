@@ -127,12 +127,10 @@ def lower_arange(lx: GraphLowering, node: Any, *args: Any, **kwargs: Any) -> Poi
     fake = lx.fake(node)
     if fake.device != lx.device or kwargs.get("requires_grad"):
         raise NotLowered("arange on another device")
-    bounds = list(args)
-    if "end" in kwargs:
-        bounds = (bounds or [0])[:1] + [kwargs["end"]]
-    if "start" in kwargs:
-        bounds = [kwargs["start"]] + bounds
-    start, step = (0, 1) if len(bounds) == 1 else (bounds[0], bounds[2] if len(bounds) > 2 else kwargs.get("step", 1))
+    # one positional is `end` unless `end` is a keyword (arange(2, end=n) starts at 2)
+    names = ("end",) if len(args) == 1 and "end" not in kwargs else ("start", "end", "step")
+    bound = dict(zip(names, args)) | {k: kwargs[k] for k in ("start", "end", "step") if k in kwargs}
+    start, step = bound.get("start", 0), bound.get("step", 1)
     if any(isinstance(v, float) or isinstance(v, Scalar) and v.is_float for v in (start, step)):
         raise NotLowered("float bounds: eager computes them in double")
     dtype = fake.dtype

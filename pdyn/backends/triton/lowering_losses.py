@@ -11,7 +11,7 @@ import torch
 
 from pdyn.backends.triton.graph_lowering import GraphLowering, NotLowered
 from pdyn.backends.triton.ir import Handler, Index, Pointwise, Val, compute_dtype
-from pdyn.backends.triton.lowering import operand, register
+from pdyn.backends.triton.lowering import operand, register, round_to
 from pdyn.backends.triton.lowering_reductions import norm_dims, reduce
 from pdyn.ops import op_of
 
@@ -26,12 +26,14 @@ def _insert_zeros(dims: tuple[int, ...], ndim: int) -> Any:
 
 
 def logsumexp_of(lx: GraphLowering, x: Pointwise, dims: tuple[int, ...], keepdim: bool,
-                 dtype: torch.dtype) -> Pointwise:
-    """log(sum(exp(x - m))) + m with m the max (0 where it is infinite, as torch shifts)."""
+                 dtype: torch.dtype, sum_in_dtype: bool = False) -> Pointwise:
+    """log(sum(exp(x - m))) + m with m the max (0 where it is infinite, as torch shifts).
+    `sum_in_dtype`: the sum is rounded to `dtype` before its log, as torch.logsumexp sums into its
+    float16 result (inf past 65504 on CPU and CUDA); cross_entropy's log_softmax sums in float32."""
     compute = compute_dtype(dtype)
     ranges = list(x.ranges)
     xs = Pointwise(ranges, dtype, operand(x, ranges, compute)[0], x.reads, x.ops)
-    m = reduce(lx, xs, dims, "max", dtype, True)
+    m = reduce(lx, xs, dims, "max", compute, True)  # partials in the compute dtype, as eager's
     load_x, load_m = operand(xs, ranges, compute)[0], operand(m, ranges, compute)[0]
 
     def safe(h: Handler, v: Val) -> Val:
@@ -42,10 +44,15 @@ def logsumexp_of(lx: GraphLowering, x: Pointwise, dims: tuple[int, ...], keepdim
         return h.op("exp", compute, h.op("sub", compute, load_x(h, idx), safe(h, load_m(h, idx))))
 
     e = Pointwise(ranges, dtype, shifted_exp, xs.reads | m.reads, x.ops + 6)
-    s = reduce(lx, e, dims, "sum", dtype, keepdim)
+    s = reduce(lx, e, dims, "sum", dtype if sum_in_dtype else compute, keepdim)
     out_ranges = list(s.ranges)
     keep = (lambda idx: idx) if keepdim else _insert_zeros(dims, len(ranges))
-    load_s = operand(s, out_ranges, compute)[0]
+    load_stored = operand(s, out_ranges, compute)[0]
+    rounds = sum_in_dtype and dtype != compute
+
+    def load_s(h: Handler, idx: Index) -> Val:  # fused, the sum is a float32 value: round it too
+        v = load_stored(h, idx)
+        return round_to(h, v, dtype) if rounds else v
 
     def fn(h: Handler, idx: Index) -> Val:
         mv = m.fn(h, keep(idx))
@@ -61,7 +68,7 @@ def lower_logsumexp(lx: GraphLowering, node: Any, x: Any, dim: Any, keepdim: boo
     dtype = lx.fake(node).dtype
     if not dtype.is_floating_point:
         raise NotLowered("logsumexp result dtype")
-    return logsumexp_of(lx, x, norm_dims(dim, len(x.ranges)), keepdim, dtype)
+    return logsumexp_of(lx, x, norm_dims(dim, len(x.ranges)), keepdim, dtype, sum_in_dtype=True)
 
 
 def _class_loss_args(node: Any, args: tuple, kwargs: dict, names: tuple[str, ...]) -> dict[str, Any]:

@@ -76,8 +76,8 @@ def lower_reduction(lx: GraphLowering, node: Any, x: Any, dim: Any = None, keepd
     if kind in ("argmax", "argmin") and dim is None:
         flat = Pointwise([reduced_count(x, dims)], x.dtype, _flat_fn(x), x.reads, x.ops)
         return reduce(lx, flat, (0,), kind, out.dtype, False, lx.strides(node))
-    if kind == "mean":
-        total = reduce(lx, x, dims, "sum", out.dtype, keepdim)
+    if kind == "mean":  # the sum stays in the compute dtype: fp16 partials overflow where the mean does not
+        total = reduce(lx, x, dims, "sum", compute_dtype(out.dtype), keepdim)
         return scale(lx, lx.ranges(node), total, reduced_count(x, dims), out.dtype)
     if kind == "prod" and dim is not None and not isinstance(dim, int):
         raise NotLowered("prod takes one dim")
@@ -109,11 +109,13 @@ def lower_max_dim(lx: GraphLowering, node: Any, x: Any, dim: Any = None, keepdim
 
 def variance(lx: GraphLowering, x: Pointwise, dims: tuple[int, ...], correction: Any,
              keepdim: bool, dtype: torch.dtype, out_ranges: list[sympy.Expr]) -> tuple[Pointwise, Pointwise]:
-    """Two passes (mean, then squared deviations); both land in one kernel with two phases."""
+    """Two passes (mean, then squared deviations); both land in one kernel with two phases.
+    Their sums are buffers of the compute dtype (a kernel of their own, the phased form, stores
+    them): a float16 sum of squares overflows where the variance does not."""
     n = reduced_count(x, dims)
     compute = compute_dtype(dtype)
     mean_keep = scale(lx, [1 if d in dims else s for d, s in enumerate(x.ranges)],
-                      reduce(lx, x, dims, "sum", dtype, True), n, dtype)
+                      reduce(lx, x, dims, "sum", compute, True), n, dtype)
     load_x, _, _ = operand(x, list(x.ranges), compute)
     load_m, _, _ = operand(mean_keep, list(x.ranges), compute)
 
@@ -123,8 +125,8 @@ def variance(lx: GraphLowering, x: Pointwise, dims: tuple[int, ...], correction:
 
     dev = Pointwise(list(x.ranges), dtype, sq, x.reads | mean_keep.reads, x.ops + 3)
     denom = sympy.Max(0, n - correction)
-    var = scale(lx, out_ranges, reduce(lx, dev, dims, "sum", dtype, keepdim), denom, dtype)
-    mean = mean_keep if keepdim else scale(lx, out_ranges, reduce(lx, x, dims, "sum", dtype, False), n, dtype)
+    var = scale(lx, out_ranges, reduce(lx, dev, dims, "sum", compute, keepdim), denom, dtype)
+    mean = mean_keep if keepdim else scale(lx, out_ranges, reduce(lx, x, dims, "sum", compute, False), n, dtype)
     return var, mean
 
 
@@ -175,7 +177,7 @@ def _softmax_parts(lx: GraphLowering, x: Pointwise, dim: int, dtype: torch.dtype
     compute = compute_dtype(dtype)
     xs = Pointwise(list(x.ranges), dtype, operand(x, list(x.ranges), compute)[0], x.reads, x.ops)
     dims = (dim % len(x.ranges),)
-    m = reduce(lx, xs, dims, "max", dtype, True)
+    m = reduce(lx, xs, dims, "max", compute, True)  # partials in the compute dtype, as eager's
     load_x, _, _ = operand(xs, list(x.ranges), compute)
     load_m, _, _ = operand(m, list(x.ranges), compute)
 
@@ -186,7 +188,7 @@ def _softmax_parts(lx: GraphLowering, x: Pointwise, dim: int, dtype: torch.dtype
         return h.op("exp", compute, shifted(h, idx))
 
     e = Pointwise(list(x.ranges), dtype, exp, xs.reads | m.reads, x.ops + 2)
-    s = reduce(lx, e, dims, "sum", dtype, True)
+    s = reduce(lx, e, dims, "sum", compute, True)
     load_s, _, _ = operand(s, list(x.ranges), compute)
     return shifted, exp, load_s, e.reads | s.reads
 
@@ -219,7 +221,7 @@ def _norm(lx: GraphLowering, node: Any, x: Pointwise, ndims: int, weight: Any, b
     xs = Pointwise(ranges, out_dtype, operand(x, ranges, compute)[0], x.reads, x.ops)
     if rms:
         sq = Pointwise(ranges, out_dtype, lambda h, i: h.op("square", compute, xs.fn(h, i)), xs.reads, xs.ops + 1)
-        ms = scale(lx, keep, reduce(lx, sq, dims, "sum", out_dtype, True), reduced_count(x, dims), out_dtype)
+        ms = scale(lx, keep, reduce(lx, sq, dims, "sum", compute, True), reduced_count(x, dims), out_dtype)
         center, spread = xs, ms
     else:
         var, mean = variance(lx, xs, dims, 0, True, out_dtype, keep)
