@@ -405,11 +405,14 @@ def linspace(c: OpCall) -> list[Sizes] | None:
 @register("arange")
 def arange(c: OpCall) -> list[Sizes] | None:
     """ceil((end - start) / step) values; floats or a symbolic step are read as values."""
-    bounds = list(c.args)
-    if "end" in c.kwargs:
-        bounds = bounds or [0]
-        bounds.insert(1, c.kwargs["end"])
-    start, end, step = [0, bounds[0], 1] if len(bounds) == 1 else (bounds + [c.kwargs.get("step", 1)])[:3]
+    given = {k: c.kwargs[k] for k in ("start", "end", "step") if k in c.kwargs}
+    if len(c.args) == 1 and not given:
+        given = {"end": c.args[0]}   # arange(end)
+    else:   # arange(start, end[, step]), each by position or keyword (torch checks the combination)
+        given.update(zip(("start", "end", "step"), c.args))
+    if "end" not in given:
+        return None
+    start, end, step = given.get("start", 0), given["end"], given.get("step", 1)
     if not all(is_size(v) or isinstance(v, float) for v in (start, end, step)):
         return None
     if any(isinstance(v, float) for v in (start, end, step)) or as_int(step) is None:

@@ -73,3 +73,15 @@ def test_a_negative_constant_to_a_fractional_size_power_is_a_complex():
         return r, x * 2
 
     check_calls(f, (ones(4),), (ones(6),), (ones(3),), (ones(8),), (ones(5),))
+
+
+def test_arange_bounds_by_keyword_give_the_right_symbolic_length():
+    """`torch.arange(start=2, end=n)`: the rule read `start` as 0; the fake run disagreed, so every
+    call specialized its size and broke the graph (one compile per length)."""
+    def f(x):
+        n = x.shape[0]
+        a = torch.arange(start=2, end=n) + torch.zeros(n - 2)
+        return a, torch.arange(2, end=n, step=2).shape, torch.arange(end=n).sum()
+
+    with pdyn.config.patch(check_hints=False):   # users run without the hint check
+        check_calls(f, (ones(5),), (ones(8),), (ones(11),), compiles=1)
