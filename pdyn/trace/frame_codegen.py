@@ -165,6 +165,8 @@ class ResumeCodegen(FrameCodegen):
         `reversed` and a dict's are rebuilt over theirs (`rebuild`); others go as the items left."""
         if vt.source is not None:
             return self.source_expr(vt.source)
+        if isinstance(vt, GeneratorVariable):   # under an enumerate or a zip: made again, or a restart
+            return vt.reconstruct(self)
         rebuild = getattr(vt, "rebuild", None)
         made = rebuild(self) if rebuild is not None else None
         if made is not None:

@@ -165,3 +165,21 @@ def test_the_resumed_loop_is_traced_and_hits_its_cache(n):
     stats = compare(f, lambda: (torch.ones(2), {str(i): float(i + 1) for i in range(n)}), calls=3)
     assert stats["eager_fallbacks"] == 0
     assert stats["compiles"] == n + 1 and stats["cache_hits"] == 2 * (n + 1)
+
+
+def test_enumerate_and_zip_over_a_generator_across_a_break():
+    # the generator under them was handed on as an empty list: the loop ended after the break
+    def gen(n):
+        for i in range(n):
+            yield i * 1.0
+
+    def f(x):
+        for i, v in enumerate(gen(3)):
+            x = x + v * i
+            pdyn.graph_break()
+        for a, b in zip(gen(2), [3.0, 4.0]):
+            x = x + a * b
+            pdyn.graph_break()
+        return x
+
+    compare(f, lambda: (torch.ones(2),))
