@@ -5,6 +5,7 @@ seen, a dict that changes size raises, and the resume function's loop is traced 
 from __future__ import annotations
 
 import collections
+import itertools
 
 import pytest
 import torch
@@ -183,3 +184,16 @@ def test_enumerate_and_zip_over_a_generator_across_a_break():
         return x
 
     compare(f, lambda: (torch.ones(2),))
+
+
+def test_itertools_chain_across_a_break_sees_a_list_grown_after_it():
+    def f(x, xs):
+        for v in itertools.chain(xs, [10.0]):
+            x = x + v
+            pdyn.graph_break()
+            if len(xs) < 4:
+                xs.append(1.0)
+        return x, xs
+
+    stats = compare(f, lambda: (torch.ones(2), [1.0, 2.0]))
+    assert stats["eager_fallbacks"] == 0

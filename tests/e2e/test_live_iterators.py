@@ -5,6 +5,7 @@ dicts and sets changed while iterated raise Python's RuntimeError."""
 from __future__ import annotations
 
 import collections
+import itertools
 
 import pytest
 import torch
@@ -113,3 +114,20 @@ def test_a_set_changed_while_iterated_raises_and_values_may_change():
     assert run_both(grows, lambda: (torch.ones(1),)) == [("RuntimeError", "Set changed size during iteration")] * 2
     eager, compiled = run_both(updates, lambda: ({"a": 1, "b": 2}, torch.ones(1)))
     torch.testing.assert_close(compiled, eager)
+
+
+def test_itertools_iterators_read_their_list_when_consumed_not_when_made():
+    # chain, islice, zip_longest and pairwise were lists of the items when made
+    def f(x, xs):
+        c = itertools.chain(xs, [10.0])
+        xs.append(5.0)
+        s = itertools.islice(xs, 0, None)
+        xs.append(6.0)
+        z, p = itertools.zip_longest(xs, [1.0]), itertools.pairwise(xs)
+        xs.append(7.0)
+        return x + 1, list(c), list(s), list(z), list(p), list(itertools.islice(xs, 1, 4, 2)), list(itertools.islice(xs, 5, None))
+
+    eager, compiled = run_both(f, lambda: (torch.ones(2), [1.0]))
+    torch.testing.assert_close(compiled[0], eager[0])
+    assert compiled[1:] == eager[1:]
+    assert eager[1] == [1.0, 5.0, 6.0, 7.0, 10.0]

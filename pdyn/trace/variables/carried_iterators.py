@@ -95,12 +95,33 @@ class CarriedZip:
         return next(self._zip)
 
 
+class CarriedChain:
+    """`itertools.chain` part-way: the iterator it is in (or None) and the iterables still to come."""
+
+    def __init__(self, current: Any, pending: tuple[Any, ...]) -> None:
+        self.current, self.pending = current, pending
+
+    def __iter__(self) -> CarriedChain:
+        return self
+
+    def __next__(self) -> Any:
+        while True:
+            if self.current is None:
+                if not self.pending:
+                    raise StopIteration
+                self.current, self.pending = iter(self.pending[0]), self.pending[1:]
+            try:
+                return next(self.current)
+            except StopIteration:
+                self.current = None
+
+
 def set_count(it: CarriedEnumerate, count: int) -> None:
     """A replayed step of a traced `enumerate` whose inner iterator advances by its own replays."""
     it.count = count
 
 
-CARRIED_TYPES = (CarriedMappingIterator, CarriedEnumerate, CarriedZip)
+CARRIED_TYPES = (CarriedMappingIterator, CarriedEnumerate, CarriedZip, CarriedChain)
 
 
 def replay_dict(d: dict[Any, Any], new: dict[Any, Any]) -> None:

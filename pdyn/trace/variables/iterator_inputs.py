@@ -11,9 +11,11 @@ from typing import TYPE_CHECKING, Any, Callable
 from pdyn.base.errors import Unsupported
 from pdyn.guards.guards import EqualsGuard, LenGuard, TypeGuard
 from pdyn.sources import AttrSource, ItemSource, IteratorStateSource, Source, iterator_state
-from pdyn.trace.variables.carried_iterators import CarriedEnumerate, CarriedMappingIterator, CarriedZip, set_count
+from pdyn.trace.variables.carried_iterators import (CarriedChain, CarriedEnumerate, CarriedMappingIterator, CarriedZip,
+                                                      set_count)
 from pdyn.trace.variables.constant import ConstantVariable, is_constant_value
 from pdyn.trace.variables.containers import DictVariable, DictViewVariable, IteratorVariable, ListVariable, TupleVariable
+from pdyn.trace.variables.itertools_live import ChainIterator
 from pdyn.trace.variables.live_iterators import EnumerateIterator, ReversedListIterator, ZipIterator, checked_iterator
 
 if TYPE_CHECKING:
@@ -139,6 +141,21 @@ def wrap_zip(tx: Tracer, value: CarriedZip, source: Source) -> IteratorVariable:
     return model
 
 
+def wrap_chain(tx: Tracer, value: CarriedChain, source: Source) -> IteratorVariable:
+    """Its iterators replay their own steps; the iterables still to come are read live. Where the
+    trace moves on to one, the real chain does not: a later break rebuilds it from the trace's
+    state (no source), never hands on this object."""
+    _guard_fields(tx, value, source)
+    tx.ctx.add_guard(LenGuard(AttrSource(source, "pending"), tuple, len(value.pending), loc=tx.loc()))
+    pending = [tx.wrap(p, ItemSource(AttrSource(source, "pending"), i)) for i, p in enumerate(value.pending)]
+    model = ChainIterator(tx, pending)
+    if value.current is not None:
+        model.current = _inner(tx, value.current, AttrSource(source, "current"))
+    else:
+        tx.ctx.add_guard(EqualsGuard(AttrSource(source, "current"), None, loc=tx.loc()))
+    return model
+
+
 def wrap_reversed(tx: Tracer, value: Any, source: Source) -> IteratorVariable:
     """`reversed(list)`: traced over the live list from its position."""
     tx.ctx.add_guard(TypeGuard(source, type(value), loc=tx.loc()))
@@ -153,4 +170,4 @@ def wrap_reversed(tx: Tracer, value: Any, source: Source) -> IteratorVariable:
 
 
 CARRIED_WRAPS = {CarriedMappingIterator: wrap_mapping_iterator, CarriedEnumerate: wrap_enumerate, CarriedZip: wrap_zip,
-                 type(reversed([])): wrap_reversed}
+                 CarriedChain: wrap_chain, type(reversed([])): wrap_reversed}

@@ -27,6 +27,7 @@ from pdyn.trace.variables.constant import ConstantVariable, ObjectConstantVariab
 from pdyn.trace.variables.functions import UserFunctionVariable, UserMethodVariable
 from pdyn.trace.variables.containers import DictVariable, IteratorVariable, TupleVariable, python_value
 from pdyn.trace.variables.live_iterators import make_iterator
+from pdyn.trace.variables.itertools_live import ChainIterator, IsliceIterator, PairwiseIterator, ZipLongestIterator
 from pdyn.trace.variables.semantics import is_same
 from pdyn.trace.variables.tensor import TensorVariable
 
@@ -86,7 +87,7 @@ def _signature(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, Variab
 
 @rule(itertools.chain)
 def _chain(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
-    return IteratorVariable([item for a in args for item in tx.iterate(a)])
+    return ChainIterator(tx, list(args))
 
 
 @rule(itertools.chain.from_iterable)
@@ -102,25 +103,14 @@ def _islice(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableT
         list(itertools.islice((), *bounds))  # the errors islice raises on bad bounds
     except (TypeError, ValueError, IndexError) as e:
         raise UserException(e, tx.loc()) from None
-    it = make_iterator(tx, args[0])  # pulled only as far as the slice reaches, as islice does
-    start, step = window.start or 0, window.step or 1
-    out, index = [], 0
-    while window.stop is None or index < window.stop:
-        item = it.next()
-        if item is None:
-            break
-        if index >= start and (index - start) % step == 0:
-            out.append(item)
-        index += 1
-    return IteratorVariable(out)
+    # pulled one item at a time, only as far as the slice reaches, as islice does
+    return IsliceIterator(make_iterator(tx, args[0]), window.start or 0, window.stop, window.step or 1)
 
 
 @rule(itertools.zip_longest)
 def _zip_longest(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
     fill = kwargs.get("fillvalue", NONE)
-    columns = [tx.iterate(a) for a in args]
-    rows = itertools.zip_longest(*columns, fillvalue=fill)
-    return IteratorVariable([TupleVariable(list(row)) for row in rows])
+    return ZipLongestIterator([make_iterator(tx, a) for a in args], fill)
 
 
 @rule(itertools.product)
@@ -132,8 +122,7 @@ def _product(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, Variable
 
 @rule(itertools.pairwise)
 def _pairwise(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
-    items = tx.iterate(args[0])
-    return IteratorVariable([TupleVariable([a, b]) for a, b in zip(items, items[1:])])
+    return PairwiseIterator(make_iterator(tx, args[0]))
 
 
 @rule(itertools.repeat)
