@@ -32,7 +32,8 @@ from pdyn.trace.variables.functions import PartialVariable, UserFunctionVariable
 from pdyn.trace.variables.nn_module import NNModuleVariable
 from pdyn.trace.variables.ranges import RangeVariable
 from pdyn.trace.variables.nn_module_made import construct_module
-from pdyn.trace.variables.user_objects import bind_class_attr, class_attr, construct_object, mro_lookup, traces_lookup
+from pdyn.trace.variables.user_objects import (bind_class_attr, class_attr, construct_object, mro_lookup,
+                                                 shared_class_value, traces_lookup)
 from pdyn.trace.variables.user_tuples import construct_with_new
 from pdyn.trace.variables.user_dicts import construct_user_dict, is_user_dict_class
 from pdyn.trace.variables.user_lists import construct_user_list, is_user_list_class
@@ -509,6 +510,8 @@ class ClassVariable(ObjectConstantVariable):
             attr = getattr(self.value, name)
             if self.source is not None and is_constant_value(attr) and not isinstance(self.value, enum.EnumMeta):
                 return tx.wrap(attr, AttrSource(self.source, name))  # a class attribute can be reassigned
+            if isinstance(self.value, type):
+                return shared_class_value(tx, self.value, name, attr, self.source)
         return tx.wrap_constant(attr)
 
     def __repr__(self) -> str:
@@ -552,7 +555,7 @@ class SuperVariable(VariableTracker):
             if attr is torch.nn.Module.__call__ and isinstance(self.obj, NNModuleVariable):
                 return ModuleCallVariable(self.obj)  # an overriding __call__ calling nn.Module's
             if not hasattr(type(attr), "__get__"):
-                return tx.wrap_constant(attr)  # a plain class attribute: the base class's own
+                return shared_class_value(tx, klass, name, attr, None)  # a plain class attribute: the base class's own
             return bind_class_attr(tx, self.obj, self.obj.python_type(), name, attr)
         raise UserException(AttributeError(f"'super' object has no attribute '{name}'"), tx.loc())
 

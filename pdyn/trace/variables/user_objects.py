@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from pdyn.base.errors import Unsupported, UserException
 from pdyn.guards.guards import AliasGuard, ClassAttrGuard, HasAttrGuard, IdGuard, KeyPresenceGuard, class_may_change
-from pdyn.sources import AttrSource, ItemSource, Source
+from pdyn.sources import AttrSource, ItemSource, PinnedSource, Source
 from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.constant import ConstantVariable, is_constant_value
 from pdyn.trace.variables.deleted import is_deleted
@@ -84,6 +84,28 @@ def _class_value(tx: Tracer, cls: type, name: str, attr: Any) -> VariableTracker
         raise Unsupported("class_attr", f"pdyn cannot read {cls.__qualname__}.{name} through an instance whose "
                           "own attribute the trace deleted", loc=tx.loc())
     return tx.wrap_constant(attr)
+
+
+def holds_mutable(value: Any) -> bool:
+    """A value whose state can change (a list, a dict, an object, a tensor, a tuple holding one):
+    `wrap_constant` would copy it, or fold its attributes without guards."""
+    if type(value) is tuple:
+        return any(holds_mutable(v) for v in value)
+    return not is_constant_value(value) and not isinstance(value, FIXED_KINDS)
+
+
+# fixed for the program's life (pinned by identity where they are read): a plain class attribute of
+# these kinds is the object itself
+FIXED_KINDS = (type, types.FunctionType, types.BuiltinFunctionType, types.MethodDescriptorType, types.ModuleType)
+
+
+def shared_class_value(tx: Tracer, cls: type, name: str, value: Any, source: Source | None) -> VariableTracker:
+    """A plain class attribute's value, read through the class: a list or dict there is the one
+    every instance shares, so it is read through a source (`source`, or the class pinned by
+    identity) and its writes are replayed on it, not on a copy the trace made."""
+    if holds_mutable(value):
+        return tx.wrap(value, AttrSource(source if source is not None else PinnedSource(id(cls), cls), name))
+    return tx.wrap_constant(value)
 
 
 def is_data_descriptor(attr: Any) -> bool:
@@ -396,7 +418,7 @@ def bind_class_attr(tx: Tracer, owner: VariableTracker, cls: type, name: str, at
     if get is None:
         if owner.source is not None:
             return tx.wrap(getattr(owner.value, name), AttrSource(owner.source, name))  # type: ignore[attr-defined]
-        return tx.wrap_constant(attr)
+        return shared_class_value(tx, cls, name, attr, None)
     if isinstance(get, types.FunctionType):
         return UserFunctionVariable(get).call(tx, [tx.wrap_constant(attr), owner, tx.wrap_constant(cls)], {})
     raise Unsupported("class_attr", f"pdyn cannot read {cls.__qualname__}.{name} ({type(attr).__name__})",
