@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from pdyn.base.errors import UserException
+from pdyn.guards.guards import CallResultGuard
 from pdyn.sources import Source
 from pdyn.trace.variables.base import VariableTracker
 
@@ -56,6 +57,17 @@ def is_identity_key(value: Any) -> bool:
     return kind.__eq__ is object.__eq__ and kind.__hash__ is object.__hash__
 
 
+FLAG_TYPES = (bool, int, float, str, type(None))
+
+
+def guard_flag(tx: Tracer, obj: Any, name: str, value: Any) -> None:
+    """`obj.name` read from a torch namespace or an object fixed at trace time is a flag one may set
+    between calls (`torch.backends.cudnn.deterministic`, `torch.backends.cuda.matmul.allow_tf32`):
+    guarded by reading it again."""
+    if type(value) in FLAG_TYPES and not isinstance(obj, (torch.finfo, torch.iinfo)):
+        tx.ctx.add_guard(CallResultGuard(None, fn=getattr, args=(obj, name), expected=value, loc=tx.loc()))
+
+
 class ObjectConstantVariable(VariableTracker):
     """A Python object fixed at trace time: a builtin, a class, a torch function, a module,
     torch.finfo, and (ConstantVariable) the plain constants. Subclasses say what calling it means;
@@ -76,9 +88,12 @@ class ObjectConstantVariable(VariableTracker):
 
     def getattr(self, tx: Tracer, name: str) -> VariableTracker:
         try:
-            return tx.wrap_constant(getattr(self.value, name))
+            value = getattr(self.value, name)
         except AttributeError as e:
             raise UserException(e) from None
+        if type(self) is ObjectConstantVariable:  # an opaque object: its attribute may be a flag
+            guard_flag(tx, self.value, name, value)
+        return tx.wrap_constant(value)
 
     def reconstruct(self, codegen: FrameCodegen) -> str:
         """The same object: it was fixed at trace time, so the frame code refers to it."""

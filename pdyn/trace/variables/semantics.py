@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import torch
 
 from pdyn.base.errors import Unsupported
+from pdyn.guards.guards import AliasGuard, IdGuard
 from pdyn.ops import is_in_place_operator, plain_operator
 from pdyn.trace.variables.base import VariableTracker, fold
 from pdyn.trace.variables.constant import ConstantVariable
@@ -76,6 +77,8 @@ def identity(vt: VariableTracker) -> Any:
 def is_same(tx: Tracer, lhs: VariableTracker, rhs: VariableTracker) -> bool:
     if lhs is rhs:
         return True
+    if isinstance(lhs, SymIntVariable) or isinstance(rhs, SymIntVariable):  # an int's identity is no size's
+        raise Unsupported("is", f"pdyn cannot decide `{lhs} is {rhs}` of a symbolic int at trace time", loc=tx.loc())
     a, b = identity(lhs), identity(rhs)
     for vt, other in ((lhs, rhs), (rhs, lhs)):   # a function guarded by its code, against another function
         if isinstance(vt, UserFunctionVariable) and _may_be_function(other):
@@ -89,8 +92,24 @@ def is_same(tx: Tracer, lhs: VariableTracker, rhs: VariableTracker) -> bool:
     except Unsupported:
         pass
     if lhs.is_python_constant() and rhs.is_python_constant():
-        return lhs.as_python_constant() is rhs.as_python_constant()
+        same = lhs.as_python_constant() is rhs.as_python_constant()
+        _pin_constant_identity(tx, lhs, rhs, same)
+        return same
     raise Unsupported("is", f"pdyn cannot decide `{lhs} is {rhs}` at trace time", loc=tx.loc())
+
+
+def _pin_constant_identity(tx: Tracer, lhs: VariableTracker, rhs: VariableTracker, same: bool) -> None:
+    """`a is b` of two equal-typed constants read from the frame: their EqualsGuards pin values, not
+    objects (two equal strings or big ints may be one object or two), so identity is guarded too."""
+    value = lhs.as_python_constant()
+    if value is None or value is ... or isinstance(value, bool) or not same and value != rhs.as_python_constant():
+        return  # a singleton, or unequal values: never one object
+    sources = [getattr(vt, "source", None) for vt in (lhs, rhs)]
+    if all(sources):
+        tx.ctx.add_guard(AliasGuard(sources[0], other=sources[1], same=same, loc=tx.loc()))
+    elif same and any(sources):  # NOTE: `arg is "lit"` found False is not guarded (no guard says "is not")
+        sourced = lhs if sources[0] else rhs
+        tx.ctx.add_guard(IdGuard(sourced.source, sourced.as_python_constant(), loc=tx.loc()))
 
 
 def _may_be_function(vt: VariableTracker) -> bool:

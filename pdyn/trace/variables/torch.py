@@ -22,11 +22,12 @@ from pdyn.ops import Op, canonical
 from pdyn.sources import AttrSource
 from pdyn.shapes.shape_env import ShapeEnv
 from pdyn.trace.variables.base import VariableTracker
-from pdyn.trace.variables.constant import ConstantVariable, ObjectConstantVariable
+from pdyn.trace.variables.constant import ConstantVariable, ObjectConstantVariable, guard_flag
 from pdyn.trace.variables.functions import UserFunctionVariable
 from pdyn.trace.variables.symint import SymIntVariable
 from pdyn.trace.variables.tensor import TensorVariable
 from pdyn.trace.variables.torch_queries import RULES as QUERY_RULES
+from pdyn.trace.variables.torch_queries import state_rule
 
 if TYPE_CHECKING:
     from pdyn.trace.translator import InstructionTranslator as Tracer
@@ -82,7 +83,7 @@ class TorchFunctionVariable(ObjectConstantVariable):
     def call(self, tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         name = getattr(self.value, "__name__", repr(self.value))
         module = getattr(self.value, "__module__", "") or ""
-        rule = QUERY_RULES.get(self.value)
+        rule = QUERY_RULES.get(self.value) or state_rule(tx, self.value, args, kwargs)
         if rule is not None:  # not an op: a query of torch's state, or a check
             return rule(tx, self.value, args, kwargs)
         op = canonical(self.value)
@@ -135,8 +136,9 @@ def _contiguity_guarded(args: list[VariableTracker], kwargs: dict[str, VariableT
 
 
 class PythonModuleVariable(ObjectConstantVariable):
-    """A Python module used as a namespace (`torch`, `math`, `F`). Its members are not guarded:
-    pdyn, like torch.compile, assumes nobody rebinds `torch.relu` between calls."""
+    """A Python module used as a namespace (`torch`, `math`, `F`). Its functions and classes are not
+    guarded: pdyn, like torch.compile, assumes nobody rebinds `torch.relu` between calls; a scalar
+    read from torch's namespaces is a flag (`torch.backends.cudnn.enabled`) and is guarded."""
 
     def python_type(self) -> type:
         return types.ModuleType
@@ -146,9 +148,8 @@ class PythonModuleVariable(ObjectConstantVariable):
             value = getattr(self.value, name)
         except AttributeError as e:
             raise UserException(e) from None
-        if self.value.__name__.startswith("torch") or isinstance(value, types.ModuleType):
-            return tx.wrap_constant(value)
-        if self.source is None:
+        if self.value.__name__.startswith("torch") or isinstance(value, types.ModuleType) or self.source is None:
+            guard_flag(tx, self.value, name, value)
             return tx.wrap_constant(value)
         return tx.wrap(value, AttrSource(self.source, name))
 

@@ -7,6 +7,8 @@ types (never their sizes) and the guarded torch function mode.
 
 from __future__ import annotations
 
+import re
+import types
 from typing import TYPE_CHECKING, Any, Callable
 
 import torch
@@ -53,6 +55,31 @@ PINNED_ELSEWHERE = frozenset({torch.is_grad_enabled})  # GradModeGuard
 # True inside compiled code, as under torch.compile: libraries ask it to choose the path a compiler
 # can capture (transformers skips its data-dependent mask checks), so pdyn answers as a compiler.
 COMPILING = frozenset(_present("compiler.is_compiling", "compiler.is_dynamo_compiling"))
+
+
+# torch._C builtins named as a getter or a setter of global state (`_get_cudnn_deterministic`,
+# `_get_warnAlways`, `_set_warnAlways`), as reached from Python wrappers such as
+# `torch.get_float32_matmul_precision()`: a getter's answer is guarded; a setter's effect would be
+# lost on a cache hit (its call records no node), so it runs eagerly.
+_GETTER = re.compile(r"_?(get|is|are)_?[A-Za-z]")
+_SETTER = re.compile(r"_?(set|enable|disable)_?[A-Za-z]")
+
+
+def _c_builtin(fn: Any) -> bool:
+    return isinstance(fn, types.BuiltinFunctionType) and (getattr(fn, "__module__", "") or "").startswith("torch._C")
+
+
+def state_rule(tx: Tracer, fn: Any, args: list[VariableTracker],
+               kwargs: dict[str, VariableTracker]) -> QueryRule | None:
+    """The rule for a torch._C getter or setter of global state called on constants, or None."""
+    if not _c_builtin(fn) or kwargs or not all(a.is_python_constant() for a in args):
+        return None
+    if _GETTER.match(fn.__name__):
+        return query
+    if _SETTER.match(fn.__name__):
+        raise Unsupported("torch_setter", f"pdyn runs torch._C.{fn.__name__}() eagerly: it sets global state",
+                          loc=tx.loc())
+    return None
 
 
 def query(tx: Tracer, fn: Callable[..., Any], args: list[VariableTracker],
