@@ -189,6 +189,18 @@ class OpCall:
     def is_one(self, size: Expr) -> bool:
         return self.check(sympy.Eq(size, 1, evaluate=False), "a size that may be 1 (broadcasting)")
 
+    def stretch(self, have: Any, want: Any, what: str) -> Expr:
+        """`have` stretched to `want` (expand, addmm's input): equal, or 1. Where only the data
+        decides whether `have` is 1, the runtime assert is eager's exact condition: `is_one`'s
+        size-oblivious "not 1" would assert `have == want` and raise where eager stretches a 1."""
+        have, want = sympy.sympify(have), sympy.sympify(want)
+        if self.env.unbacked_in(have) and known(self.env, sympy.Eq(have, 1, evaluate=False)) is None \
+                and known(self.env, sympy.Eq(have, want, evaluate=False)) is not True:
+            self.env.assume(sympy.Or(sympy.Eq(have, want), sympy.Eq(have, 1)), self.loc, RuntimeError,
+                            f"{self.name()}: {what}")
+            return want
+        return want if self.is_one(have) else self.equal(have, want, what)
+
     def is_zero(self, size: Expr) -> bool:
         return self.check(sympy.Eq(size, 0, evaluate=False), "a size that may be 0")
 

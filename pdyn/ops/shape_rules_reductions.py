@@ -240,8 +240,7 @@ def expand_to(c: OpCall, sizes: Sizes, target: Sizes, what: str) -> None:
     if len(sizes) > len(target):
         raise ShapeError(f"{c.name()}: {what} has more dims than the result")
     for s, t in zip(reversed(sizes), reversed(target)):
-        if not c.is_one(s):
-            c.equal(s, t, what)
+        c.stretch(s, t, what)
 
 
 @register("addmm", "baddbmm", "addmv")

@@ -28,7 +28,7 @@ from pdyn.ops.shape_rules import (
     register,
     sizes_arg,
 )
-from pdyn.shapes.shape_env import CeilDiv, FloorDiv, ShapeEnv
+from pdyn.shapes.shape_env import CeilDiv, DataDependentRead, FloorDiv, ShapeEnv
 
 log = logging.getLogger(__name__)
 
@@ -212,8 +212,8 @@ def expand_sizes(c: OpCall, sizes: Sizes, shape: list[Any]) -> Sizes:
             out.append(have)
             continue
         c.require(sympy.Ge(want, 0, evaluate=False), "expanded sizes must be non-negative")
-        if have is not None and not c.is_one(have):
-            want = c.equal(have, want, f"expand of dim {i - lead}")
+        if have is not None:
+            want = c.stretch(have, want, f"expand of dim {i - lead}")
         out.append(sympy.sympify(want))
     return tuple(out)
 
@@ -290,8 +290,8 @@ def repeat_interleave(c: OpCall) -> list[Sizes] | None:
     if x.ndim == 0:
         raise ShapeError("repeat_interleave: a 0-d tensor has no dim to repeat along")
     d = c.dim(a["dim"], x.ndim)
-    if isinstance(repeats, SymTensor) and repeats.ndim and not c.is_one(repeats.sizes[0]):
-        c.equal(repeats.sizes[0], x.sizes[d], "one count per entry of the dim")
+    if isinstance(repeats, SymTensor) and repeats.ndim:
+        c.stretch(repeats.sizes[0], x.sizes[d], "one count per entry of the dim")
     return [x.sizes[:d] + (length if length is not None else x.sizes[d] * repeats,) + x.sizes[d + 1 :]]
 
 
@@ -308,6 +308,10 @@ def squeeze(c: OpCall) -> list[Sizes] | None:
         dims = set(listed)
         if len(dims) != len(listed):
             raise ShapeError("squeeze: a dim appears more than once")
+    for i in sorted(dims):  # eager drops a dim of 1: the result's rank would depend on the data
+        if c.env.unbacked_in(x.sizes[i]) and known(c.env, sympy.Eq(x.sizes[i], 1, evaluate=False)) is None:
+            raise DataDependentRead(f"squeeze: whether dim {i} (of size {x.sizes[i]}) is 1, and so the "
+                                    "result's rank, depends on tensor data", c.loc)
     return [tuple(s for i, s in enumerate(x.sizes) if not (i in dims and c.is_one(s)))]
 
 
