@@ -71,8 +71,6 @@ def test_squeeze_of_a_static_dim_next_to_a_data_dependent_one_stays_one_graph():
         calls(3, 1, 0), graphs=1)
 
 
-@pytest.mark.xfail(strict=True, reason="Triton lowering indexes a data-dependent input dim that is 1 at run "
-                   "time as if it were the broadcast size (no stride 0): reads past its buffer")
 def test_triton_broadcast_of_a_data_dependent_size_of_one():
     from pdyn.backends.triton import triton_backend
 

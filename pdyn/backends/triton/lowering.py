@@ -45,6 +45,11 @@ def operand(x: Any, ranges: list[sympy.Expr], dtype: torch.dtype) -> tuple[Loade
         if lead < 0:
             raise NotLowered("operand has more dims than the result")
         sizes = list(x.ranges)
+        for n, r in zip(sizes, ranges[lead:]):
+            # a size only the data decides (u0) may be 1 where the result's is not: eager broadcasts
+            # it, an index without stride 0 would read past it
+            if n != 1 and n != r and any(_is_unbacked(s) for s in sympy.sympify(n).free_symbols):
+                raise NotLowered(f"an operand's size {n} may be 1 where the result's is {r} (data-dependent)")
 
         rounds = dtype in (torch.float16, torch.bfloat16) and x.dtype != dtype
 
@@ -64,6 +69,10 @@ def operand(x: Any, ranges: list[sympy.Expr], dtype: torch.dtype) -> tuple[Loade
     if isinstance(x, (bool, int, float)):
         return (lambda h, idx: h.constant(x, dtype)), frozenset(), 0
     raise NotLowered(f"operand {type(x).__name__}")
+
+
+def _is_unbacked(symbol: sympy.Symbol) -> bool:
+    return symbol.name.startswith("u")   # the ShapeEnv's names: s0 backed, u0 data-dependent
 
 
 def check_fill_scalars(dtype: torch.dtype, *values: Any) -> None:
