@@ -197,3 +197,21 @@ def test_itertools_chain_across_a_break_sees_a_list_grown_after_it():
 
     stats = compare(f, lambda: (torch.ones(2), [1.0, 2.0]))
     assert stats["eager_fallbacks"] == 0
+
+
+def test_a_loop_over_a_dict_keyed_by_classes_resumes_traced():
+    class A:
+        pass
+
+    class B:
+        pass
+
+    def f(x, d):
+        for k, v in d.items():
+            x = x + v
+            pdyn.graph_break()
+            d[k] = v + 1
+        return x, [d[A], d[B]]
+
+    stats = compare(f, lambda: (torch.ones(2), {A: 1.0, B: 2.0}))
+    assert stats["eager_fallbacks"] == 0 and stats["cache_hits"] == 6

@@ -13,7 +13,7 @@ from pdyn.guards.guards import EqualsGuard, LenGuard, TypeGuard
 from pdyn.sources import AttrSource, ItemSource, IteratorStateSource, Source, iterator_state
 from pdyn.trace.variables.carried_iterators import (CarriedChain, CarriedEnumerate, CarriedMappingIterator, CarriedZip,
                                                       set_count)
-from pdyn.trace.variables.constant import ConstantVariable, is_constant_value
+from pdyn.trace.variables.constant import FIXED_KEY_TYPES, ConstantVariable, is_constant_value
 from pdyn.trace.variables.containers import DictVariable, DictViewVariable, IteratorVariable, ListVariable, TupleVariable
 from pdyn.trace.variables.itertools_live import ChainIterator
 from pdyn.trace.variables.live_iterators import EnumerateIterator, ReversedListIterator, ZipIterator, checked_iterator
@@ -114,7 +114,9 @@ def _inner(tx: Tracer, value: Any, source: Source) -> IteratorVariable:
 
 def wrap_mapping_iterator(tx: Tracer, value: CarriedMappingIterator, source: Source) -> IteratorVariable:
     """A dict iterator a break handed on: traced as one over the live dict, from its position."""
-    if value.failed or value.error is not None or not all(is_constant_value(k) for k in value.keys):
+    # keys compared by value (constants) or by identity (classes, functions, modules): one guard
+    if value.failed or value.error is not None \
+            or not all(is_constant_value(k) or isinstance(k, FIXED_KEY_TYPES) for k in value.keys):
         raise Unsupported("resume", "pdyn cannot resume a loop over a dict that changed or has object keys")
     _guard_fields(tx, value, source, "failed", "error", "kind", "what", "keys", "taken")
     mapping = tx.wrap(value.mapping, AttrSource(source, "mapping"))
