@@ -198,6 +198,9 @@ def make_iterator(tx: Tracer, vt: VariableTracker) -> IteratorVariable:
         return vt
     if isinstance(vt, ListVariable):
         return IteratorVariable(vt)
+    make_iter = getattr(vt, "make_iter", None)
+    if make_iter is not None:  # a user object: the iterator its `__iter__` returns, taken lazily
+        return make_iter(tx)
     checked = checked_iterator(tx, vt)
     return checked if checked is not None else IteratorVariable(tx.iterate(vt))
 

@@ -52,7 +52,7 @@ def _object_new(tx: Tracer, args: Args, kwargs: Kwargs) -> VariableTracker:
     if not isinstance(cls, type) or cls.__new__ is not object.__new__ and not isinstance(
             cls.__dict__.get("__new__"), staticmethod):
         raise Unsupported("object_new", f"pdyn cannot trace object.__new__({cls})", loc=tx.loc())
-    return UserObjectVariable.fresh(cls)
+    return UserObjectVariable.new(tx, cls)
 
 
 @rule(tuple.__new__)

@@ -9,6 +9,7 @@ iteration, truth, calls) run the class's dunder methods. An object made in the t
 
 from __future__ import annotations
 
+import abc
 import logging
 import operator
 import types
@@ -23,9 +24,11 @@ from pdyn.trace.variables.deleted import is_deleted
 from pdyn.trace.variables.exc_fields import is_exception_field, read_exception_field
 from pdyn.trace.variables.functions import UserFunctionVariable, UserMethodVariable
 from pdyn.trace.variables.instance_dict import InstanceDictVariable
+from pdyn.trace.variables.user_iterators import user_iterator
 
 if TYPE_CHECKING:
     from pdyn.trace.frame_codegen import FrameCodegen
+    from pdyn.trace.variables.containers import IteratorVariable
     from pdyn.trace.translator import InstructionTranslator as Tracer
 
 MISSING = object()
@@ -156,6 +159,18 @@ class UserObjectVariable(VariableTracker):
     @classmethod
     def fresh(cls, kind: type) -> UserObjectVariable:
         return cls(None, None, kind)
+
+    @classmethod
+    def new(cls, tx: Tracer, kind: type) -> UserObjectVariable:
+        """`object.__new__(kind)`: it raises for an abstract class (its own `__abstractmethods__`
+        not empty, guarded), with CPython's message."""
+        if isinstance(kind, abc.ABCMeta) and class_attr(tx, kind, "__abstractmethods__") and \
+                kind.__dict__.get("__abstractmethods__"):  # ABCMeta sets it on each class it makes
+            try:
+                object.__new__(kind)
+            except TypeError as e:
+                raise UserException(e, tx.loc(), catchable=True) from None  # the guards decide it
+        return cls.fresh(kind)
 
     @property
     def is_fresh(self) -> bool:
@@ -340,14 +355,18 @@ class UserObjectVariable(VariableTracker):
         found = self.dunder(tx, "__len__", [])
         return True if found is None else _checked_length(tx, found).truth(tx)
 
-    def iterate(self, tx: Tracer) -> list[VariableTracker]:
+    def make_iter(self, tx: Tracer) -> IteratorVariable:
+        """`iter(self)`: what `__iter__` returned, advanced one item at a time (user_iterators.py)."""
         it = self.dunder(tx, "__iter__", [])
         if it is None:
             if class_attr(tx, self.cls, "__getitem__") is not None:
                 raise Unsupported("iterate", f"pdyn cannot iterate {self.cls.__name__} through __getitem__",
                                   loc=tx.loc())
             raise UserException(TypeError(f"'{self.cls.__name__}' object is not iterable"), tx.loc())
-        return tx.iterate(it)
+        return user_iterator(tx, it)
+
+    def iterate(self, tx: Tracer) -> list[VariableTracker]:
+        return self.make_iter(tx).iterate(tx)
 
     def contains(self, tx: Tracer, item: VariableTracker) -> bool:
         found = self.dunder(tx, "__contains__", [item])
@@ -514,7 +533,7 @@ def run_init(tx: Tracer, obj: UserObjectVariable, args: list[VariableTracker],
     init = class_attr(tx, obj.cls, "__init__")
     if init is None:
         raise Unsupported("construct", f"pdyn cannot trace constructing a {obj.cls.__qualname__}", loc=tx.loc())
-    bind_class_attr(tx, obj, obj.cls, "__init__", init).call(tx, args, kwargs)
+    check_init_result(tx, bind_class_attr(tx, obj, obj.cls, "__init__", init).call(tx, args, kwargs))
     return obj
 
 
@@ -522,14 +541,22 @@ def construct_object(tx: Tracer, cls: type, args: list[VariableTracker],
                      kwargs: dict[str, VariableTracker]) -> VariableTracker:
     """`cls(*args, **kwargs)` for a user class with object's `__new__`: a fresh object, its
     `__init__` inlined."""
-    obj = UserObjectVariable.fresh(cls)
+    obj = UserObjectVariable.new(tx, cls)
     init = class_attr(tx, cls, "__init__")
     if _is_object_slot(init, "__init__"):
         if args or kwargs:
             raise UserException(TypeError(f"{cls.__name__}() takes no arguments"), tx.loc())
         return obj
-    bind_class_attr(tx, obj, cls, "__init__", init).call(tx, args, kwargs)
+    check_init_result(tx, bind_class_attr(tx, obj, cls, "__init__", init).call(tx, args, kwargs))
     return obj
+
+
+def check_init_result(tx: Tracer, result: VariableTracker) -> None:
+    """`type.__call__` raises where `__init__` returned anything but None."""
+    if result.is_python_constant() and result.as_python_constant() is None:
+        return
+    raise UserException(TypeError(f"__init__() should return None, not '{result.python_type().__name__}'"),
+                        tx.loc(), catchable=True)  # what the inlined __init__ returned is traced, guarded
 
 
 class LoggerCallVariable(VariableTracker):

@@ -14,7 +14,7 @@ from pdyn.sources import Source
 from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.containers import ContainerMethodVariable, DictVariable, TupleVariable
 from pdyn.trace.variables.functions import UserFunctionVariable
-from pdyn.trace.variables.user_objects import MISSING, bind_class_attr, class_attr, mro_lookup
+from pdyn.trace.variables.user_objects import MISSING, bind_class_attr, check_init_result, class_attr, mro_lookup
 
 if TYPE_CHECKING:
     from pdyn.trace.frame_codegen import FrameCodegen
@@ -131,5 +131,5 @@ def construct_with_new(tx: Tracer, cls: type, args: list[VariableTracker],
     except Unsupported:
         made = False
     if made and isinstance(init, types.FunctionType):
-        bind_class_attr(tx, obj, cls, "__init__", init).call(tx, args, kwargs)
+        check_init_result(tx, bind_class_attr(tx, obj, cls, "__init__", init).call(tx, args, kwargs))
     return obj
