@@ -304,6 +304,21 @@ class StrideGuard(Guard):
         return f"{' and '.join(self._facts(str(self.source)))} (the kernels' layout)"
 
 
+@dataclass(frozen=True, eq=False)
+class ExactStridesGuard(Guard):
+    """An input's exact strides, where Python read a layout (`stride()`, `is_contiguous()`) that
+    follows from them: a contiguity guard leaves the strides of size-1 dims, and a non-contiguous
+    input's layout, free."""
+
+    strides: tuple[int, ...] = ()
+
+    def fail_expr(self, v: str, hoist: Hoist) -> str:
+        return f"{v}.stride() != {self.strides!r}"
+
+    def sentence(self) -> str:
+        return f"{self.source}.stride() == {self.strides!r}"
+
+
 # Where `Module.__getattr__` looks, in order, for a name the instance `__dict__` lacks.
 MODULE_TABLES = ("_parameters", "_buffers", "_modules")
 

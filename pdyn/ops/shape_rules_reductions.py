@@ -414,8 +414,12 @@ def arange(c: OpCall) -> list[Sizes] | None:
     start, end, step = given.get("start", 0), given["end"], given.get("step", 1)
     if not all(is_size(v) or isinstance(v, float) for v in (start, end, step)):
         return None
-    if any(isinstance(v, float) for v in (start, end, step)) or as_int(step) is None:
-        values = [c.value(v, "an arange bound") if not isinstance(v, float) else v for v in (start, end, step)]
+    # a float-valued bound (`x.size(0) * 0.5`, a TrueDiv) is read as a value, as a float is
+    floats = [isinstance(v, float) or (isinstance(v, sympy.Expr) and v.is_integer is not True)
+              for v in (start, end, step)]
+    if any(floats) or as_int(step) is None:
+        values = [v if isinstance(v, float) else c.env.specialize(v, c.loc, "an arange bound") if f
+                  else c.value(v, "an arange bound") for v, f in zip((start, end, step), floats)]
         return [tuple(sympy.Integer(n) for n in torch.arange(*values, device="meta").shape)]
     step = as_int(step)
     if step == 0:

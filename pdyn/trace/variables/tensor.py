@@ -15,7 +15,7 @@ import torch
 import torch.fx
 
 from pdyn.base.errors import Unsupported, UserException
-from pdyn.guards.guards import InferenceTensorGuard
+from pdyn.guards.guards import ExactStridesGuard, InferenceTensorGuard
 from pdyn.ops import canonical
 from pdyn.sources import Source
 from pdyn.trace.variables.base import VariableTracker
@@ -81,6 +81,19 @@ class TensorVariable(VariableTracker):
         """Python needs facts that depend on every size (strides, a loop over rows): specialize them."""
         for size in self.sizes:
             tx.ctx.shape_env.specialize(size, tx.loc(), why)
+
+    def value_read_layout(self, tx: Tracer, why: str) -> None:
+        """Python reads this tensor's strides (`stride()`, `is_contiguous()`): they follow from the
+        sizes and strides of the inputs it was made from, which its own sizes need not name
+        (`x[:, :2].stride(0)` is x's size(1)): those are pinned and guarded exactly."""
+        self.value_read_all(tx, why)
+        env = tx.ctx.shape_env
+        for sym, origins in list(env.origins.items()):
+            if any(o.base in self.input_sources for o in origins):
+                env.specialize(sym, tx.loc(), why)
+        for vt in tx.output.inputs:
+            if vt.source is not None and vt.source in self.input_sources:
+                tx.ctx.add_guard(ExactStridesGuard(vt.source, strides=tuple(vt.example.stride()), loc=tx.loc()))
 
     def python_type(self) -> type:
         return self._python_type
@@ -231,12 +244,40 @@ def _static_int(tx: Tracer, vt: VariableTracker, why: str) -> Any:
 
 
 def _strides(tx: Tracer, x: TensorVariable, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
-    x.value_read_all(tx, "Tensor.stride(), which depends on every size")
+    x.value_read_layout(tx, "Tensor.stride(), which depends on every size")
     dim = args[0] if args else kwargs.get("dim")
+    _trusted_strides(tx, x, "stride", None if dim is None else _static_int(tx, dim, "a dim"))
     return tx.wrap_constant(x.example.stride() if dim is None else x.example.stride(_static_int(tx, dim, "a dim")))
 
 
+def _trusted_strides(tx: Tracer, x: TensorVariable, name: str, dim: int | None = None) -> None:
+    """Fake kernels promise an op's strides only for dims of size > 1 (torch's own cross-checks
+    ignore the rest, and `x.t() * 2` differs there): such a read of an op's result runs eagerly."""
+    ndim = x.example.dim()
+    sizes = list(x.example.shape) if dim is None else [x.example.shape[dim]] if -ndim <= dim < ndim else []
+    if x.node.op != "placeholder" and any(s <= 1 for s in sizes):
+        raise Unsupported("layout_read", f"Tensor.{name}() of an op's result with a dim of size 0 or 1, "
+                          "which the fake run does not know as eager does", loc=tx.loc())
+
+
+def _layout_query(name: str) -> Callable[..., VariableTracker]:
+    """`is_contiguous()` and kin answer from strides; an input's own default contiguity is guarded
+    by its TensorGuard already."""
+    def query(tx: Tracer, x: TensorVariable, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        fmt = kwargs.get("memory_format", args[0] if args else None)
+        default = fmt is None or (fmt.is_python_constant() and fmt.as_python_constant() is torch.contiguous_format)
+        if not (name == "is_contiguous" and default and x.node.op == "placeholder"):
+            x.value_read_layout(tx, f"Tensor.{name}(), which depends on the strides")
+        if name == "dim_order":
+            _trusted_strides(tx, x, name)
+        return tx.output.call("call_method", name, [x, *args], kwargs, loc=tx.loc())
+    return query
+
+
 SHAPE_METHODS: dict[str, Callable[..., VariableTracker]] = {
+    "is_contiguous": _layout_query("is_contiguous"),
+    "is_non_overlapping_and_dense": _layout_query("is_non_overlapping_and_dense"),
+    "dim_order": _layout_query("dim_order"),
     "size": _size,
     "numel": lambda tx, x, args, kwargs: x.numel_vt(tx),
     "nelement": lambda tx, x, args, kwargs: x.numel_vt(tx),
