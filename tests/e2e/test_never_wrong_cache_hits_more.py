@@ -142,3 +142,15 @@ def test_is_between_two_equal_int_arguments_is_guarded_by_identity():
 
     big = 10 ** 20
     over_changes(fn, [(None, (X, big, big)), (None, (X, big, int(str(big)))), (None, (X, big, big))])
+
+
+def test_a_size_compared_by_identity_with_none_stays_in_the_graph():
+    # an int is never None: no guard and no break (the `is` of two ints is what breaks)
+    def fn(x, n=None):
+        return x * (2 if x.shape[0] is None or n is None else 3)
+
+    opt = pdyn.optimize(fn, backend="eager")
+    for rows in (3, 4, 5):
+        torch.testing.assert_close(opt(torch.ones(rows)), fn(torch.ones(rows)))
+    stats = pdyn.stats()
+    assert (stats["compiles"], stats["graph_breaks"]) == (1, 0), stats

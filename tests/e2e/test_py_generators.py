@@ -78,3 +78,28 @@ def test_optimizing_a_generator_function_itself_runs_it_eagerly():
     for got, want in zip(optimized(x), gen(x), strict=True):
         torch.testing.assert_close(got, want)
     assert pdyn.stats(optimized)["eager_fallbacks"] == 1
+
+
+def test_a_sequence_iterator_left_suspended_is_closed_silently():
+    # `x in seq` for a collections.abc.Sequence stops its generator `__iter__` inside
+    # `try: ... except IndexError`: closing it runs no user code, so the frame keeps its graph
+    import collections.abc
+
+    class Pair(collections.abc.Sequence):
+        def __init__(self, a, b):
+            self.items = (a, b)
+
+        def __getitem__(self, i):
+            return self.items[i]
+
+        def __len__(self):
+            return 2
+
+    def f(x):
+        pair = Pair(1, 2)
+        return x + (1 if 1 in pair else 0)
+
+    opt = pdyn.optimize(f, backend="eager")
+    assert torch.equal(opt(torch.ones(2)), f(torch.ones(2)))
+    stats = pdyn.stats()
+    assert (stats["graphs"], stats["eager_fallbacks"]) == (1, 0), stats

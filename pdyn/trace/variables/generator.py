@@ -10,6 +10,7 @@ trace cannot place.
 
 from __future__ import annotations
 
+import builtins
 import types
 from typing import TYPE_CHECKING
 
@@ -86,10 +87,44 @@ class GeneratorVariable(IteratorVariable):
 
     def cleanup_pending(self) -> bool:
         """Suspended at a `yield` inside a try or with block of its body: closing it runs user code."""
-        return not self.done and self.suspended_at is not None and self.suspended_at.exc_kind == "try"
+        at = self.suspended_at
+        return not self.done and at is not None and at.exc_kind == "try" and not _close_is_silent(self.translator, at)
 
     def __repr__(self) -> str:
         return f"GeneratorVariable({self.translator.code.co_name})"
+
+
+def _close_is_silent(tx: Tracer, at: Instruction) -> bool:
+    """Whether closing a generator suspended at `at` (GeneratorExit thrown there) runs no user code:
+    the handler is `except` clauses none of which matches GeneratorExit (`Sequence.__iter__`'s
+    `except IndexError`), with no try or with block around them. Anything else (a finally, a with,
+    a bare except, a class read some other way) counts as code that runs."""
+    ins = tx.instructions
+    i = at.handler
+    if i is None or ins[i].opname != "PUSH_EXC_INFO":
+        return False
+    i += 1
+    while True:
+        classes = []
+        while i < len(ins) and ins[i].opname == "LOAD_GLOBAL":
+            name = ins[i].argval
+            classes.append(tx.f_globals.get(name, getattr(builtins, name, None)) if isinstance(name, str) else None)
+            i += 1
+        if i < len(ins) and ins[i].opname == "BUILD_TUPLE" and ins[i].argval == len(classes):
+            i += 1
+        if not classes or i + 1 >= len(ins) or ins[i].opname != "CHECK_EXC_MATCH":
+            return False
+        if any(not isinstance(c, type) or issubclass(GeneratorExit, c) for c in classes):
+            return False
+        jump = ins[i + 1]
+        if not (jump.opname.startswith("POP_JUMP") and "FALSE" in jump.opname) or jump.target is None:
+            return False
+        i = jump.target
+        if ins[i].opname == "RERAISE":   # no clause matched: the handler's cleanup re-raises it on
+            j = ins[i].handler
+            while j is not None and j < len(ins) and ins[j].opname != "RERAISE":
+                j += 1
+            return j is None or (j < len(ins) and ins[j].handler is None)
 
 
 def check_no_pending_cleanup(generators: list[GeneratorVariable], returned: bool) -> None:

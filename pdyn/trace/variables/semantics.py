@@ -78,6 +78,11 @@ def is_same(tx: Tracer, lhs: VariableTracker, rhs: VariableTracker) -> bool:
     if lhs is rhs:
         return True
     if isinstance(lhs, SymIntVariable) or isinstance(rhs, SymIntVariable):  # an int's identity is no size's
+        try:
+            if lhs.python_type() is not rhs.python_type():   # `n is None`: objects of two types
+                return False
+        except Unsupported:
+            pass
         raise Unsupported("is", f"pdyn cannot decide `{lhs} is {rhs}` of a symbolic int at trace time", loc=tx.loc())
     a, b = identity(lhs), identity(rhs)
     for vt, other in ((lhs, rhs), (rhs, lhs)):   # a function guarded by its code, against another function
