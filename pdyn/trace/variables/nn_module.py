@@ -69,6 +69,50 @@ HOOK_TABLES = ("_forward_pre_hooks", "_forward_hooks", "_forward_pre_hooks_with_
                "_backward_pre_hooks")
 
 
+GLOBAL_HOOK_TABLES = ("_global_forward_pre_hooks", "_global_forward_hooks", "_global_forward_hooks_with_kwargs",
+                      "_global_forward_hooks_always_called", "_global_backward_hooks", "_global_backward_pre_hooks")
+
+
+def _changed_in_trace(tx: Tracer, table: Any) -> bool:
+    """Whether the trace changed this real dict (a change replayed only after the graph)."""
+    seen = tx.ctx.objects_by_id.get(id(table)) if table is not None else None
+    return seen is not None and seen.value is table and id(seen.tracker) in tx.ctx.side_effects.containers
+
+
+def _no_hook_changes_in_trace(tx: Tracer, m: torch.nn.Module) -> None:
+    """The hooks a call runs are read from the real tables; a table the trace changed (a handle's
+    `remove()`) would be read stale, so the call is a break."""
+    hooks = torch.nn.modules.module
+    tables = [getattr(m, t, None) for t in HOOK_TABLES] + [getattr(hooks, t, None) for t in GLOBAL_HOOK_TABLES]
+    if any(_changed_in_trace(tx, table) for table in tables):
+        raise Unsupported("module_hooks", f"pdyn cannot trace calling {type(m).__name__} after its hooks "
+                          "changed in the same graph", loc=tx.loc())
+
+
+MEMBER_TABLES = ("_parameters", "_buffers", "_modules")
+
+
+def _is_member_store(m: torch.nn.Module, name: str, value: VariableTracker) -> bool:
+    if any(name in m.__dict__.get(t, ()) for t in MEMBER_TABLES):
+        return True   # a member replaced or deleted
+    try:
+        return not is_deleted(value) and issubclass(value.python_type(), (torch.nn.Module, torch.nn.Parameter))
+    except Unsupported:
+        return False
+
+
+def _no_member_changes_in_trace(tx: Tracer, vt: NNModuleVariable, stores: bool = True) -> None:
+    """Members are read from the real tables; after the trace changed them (`add_module`,
+    `ModuleList.append`, `register_buffer`, or with `stores` a submodule or buffer assigned, which a
+    read by name finds), a read of the tables would be stale, so it is a break."""
+    m = vt.value
+    if any(_changed_in_trace(tx, m.__dict__.get(t)) for t in MEMBER_TABLES) or \
+            stores and any(obj is vt and _is_member_store(m, name, value)
+                for (_, name), (obj, value) in tx.ctx.side_effects.attrs.items()):
+        raise Unsupported("module_members", f"pdyn cannot trace reading the members of {type(m).__name__} after "
+                          "they changed in the same graph", loc=tx.loc())
+
+
 def _args_and_kwargs(tx: Tracer, changed: VariableTracker) -> tuple[TupleVariable, DictVariable]:
     """What a forward pre-hook registered with_kwargs returned: (new args, new kwargs), else eager's error."""
     pair = tx.iterate(changed) if isinstance(changed, TupleVariable) else None
@@ -122,7 +166,9 @@ class NNModuleVariable(VariableTracker):
         if stored is not None and not is_deleted(stored):
             return stored
         m = self.value
-        for table in ("_parameters", "_buffers", "_modules"):
+        if name not in MEMBER_TABLES and name not in HOOK_TABLES:
+            _no_member_changes_in_trace(tx, self, stores=False)
+        for table in MEMBER_TABLES:
             members = m.__dict__.get(table, {})
             if name in members:
                 return self._read(tx, members[name], lambda s: ModuleMemberSource(s, name, table))
@@ -168,6 +214,7 @@ class NNModuleVariable(VariableTracker):
         reaches it through `super().__call__(...)`."""
         m = self.value
         hooks = torch.nn.modules.module
+        _no_hook_changes_in_trace(tx, m)
         if m._backward_hooks or m._backward_pre_hooks or hooks._global_forward_hooks or \
                 hooks._global_forward_pre_hooks or hooks._global_backward_hooks or hooks._global_backward_pre_hooks \
                 or (m._forward_hooks or m._forward_pre_hooks) and self.source is None:
@@ -194,6 +241,17 @@ class NNModuleVariable(VariableTracker):
             found = getattr(m, table, None)
             if found is not None:
                 tx.ctx.add_guard(DictKeysGuard(AttrSource(self.source, table), type(found), tuple(found), loc=tx.loc()))
+        if not any(hook_id in m._forward_hooks_always_called for hook_id in m._forward_hooks):
+            return self._run_forward_hooks(tx, args, kwargs)
+        try:
+            return self._run_forward_hooks(tx, args, kwargs)
+        except UserException:  # eager runs the always_call hooks before raising: the call runs for real
+            raise Unsupported("module_hooks", f"{type(m).__name__}'s call raised and it has always_call forward "
+                              "hooks", loc=tx.loc()) from None
+
+    def _run_forward_hooks(self, tx: Tracer, args: list[VariableTracker],
+                           kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        m = self.value
 
         def hook(table: str, hook_id: int) -> VariableTracker:
             return tx.wrap(getattr(m, table)[hook_id], ItemSource(AttrSource(self.source, table), hook_id))
@@ -275,6 +333,7 @@ class NNModuleVariable(VariableTracker):
     @staticmethod
     def _table(tx: Tracer, vt: NNModuleVariable, table: str, prefix: str) -> list[tuple[str, Any]]:
         """The entries of `vt.<table>` (a dict of members) as (qualified name, tracker), keys guarded."""
+        _no_member_changes_in_trace(tx, vt)
         members = getattr(vt.value, table)
         if vt.source is not None:
             tx.ctx.add_guard(DictKeysGuard(AttrSource(vt.source, table), type(members), tuple(members),
@@ -284,6 +343,7 @@ class NNModuleVariable(VariableTracker):
                 for k, v in members.items() if v is not None or table == "_modules"]
 
     def _guard_length(self, tx: Tracer) -> int:
+        _no_member_changes_in_trace(tx, self)
         if self.source is not None:
             tx.ctx.add_guard(LenGuard(self.source, type(self.value), len(self.value), loc=tx.loc()))  # type: ignore[arg-type]
         return len(self.value)  # type: ignore[arg-type]
@@ -309,6 +369,7 @@ class NNModuleVariable(VariableTracker):
         raise UserException(TypeError(f"'{type(self.value).__name__}' object is not iterable"))
 
     def getitem(self, tx: Tracer, key: VariableTracker) -> VariableTracker:
+        _no_member_changes_in_trace(tx, self)
         index = key.as_python_constant()
         if isinstance(self.value, (*SEQUENTIAL, torch.nn.ParameterList)) and isinstance(index, int):
             n = self._guard_length(tx)
@@ -326,7 +387,13 @@ class NNModuleVariable(VariableTracker):
 
     def contains(self, tx: Tracer, item: VariableTracker) -> bool:
         if isinstance(self.value, torch.nn.ModuleDict):
-            return item.as_python_constant() in self.value
+            _no_member_changes_in_trace(tx, self)
+            key, table = item.as_python_constant(), self.value._modules
+            if self.source is not None:   # the answer holds while the key stays (or stays away)
+                source = AttrSource(self.source, "_modules")
+                tx.ctx.add_guard(KeyPresenceGuard(source, key_name=key, present=key in table, loc=tx.loc())
+                                 if type(key) is str else DictKeysGuard(source, type(table), tuple(table), loc=tx.loc()))
+            return key in self.value
         raise Unsupported("contains", f"pdyn cannot trace `in` on {type(self.value).__name__}", loc=tx.loc())
 
 
