@@ -68,6 +68,9 @@ ALONG_DIM = {
     "from_data": lambda x: x + torch.tensor([x.shape[0]] * 6) + x.new_tensor([[1.0] * 6]),
     "meshgrid": lambda x: torch.meshgrid(x[:, 0], x[0], indexing="ij")[0] + torch.meshgrid(x[:, 1], x[1])[1],
     "broadcast_tensors": lambda x: sum(torch.broadcast_tensors(x, x[:1], x[:, :1])) + torch.cdist(x, x[:3]).sum(-1, True),
+    "flip": lambda x: torch.flip(x, (0,)) + x.flip(-1) + x.fliplr().flipud() + torch.rot90(torch.rot90(x), -1),
+    "stacks": lambda x: torch.hstack([x, x])[:, :6] + torch.vstack((x, x[:1]))[1:] + torch.dstack([x, x]).sum(-1)
+    + torch.column_stack([x[:, 0], x[:, 1:]]) + torch.row_stack([x]),
     "clamp": lambda x: x.clamp(-0.5, 0.5) + x.clamp(min=x[:1]) + x.type_as(x).to(torch.float32).contiguous(),
 }
 

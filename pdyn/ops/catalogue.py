@@ -95,7 +95,8 @@ declare_all(["view", "reshape"], namespaces=(torch, torch.Tensor))
 declare_all(["view_as", "reshape_as", "expand", "expand_as", "repeat"], namespaces=TENSOR)
 declare_all("""flatten unflatten permute transpose swapaxes swapdims t movedim moveaxis squeeze unsqueeze
 split split_with_sizes chunk unbind select narrow""".split())
-declare_all(["broadcast_to", "broadcast_tensors", "cat", "concat", "concatenate", "stack"], namespaces=TORCH)
+declare_all(["broadcast_to", "broadcast_tensors", "cat", "concat", "concatenate", "stack", "hstack", "vstack", "row_stack",
+             "dstack", "column_stack"], namespaces=TORCH)
 declare("getitem", spellings=[operator.getitem, "__getitem__", torch.Tensor.__getitem__], namespaces=(),
         data_dependent="output size, when indexed by a boolean mask")
 declare("setitem", spellings=[operator.setitem, "__setitem__"], namespaces=(), mutates=0)
@@ -107,7 +108,7 @@ index_fill""".split()
 declare_all(INDEX_ALONG_DIM)
 declare_all(["scatter_", "scatter_add_", "scatter_reduce_", "index_add_", "index_copy_", "index_fill_"],
             namespaces=TENSOR)
-declare_all(["sort", "argsort", "topk", "cummax", "cummin", "roll", "tile", "diff"])
+declare_all(["sort", "argsort", "topk", "cummax", "cummin", "roll", "tile", "diff", "flip", "fliplr", "flipud", "rot90"])
 declare_all(["isin", "bucketize"], namespaces=TORCH)
 for _name in ("lstm", "gru", "rnn_tanh", "rnn_relu"):  # what nn.LSTM/GRU/RNN call
     declare(_name, spellings=[getattr(torch._VF, _name)], namespaces=TORCH)

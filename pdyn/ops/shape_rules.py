@@ -368,5 +368,6 @@ from pdyn.ops import shape_rules_views as _views  # noqa: E402,F401
 from pdyn.ops import shape_rules_nn as _nn  # noqa: E402,F401
 from pdyn.ops import shape_rules_indexing as _indexing  # noqa: E402,F401
 from pdyn.ops import shape_rules_sorting as _sorting  # noqa: E402,F401
+from pdyn.ops import shape_rules_stacks as _stacks  # noqa: E402,F401
 from pdyn.ops import shape_rules_creation as _creation  # noqa: E402,F401
 from pdyn.ops import shape_rules_recurrent as _recurrent  # noqa: E402,F401

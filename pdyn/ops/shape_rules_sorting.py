@@ -105,3 +105,35 @@ def diff(c: OpCall) -> list[Sizes] | None:
     if not known(c.env, sympy.Ge(out, 0, evaluate=False)):
         out = sympy.Max(out, 0)
     return [x.sizes[:d] + (out,) + x.sizes[d + 1 :]]
+
+
+@register("flip", "fliplr", "flipud")
+def flip(c: OpCall) -> list[Sizes] | None:
+    """Sizes unchanged; the dims must exist (fliplr: 2 of them, flipud: 1)."""
+    if c.name() == "flip":
+        a = c.bind("input", "dims")
+        x = as_tensor(a["input"], "input")
+        dims = [c.dim(d, x.ndim) for d in _ints(a["dims"])]
+        if len(set(dims)) != len(dims):
+            raise ShapeError("flip: dims must be distinct")
+        return [x.sizes]
+    x = as_tensor(c.bind("input")["input"], "input")
+    if x.ndim < (2 if c.name() == "fliplr" else 1):
+        raise ShapeError(f"{c.name()}: input has too few dims")
+    return [x.sizes]
+
+
+@register("rot90")
+def rot90(c: OpCall) -> list[Sizes] | None:
+    """An odd number of quarter turns swaps the two dims' sizes."""
+    a = c.bind("input", "k", "dims", k=1, dims=(0, 1))
+    x, dims = as_tensor(a["input"], "input"), _ints(a["dims"])
+    if len(dims) != 2 or x.ndim < 2 or not isinstance(a["k"], int):
+        raise ShapeError("rot90: needs 2 distinct dims of a tensor of 2 or more dims and an int k")
+    d0, d1 = c.dim(dims[0], x.ndim), c.dim(dims[1], x.ndim)
+    if d0 == d1:
+        raise ShapeError("rot90: dims must be distinct")
+    out = list(x.sizes)
+    if a["k"] % 2:
+        out[d0], out[d1] = out[d1], out[d0]
+    return [tuple(out)]

@@ -44,6 +44,8 @@ fallback("nansum", "nanmean", "any", "all", "count_nonzero", "norm", "logcumsume
 fallback("dot", "vdot", "mv", "baddbmm", "addmv", "outer", "ger", "__rmatmul__", "conv1d", "conv2d", "conv3d",
          "_native_multi_head_attention", "_transformer_encoder_layer_fwd", "cdist",
          why="a library kernel (torch's)")
+fallback("flip", "fliplr", "flipud", "rot90", why="a copy along reversed dims without a lowering yet")
+fallback("hstack", "vstack", "row_stack", "dstack", "column_stack", why="a join without a lowering yet (cat has one)")
 fallback("broadcast_tensors", why="views of its inputs, several of them: torch makes them")
 fallback("empty", "empty_like", "new_empty", why="uninitialized memory: nothing to compute")
 fallback("eye", "linspace", "logspace", "tril", "triu", why="index-valued factory without a lowering yet")
