@@ -10,6 +10,7 @@ import operator
 from typing import Any, Callable
 
 import sympy
+import torch
 from sympy.printing.pycode import PythonCodePrinter
 
 from pdyn.shapes import steps, sym_float
@@ -51,12 +52,24 @@ class CeilDiv(_RoundedDiv):
     rounding = staticmethod(math.ceil)
 
 
+def _extremum(fn: Callable[..., Any], args: list[Any]) -> Any:
+    """min/max of numbers, or of torch SymInts for the fake run: torch.sym_min/sym_max keep an
+    unbacked u0 symbolic where min/max would compare it (a guard torch refuses)."""
+    if not any(isinstance(a, torch.SymInt) for a in args):
+        return fn(args)
+    pick = torch.sym_min if fn is min else torch.sym_max
+    result = args[0]
+    for a in args[1:]:
+        result = pick(result, a)
+    return result
+
+
 _RELATIONS = {sympy.Gt: operator.gt, sympy.Lt: operator.lt, sympy.Ge: operator.ge, sympy.Le: operator.le,
               sympy.Eq: operator.eq, sympy.Ne: operator.ne}
 _NUMERIC = {
     sympy.Mod: lambda a, b: a % b, FloorDiv: lambda a, b: a // b, CeilDiv: lambda a, b: -(-a // b),
-    sympy.floor: math.floor, sympy.ceiling: math.ceil, sympy.Min: min,
-    sympy.Max: max, sympy.Abs: abs, sympy.Not: operator.not_,
+    sympy.floor: math.floor, sympy.ceiling: math.ceil, sympy.Min: lambda *xs: _extremum(min, xs),
+    sympy.Max: lambda *xs: _extremum(max, xs), sympy.Abs: abs, sympy.Not: operator.not_,
     sympy.And: lambda *xs: all(xs), sympy.Or: lambda *xs: any(xs),
     sym_float.TruncToInt: int, **{op: op.op for op in sym_float.OPS},
 }

@@ -186,6 +186,11 @@ def _hint(vt: VariableTracker) -> Any:
 _SYM_TYPES = {torch.SymInt: int, torch.SymFloat: float, torch.SymBool: bool}
 
 
+def _hint_type(vt: VariableTracker) -> type:
+    """The Python type of an operand's value (an unbacked SymInt's is int)."""
+    return _SYM_TYPES.get(type(_hint(vt)), type(_hint(vt)))
+
+
 DIVISIONS = (operator.truediv, operator.floordiv, operator.mod)
 
 
@@ -215,8 +220,12 @@ def sym_binary(tx: Tracer, fn: Callable[[Any, Any], Any], lhs: VariableTracker,
     if any(isinstance(v, SymIntVariable) and v.pytype is bool for v in (lhs, rhs)) or fn not in SYMPY_OPS \
             and fn not in sym_float.BINARY:
         return _pinned_result(fn, lhs, rhs, loc)
+    if fn in (min, max) and any(type(_hint(v)) in _SYM_TYPES for v in (lhs, rhs)):
+        fn_of_hints = torch.sym_max if fn is max else torch.sym_min  # max() would bool() an unbacked u0 > n
+    else:
+        fn_of_hints = fn
     try:
-        result = fn(_hint(lhs), _hint(rhs))
+        result = fn_of_hints(_hint(lhs), _hint(rhs))
     except ArithmeticError as e:
         raise UserException(e, loc) from None
     a, b = (env.simplify(_expr(v)) for v in (lhs, rhs))
@@ -225,7 +234,7 @@ def sym_binary(tx: Tracer, fn: Callable[[Any, Any], Any], lhs: VariableTracker,
     pytype = _SYM_TYPES.get(type(result), type(result))  # a data-dependent operand gives torch's SymInt
     if pytype is float and not isinstance(result, float):
         return ConstantVariable(fn(_value(lhs, fn, loc), _value(rhs, fn, loc)))
-    if pytype not in (int, float, bool) or fn in (min, max) and type(_hint(lhs)) is not type(_hint(rhs)) \
+    if pytype not in (int, float, bool) or fn in (min, max) and _hint_type(lhs) is not _hint_type(rhs) \
             or pytype is float and not math.isfinite(result):  # inf and nan have no sympy arithmetic
         return ConstantVariable(fn(_value(lhs, fn, loc), _value(rhs, fn, loc)))  # min(n, 2.5): its type is its value's
     if fn is operator.pow and pytype is int and b.free_symbols:  # `n ** m` is an int while m >= 0
