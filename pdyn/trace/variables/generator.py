@@ -124,7 +124,9 @@ def _close_is_silent(tx: Tracer, at: Instruction) -> bool:
             j = ins[i].handler
             while j is not None and j < len(ins) and ins[j].opname != "RERAISE":
                 j += 1
-            return j is None or (j < len(ins) and ins[j].handler is None)
+            # and nothing around it: no handler, or 3.12's StopIteration-to-RuntimeError one
+            return j is None or j < len(ins) and (ins[j].handler is None
+                                                  or ins[ins[j].handler].opname in ("CALL_INTRINSIC_1", "STOPITERATION_ERROR"))
 
 
 def check_no_pending_cleanup(generators: list[GeneratorVariable], returned: bool) -> None:
