@@ -94,6 +94,9 @@ class GeneratorVariable(IteratorVariable):
         return f"GeneratorVariable({self.translator.code.co_name})"
 
 
+GENERATOR_END = ("CALL_INTRINSIC_1", "STOPITERATION_ERROR")   # 3.12's handler around a generator's body
+
+
 def _close_is_silent(tx: Tracer, at: Instruction) -> bool:
     """Whether closing a generator suspended at `at` (GeneratorExit thrown there) runs no user code:
     the handler is `except` clauses none of which matches GeneratorExit (`Sequence.__iter__`'s
@@ -125,8 +128,8 @@ def _close_is_silent(tx: Tracer, at: Instruction) -> bool:
             while j is not None and j < len(ins) and ins[j].opname != "RERAISE":
                 j += 1
             # and nothing around it: no handler, or 3.12's StopIteration-to-RuntimeError one
-            return j is None or j < len(ins) and (ins[j].handler is None
-                                                  or ins[ins[j].handler].opname in ("CALL_INTRINSIC_1", "STOPITERATION_ERROR"))
+            outer = None if j is None or j >= len(ins) else ins[j].handler
+            return j is not None and j < len(ins) and (outer is None or ins[outer].opname in GENERATOR_END)
 
 
 def check_no_pending_cleanup(generators: list[GeneratorVariable], returned: bool) -> None:
