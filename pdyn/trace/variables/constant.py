@@ -91,7 +91,9 @@ class ObjectConstantVariable(VariableTracker):
             value = getattr(self.value, name)
         except AttributeError as e:
             raise UserException(e) from None
-        if type(self) is ObjectConstantVariable:  # an opaque object: its attribute may be a flag
+        # an opaque object of torch's (`torch.backends.cuda.matmul`): its attribute may be a flag; a
+        # library's fixed object (a dataclass Field) is read as it was, unguarded, as every such read
+        if type(self) is ObjectConstantVariable and type(self.value).__module__.startswith("torch"):
             guard_flag(tx, self.value, name, value)
         return tx.wrap_constant(value)
 
