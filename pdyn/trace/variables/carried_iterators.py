@@ -31,36 +31,57 @@ class CarriedMappingIterator:
         self.taken = 0
         self.failed = False   # spent by the error, as CPython's iterator is
         self.error: RuntimeError | None = None   # found by `at`: raised by the next step
-        self._it: Any = iter(())
+        self._it: Any = None
 
     def at(self, taken: int) -> None:
-        """Move to `taken` items in; run after the frame code replayed the trace's writes, so the
-        dict is as the trace left it."""
-        keys = tuple(self.mapping)
-        if keys != self.keys:
-            self.error = mutation_error(self.what, len(keys) == len(self.keys))
-            return
-        self._it = iter(getattr(self.mapping, self.kind)())
-        for _ in range(taken):
-            next(self._it)
+        """Move to `taken` items in; run after the frame code replayed the trace's writes. `_it`,
+        CPython's own iterator there, decides once the keys change at the same size (where it
+        raises depends on its table layout)."""
         self.taken = taken
+        self._it = iter(getattr(self.mapping, self.kind)())
+        self._step_cpython(taken)
+
+    def _step_cpython(self, n: int) -> None:
+        try:
+            for _ in range(n):
+                next(self._it)
+        except (StopIteration, RuntimeError):
+            self._it = None
 
     def __iter__(self) -> CarriedMappingIterator:
         return self
 
     def __next__(self) -> Any:
+        """As the trace's model steps it (`live_iterators.CheckedIterator`): the keys are compared
+        with those the loop began with and the item is read at its index, so the real iterator and
+        the trace's never part (a CPython iterator inside would go by table slot, not by key)."""
         if self.failed:
             raise StopIteration
         if self.error is not None:
             self.failed = True
             raise self.error
-        try:
-            item = next(self._it)
-        except RuntimeError:
+        keys = tuple(self.mapping)
+        if keys != self.keys and len(keys) == len(self.keys) and self.what == "dictionary" \
+                and self._it is not None:
+            try:
+                return next(self._it)
+            except BaseException:
+                self.failed = True
+                raise
+        if keys != self.keys:
             self.failed = True
-            raise
+            raise mutation_error(self.what, len(keys) == len(self.keys))
+        if self.taken >= len(keys):
+            self.failed = True   # spent for good, as CPython's is once it ended
+            raise StopIteration
+        key = keys[self.taken]
         self.taken += 1
-        return item
+        if self._it is not None:
+            self._step_cpython(1)
+        if self.kind == "keys":
+            return key
+        value = dict.__getitem__(self.mapping, key)
+        return value if self.kind == "values" else (key, value)
 
     def __length_hint__(self) -> int:
         return 0 if self.failed or self.error is not None else len(self.keys) - self.taken
@@ -119,6 +140,18 @@ class CarriedChain:
 def set_count(it: CarriedEnumerate, count: int) -> None:
     """A replayed step of a traced `enumerate` whose inner iterator advances by its own replays."""
     it.count = count
+
+
+def place_reversed(it: Any, seq: list[Any], position: int) -> None:
+    """`reversed(seq)` moved to `position`, which may lie past the list's end (a list shortened
+    under it: CPython's goes on if it grows back before the next step); `__setstate__` clamps to
+    the end, so the list is padded for the call and cut back."""
+    n = len(seq)
+    list.extend(seq, [None] * (position + 1 - n))
+    try:
+        it.__setstate__(position)
+    finally:
+        list.__delitem__(seq, slice(n, None))
 
 
 CARRIED_TYPES = (CarriedMappingIterator, CarriedEnumerate, CarriedZip, CarriedChain)

@@ -124,13 +124,13 @@ def wrap_mapping_iterator(tx: Tracer, value: CarriedMappingIterator, source: Sou
     if model is None:
         raise Unsupported("resume", f"pdyn cannot resume a loop over a {type(value.mapping).__name__}")
     model.keys, model.taken = list(value.keys), value.taken
-    return ReplayedIterator(tx, model, source, CarriedMappingIterator, _replay_step)
+    return ReplayedIterator(tx, model, source, model.kind, _replay_step)   # the type it stands for
 
 
 def wrap_enumerate(tx: Tracer, value: CarriedEnumerate, source: Source) -> IteratorVariable:
     _guard_fields(tx, value, source, "count")
     model = EnumerateIterator(_inner(tx, value.inner, AttrSource(source, "inner")), value.count)
-    return ReplayedIterator(tx, model, source, CarriedEnumerate, _replay_count)
+    return ReplayedIterator(tx, model, source, enumerate, _replay_count)
 
 
 def wrap_zip(tx: Tracer, value: CarriedZip, source: Source) -> IteratorVariable:

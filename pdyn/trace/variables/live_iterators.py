@@ -17,8 +17,9 @@ import abc
 import collections
 from typing import TYPE_CHECKING, Any
 
-from pdyn.base.errors import UserException
-from pdyn.trace.variables.carried_iterators import CarriedEnumerate, CarriedMappingIterator, CarriedZip, mutation_error
+from pdyn.base.errors import Unsupported, UserException
+from pdyn.trace.variables.carried_iterators import (CarriedEnumerate, CarriedMappingIterator, CarriedZip, mutation_error,
+                                                      place_reversed)
 from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.constant import ConstantVariable
 from pdyn.trace.variables.sets import SetVariable
@@ -141,8 +142,13 @@ class ReversedListIterator(_Derived):
 
     def rebuild(self, codegen: ResumeCodegen) -> str:
         """The list's own reverse iterator, placed after the list's writes are replayed."""
-        name = codegen.once(self, f"reversed({codegen.reconstruct(self.seq)})")
-        codegen.positioned.append(f"{name}.__setstate__({self.position})")
+        seq = codegen.reconstruct(self.seq)
+        name = codegen.once(self, f"reversed({seq})")
+        if self.position < len(self.seq.items):
+            codegen.positioned.append(f"{name}.__setstate__({self.position})")
+        else:   # past the end of a list shortened under it: `__setstate__` alone would clamp it
+            place = codegen.constant(place_reversed, "place_reversed")
+            codegen.positioned.append(f"{place}({name}, {seq}, {self.position})")
         return name
 
 
@@ -169,6 +175,7 @@ class CheckedIterator(_Derived):
             self.failed = True
             raise UserException(mutation_error(self.what, True), self.tx.loc())
         if self.taken >= len(keys):
+            self.failed = True  # spent for good once it ended, as CPython's is
             return None
         self.taken += 1
         return self.read(keys[self.taken - 1])
@@ -184,6 +191,8 @@ class CheckedIterator(_Derived):
             return None
         if self.failed:
             return codegen.once(self, "iter(())")
+        if list(self.container.items) != self.keys:   # where CPython's raises depends on its table layout
+            raise Unsupported("resume", "pdyn cannot carry an iterator over a dict changed since across a break")
         made = codegen.constant(CarriedMappingIterator, "CarriedMappingIterator")
         name = codegen.once(self, f"{made}({codegen.reconstruct(self.container)}, {self.view!r}, "
                                   f"{codegen.constant(tuple(self.keys), 'keys')}, {self.what!r})")
