@@ -126,6 +126,7 @@ declare("avg_pool2d", namespaces=(torch, F, torch._C._nn))
 declare_all("""batch_norm embedding adaptive_max_pool2d pad scaled_dot_product_attention mse_loss l1_loss
 smooth_l1_loss huber_loss""".split(), namespaces=(F,))
 declare("nll_loss", namespaces=(F,))
+declare("binary_cross_entropy_with_logits", namespaces=(torch,))  # what F's calls (reduction an int)
 declare("cross_entropy", namespaces=(F,), aten="cross_entropy_loss")
 declare("torch.embedding", spellings=[torch.embedding], namespaces=(), aten="embedding")  # (weight, indices)
 # the fused kernels of nn.MultiheadAttention and nn.TransformerEncoderLayer in eval (their fast path)

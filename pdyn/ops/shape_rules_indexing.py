@@ -1,5 +1,5 @@
 """Shape rules for ops that index along a dim with a tensor or an int: gather, scatter, index_select,
-take_along_dim, index_add/copy/fill, narrow, select.
+take_along_dim, index_add/copy/fill, narrow, select; and `x[index] = value` (setitem).
 
 Registered into `pdyn.ops.shape_rules.RULES` on import. The size checks follow aten's
 (ScatterGatherChecks.h, TensorAdvancedIndexing.cpp): each one the op makes is a guard here.
@@ -23,6 +23,7 @@ from pdyn.ops.shape_rules import (
     prod,
     register,
 )
+from pdyn.ops.shape_rules_views import advanced_index_sizes, index_sizes
 
 INDEX_DTYPES = (torch.int64, torch.int32)
 
@@ -231,3 +232,27 @@ def select(c: OpCall) -> list[Sizes] | None:
     c.require(sympy.Ge(index, -x.sizes[d], evaluate=False), "index in range")
     c.require(sympy.Lt(index, x.sizes[d], evaluate=False), "index in range")
     return [x.sizes[:d] + x.sizes[d + 1 :]]
+
+
+@register("setitem")
+def setitem(c: OpCall) -> list[Sizes] | None:
+    """`x[index] = value` makes no tensor: the indexed region's sizes are checked as getitem checks
+    them (ints in range, guarded), and a tensor value must broadcast to the region (torch drops the
+    value's leading size-1 dims first). No output sizes: x keeps its own."""
+    if len(c.args) != 3 or not isinstance(c.args[0], SymTensor):
+        return None
+    x, index, value = c.args
+    region = index_sizes(c, x, index)
+    if region is None:
+        region = advanced_index_sizes(c, x, index)
+    if region is None:
+        return None   # a mask's region depends on the data
+    if isinstance(value, SymTensor):
+        sizes = list(value.sizes)
+        while len(sizes) > len(region) and c.is_one(sizes[0]):
+            sizes.pop(0)
+        if len(sizes) > len(region) or broadcast(c, region, tuple(sizes)) != tuple(region):
+            return None   # torch raises, or not, by its own checks: specialized
+    elif not (is_size(value) or isinstance(value, (bool, float, complex))):
+        return None
+    return []

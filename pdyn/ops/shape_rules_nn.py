@@ -417,6 +417,18 @@ def pointwise_loss(c: OpCall) -> list[Sizes] | None:
     return [out] if a["reduction"] == "none" else [()]
 
 
+@register("binary_cross_entropy_with_logits")
+def bce_with_logits(c: OpCall) -> list[Sizes] | None:
+    """torch.binary_cross_entropy_with_logits(input, target, weight, pos_weight, reduction): the
+    operands broadcast; reduction 0 (none) keeps the broadcast sizes, 1 and 2 give a scalar."""
+    a = c.bind("input", "target", "weight", "pos_weight", "reduction", weight=None, pos_weight=None, reduction=1)
+    if a["reduction"] not in (0, 1, 2):
+        return None
+    shapes = [as_tensor(a[k], k).sizes for k in ("input", "target", "weight", "pos_weight") if a[k] is not None]
+    out = broadcast(c, *shapes)
+    return [out] if a["reduction"] == 0 else [()]
+
+
 @register("cross_entropy", "nll_loss")
 def class_loss(c: OpCall) -> list[Sizes] | None:
     """input (C), (N, C) or (N, C, d1, ...): class indices (int64) are the input less its class dim,

@@ -53,6 +53,7 @@ fallback("repeat", "swapdims", "movedim", "moveaxis", "split", "split_with_sizes
          "getattr", "pad", why="view or gather without a lowering yet")
 fallback("group_norm", "batch_norm", "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d",
          "adaptive_avg_pool2d", "adaptive_max_pool2d", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
+         "binary_cross_entropy_with_logits",
          why="nn op without a lowering yet")
 fallback("scatter", "scatter_add", "scatter_reduce", "take_along_dim", "index_add",
          "index_copy", "index_fill", "roll", "tile", why="indexing along a dim without a lowering yet")
