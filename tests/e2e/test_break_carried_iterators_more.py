@@ -6,26 +6,7 @@ import pytest
 import torch
 
 import pdyn
-
-
-def compare(fn, make_args, calls=3):
-    """Each call on fresh arguments, eagerly and compiled: same results (or the same exception)
-    and the same arguments afterwards."""
-    pdyn.reset()
-    opt = pdyn.optimize(fn, backend="eager")
-    for _ in range(calls):
-        results = []
-        for f in (fn, opt):
-            args = make_args()
-            try:
-                out = f(*args)
-            except Exception as e:  # noqa: BLE001
-                out = (type(e).__name__, str(e))
-            results.append((out, args))
-        (eager, eager_args), (compiled, compiled_args) = results
-        assert repr(compiled) == repr(eager)
-        assert repr(compiled_args) == repr(eager_args)
-    return pdyn.stats()
+from tests.e2e.test_break_carried_iterators import compare
 
 
 def test_a_dict_cleared_and_refilled_after_the_break_goes_on_by_key():
