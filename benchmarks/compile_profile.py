@@ -1,5 +1,5 @@
 """Where pdyn's compile time goes on the GPU (issue 15): the suite's GPT-2 and Llama at 6 layers,
-512 wide, fp16, over the serving sequence of benchmarks/models_gpu.py. Per model and per setting
+512 wide, fp16, over a serving-like sequence of calls (benchmarks/model_cases.py). Per model and per setting
 of PDYN_TRITON_COMPILE_THREADS (the pool that compiles the first call's kernels ahead): the first
 call (s), graphs, kernel launches and distinct kernel sources of the first call, Triton compiles
 (count, summed seconds, those made ahead), and the compiles and seconds of the 19 later calls.
@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import os
 import pathlib
+import random
 import sys
 import tempfile
 import time
@@ -23,10 +24,12 @@ import torch
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
-import models_gpu  # noqa: E402
+from model_cases import Size, cases  # noqa: E402
 
 import pdyn  # noqa: E402
 from pdyn.backends.triton import runtime, triton_backend  # noqa: E402
+
+SIZE = Size(layers=6)
 from pdyn.backends.triton.runtime import precompile  # noqa: E402
 
 COMPILES: list[float] = []  # seconds of each triton.compile call (a cache hit too: ~ms)
@@ -59,7 +62,7 @@ def profile(name: str, threads: int, inputs: list[dict[str, Any]]) -> str:
     runtime.cache._MODULES.clear()  # NOTE: else kernels keep their binaries from the last setting
     pdyn.reset()
     torch.manual_seed(0)
-    model = models_gpu.MODELS[name]().to("cuda", torch.float16).eval()
+    model = cases(SIZE)[name].build(SIZE).to("cuda", torch.float16).eval()
     graphs: list[Any] = []
     backend_s = [0.0]
 
@@ -107,17 +110,17 @@ def main() -> None:
         os.environ["TRITON_CACHE_DIR"] = warm
         pdyn.optimize(lambda x: x * 2 + 1, backend="triton")(torch.ones(8, device="cuda"))
         torch.cuda.synchronize()
-    models_gpu.scale(6, 512, 8)
-    calls = models_gpu.serving_calls(args.calls, 16, 128)
+    rng = random.Random(0)
+    calls = [(rng.randint(1, 8), rng.randint(8, 128)) for _ in range(args.calls)]
     print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}, {os.cpu_count()} CPUs; calls {calls}")
     print("| model | threads | first call s | lowering s | compiling ahead s | graphs | kernels | kernel sources "
           "| Triton compiles (1st call) | their s (summed) | compiles, later calls | their s | later calls s |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |", flush=True)
     for name in args.only.split(","):
-        inputs = [{k: v.to("cuda") for k, v in models_gpu.text_inputs(b, s, seed=i).items()}
-                  | ({"use_cache": False} if name != "bert" else {}) for i, (b, s) in enumerate(calls)]
+        inputs = [{k: v.to("cuda") for k, v in cases(SIZE)[name].inputs(b, s, i).items()}
+                  for i, (b, s) in enumerate(calls)]
         torch.manual_seed(0)
-        model = models_gpu.MODELS[name]().to("cuda", torch.float16).eval()
+        model = cases(SIZE)[name].build(SIZE).to("cuda", torch.float16).eval()
         with torch.no_grad():  # cuBLAS, SDPA and the allocator warm: the first setting pays no more
             for kwargs in inputs:
                 model(**kwargs)

@@ -24,7 +24,7 @@ import torch
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
 import pdyn  # noqa: E402
-from benchmarks.models_gpu import CudagraphLog, HandCaptured  # noqa: E402
+from benchmarks.cuda_capture import CudagraphLog, HandCaptured  # noqa: E402
 
 BATCHES = (1, 2, 4, 8, 16)
 HIDDEN, HEADS, SEQ = 512, 8, 32

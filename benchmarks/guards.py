@@ -1,5 +1,5 @@
 """The guard check of a whole model's cache entry, per call, on the host (issue 15): the suite's
-GPT-2 and Llama (tests/models/cases.py) scaled like benchmarks/models_gpu.py, optimized on CPU, then
+GPT-2 and Llama (benchmarks/model_cases.py), optimized on CPU, then
 the entry's generated `check(L, G)` timed alone over many calls, and the whole steady call.
 
     python benchmarks/guards.py [--models gpt2,llama] [--layers 6] [--hidden 512] [--calls 2000]
@@ -19,8 +19,9 @@ import torch
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
 import pdyn  # noqa: E402
-from benchmarks.models_gpu import MODELS, scale  # noqa: E402
-from tests.models.harness import text_inputs  # noqa: E402
+from benchmarks.model_cases import Size, cases  # noqa: E402
+
+SIZE = [Size()]  # set from the command line
 
 
 def best_us(fn: Any, n: int, repeats: int = 5) -> float:
@@ -48,9 +49,9 @@ def captured_frame(f: Any, kw: dict[str, Any]) -> tuple[Any, dict[str, Any], dic
 
 def measure(name: str, calls: int, show_source: bool) -> None:
     torch.manual_seed(0)
-    model = MODELS[name]().eval()
-    kw = text_inputs(4, 32, seed=0)
-    kw["use_cache"] = False
+    case = cases(SIZE[0])[name]
+    model = case.build(SIZE[0]).eval()
+    kw = case.inputs(4, 32, 0)
     f = pdyn.optimize(model.forward)
     with torch.no_grad():
         f(**kw)
@@ -78,7 +79,7 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--source", action="store_true")
     args = parser.parse_args()
-    scale(args.layers, args.hidden, 8)
+    SIZE[0] = Size(args.layers, args.hidden, 8)
     for i, name in enumerate(args.models.split(",")):
         measure(name, args.calls, args.source and i == 0)
 

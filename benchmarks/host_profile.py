@@ -21,9 +21,8 @@ import torch
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
 import pdyn  # noqa: E402
-from benchmarks.models_gpu import MODELS, scale  # noqa: E402
+from benchmarks.model_cases import Size, cases  # noqa: E402
 from pdyn.backends.triton import triton_backend  # noqa: E402
-from tests.models.harness import text_inputs  # noqa: E402
 
 
 def per_call_us(fn: Any, n: int = 50) -> float:
@@ -54,12 +53,11 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--seq", type=int, default=64)
     args = parser.parse_args()
-    scale(6, 512, 8)
+    size = Size(layers=6)
+    case = cases(size)[args.model]
     torch.manual_seed(0)
-    model = MODELS[args.model]().cuda().half().eval()
-    kw = {k: v.cuda() for k, v in text_inputs(args.batch, args.seq, seed=0).items()}
-    if args.model != "bert":
-        kw["use_cache"] = False
+    model = case.build(size).cuda().half().eval()
+    kw = {k: v.cuda() if isinstance(v, torch.Tensor) else v for k, v in case.inputs(args.batch, args.seq, 0).items()}
     got: list[Any] = []
 
     def backend(gm: Any, ex: Any) -> Any:

@@ -28,3 +28,14 @@ def test_models_benchmark_quick_mode_runs_every_frontend_and_agrees_with_eager()
                                                 "torch.compile(dynamic=True)"]
     for row in rows[1:]:  # counts and times filled in: no frontend raised or differed from eager
         assert row[3].strip().isdigit() and float(row[-2]) > 0, row
+
+
+def test_models_gpu_quick_mode_runs_pdyn_with_the_cache_on_and_agrees_with_eager():
+    result = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "models_gpu.py"), "--quick", "--only", "gpt2",
+                             "--columns", "eager,pdyn"], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "| error:" not in result.stdout, result.stdout
+    pdyn_rows = [line.split("|") for line in result.stdout.splitlines() if line.startswith("| pdyn |")]
+    forward, generate = pdyn_rows  # the forward table's row, then generate()'s
+    assert float(forward[5]) == 0.0  # max error against eager (fp32 here)
+    assert generate[4].strip() == "True"  # the same tokens as eager
