@@ -15,6 +15,7 @@ import torch.nn.functional as F
 from pdyn.backends.triton.graph_lowering import GraphLowering, NotLowered
 from pdyn.backends.triton.ir import ComputedBuffer, Handler, Index, Pointwise, Reduction, Scalar, Scan, Val, buffer_value, compute_dtype
 from pdyn.backends.triton.lowering import operand, register
+from pdyn.backends.triton.runtime.torch_calls import scaled_dot_product_attention
 from pdyn.ops import op_of
 
 
@@ -299,9 +300,37 @@ def _extern_then_add(lx: GraphLowering, node: Any, mm_target: Any, mm_args: tupl
     return Pointwise(ranges, fake.dtype, fn, reads_p | reads_b, 3)
 
 
+# Ops that take a matrix product's result as it is: an extern call or a view of it. A bias added in
+# a kernel of its own before them is one more pass over the product; cuBLAS adds it for free.
+_TAKES_PRODUCT_AS_IS = frozenset({
+    "view", "reshape", "transpose", "permute", "unsqueeze", "squeeze", "flatten", "unflatten", "contiguous",
+    "linear", "matmul", "mm", "bmm", "addmm", "baddbmm", "scaled_dot_product_attention", "conv1d", "conv2d"})
+
+
+def _bias_fuses_later(node: Any) -> bool:
+    """Whether the product's bias add may fuse into a kernel after it: some path from `node`
+    through views reaches an op that is not an extern call (a pointwise op, a norm, an output)."""
+    for user in node.users:
+        name = op_of(user).name if user.op in ("call_function", "call_method") else ""
+        if name in _READS_NO_DATA:
+            continue
+        if name not in _TAKES_PRODUCT_AS_IS:
+            return True
+        if name not in _MATMUL_EXTERNS and _bias_fuses_later(user):
+            return True
+    return False
+
+
+_READS_NO_DATA = frozenset({"size", "dim", "stride", "numel", "dtype", "device", "is_contiguous"})
+_MATMUL_EXTERNS = frozenset({"linear", "matmul", "mm", "bmm", "addmm", "baddbmm", "scaled_dot_product_attention",
+                             "conv1d", "conv2d"})
+
+
 @register("linear")
 def lower_linear(lx: GraphLowering, node: Any, x: Any, weight: Any, bias: Any = None) -> Any:
     x_node, w_node = node.args[0], node.args[1]
+    if bias is not None and not _bias_fuses_later(node):
+        return lx.result_value(node, lx.torch_call("extern", node), lx.fake(node))  # cuBLAS adds the bias
     return _extern_then_add(lx, node, F.linear, (x_node, w_node), bias)
 
 
@@ -323,7 +352,7 @@ def lower_attention(lx: GraphLowering, node: Any, q: Any, k: Any, v: Any, attn_m
     kernel per input before it, what consumes the result fuses into the kernels after it."""
     if kwargs.get("dropout_p", dropout_p) != 0.0:
         raise NotLowered("attention dropout draws from torch's generator")
-    call = lx.torch_call("extern", node)
+    call = lx.torch_call("extern", node, target=scaled_dot_product_attention)
     return lx.result_value(node, call, lx.fake(node))
 
 

@@ -89,9 +89,13 @@ class WrapperCode:
             self.add(f"_rt.check_index({call.inputs[0]}, {error.__name__})  # indices in [0, {pexpr(bound)})"
                      + ("" if ignored is None else f" or {ignored}"))
             return
-        op = f"_op_{call.name}"
-        self.globals[op] = runtime.TorchOp(call.node, self.lx.gm, call.target, call.args, call.kwargs)
-        self.add(f"{call.name} = {op}({', '.join(call.inputs)})  # {call.kind}: {_describe(call)}")
+        inline = _method_call(call, self.lx)
+        if inline is not None:  # a Tensor method with plain arguments (views above all): called directly
+            self.add(f"{call.name} = {inline}  # {call.kind}: {_describe(call)}")
+        else:
+            op = f"_op_{call.name}"
+            self.globals[op] = runtime.TorchOp(call.node, self.lx.gm, call.target, call.args, call.kwargs)
+            self.add(f"{call.name} = {op}({', '.join(call.inputs)})  # {call.kind}: {_describe(call)}")
         for symbol, expr in call.binds:
             expr = expr.replace("_contiguous(", "_rt.contiguous(")
             self.add(f"{symbol.name} = {expr}")
@@ -173,6 +177,37 @@ def used(bindings: list[tuple[sympy.Symbol, str]], text: str) -> list[tuple[symp
 
 def _product(ranges: list[Any]) -> Any:
     return sympy.Mul(*ranges) if ranges else sympy.Integer(1)
+
+
+def _method_call(call: TorchCall, lx: GraphLowering) -> str | None:
+    """`x.view(s0, 8, 64)` for a Tensor method node whose arguments are inputs or plain numbers:
+    one Python call per run, where a TorchOp would map its arguments on every call. None otherwise."""
+    node = call.node
+    if call.target is not None or call.args is not None or node.op != "call_method" or not node.args:
+        return None
+    if not isinstance(node.args[0], torch.fx.Node) or not isinstance(lx.fake(node.args[0]), torch.Tensor):
+        return None
+    name_of = dict(zip(node.all_input_nodes, call.inputs))
+
+    def plain(a: Any) -> str | None:
+        if isinstance(a, torch.fx.Node):
+            return name_of.get(a)
+        if a is None or isinstance(a, bool) or (isinstance(a, (int, float)) and math.isfinite(a)):
+            return repr(a)
+        if type(a) in (tuple, list):
+            items = [plain(x) for x in a]
+            if None in items:
+                return None
+            body = ", ".join(items) + ("," if type(a) is tuple and len(items) == 1 else "")  # type: ignore[arg-type]
+            return f"({body})" if type(a) is tuple else f"[{body}]"
+        return None
+
+    args = [plain(a) for a in node.args]
+    kwargs = {k: plain(v) for k, v in node.kwargs.items()}
+    if None in args or None in kwargs.values() or not str(node.target).isidentifier():
+        return None
+    rest = args[1:] + [f"{k}={v}" for k, v in kwargs.items()]  # type: ignore[operator]
+    return f"{args[0]}.{node.target}({', '.join(rest)})"  # type: ignore[arg-type]
 
 
 def _describe(call: TorchCall) -> str:

@@ -1,5 +1,5 @@
 """What generated wrappers call in torch: the allocator of outputs and intermediates, a
-contiguous copy where a kernel needs one, and `TorchOp`, one fx node run with torch (a fallback).
+contiguous copy where a kernel needs one, attention with a mask the fused kernels take, and `TorchOp`, one fx node run with torch (a fallback).
 """
 
 from __future__ import annotations
@@ -27,6 +27,16 @@ def allocator(device: torch.device) -> Any:
 
 def contiguous(t: Any) -> Any:
     return t.contiguous() if isinstance(t, torch.Tensor) and not t.is_contiguous() else t
+
+
+def scaled_dot_product_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, attn_mask: Any = None,
+                                 *args: Any, **kwargs: Any) -> torch.Tensor:
+    """scaled_dot_product_attention, with a mask whose last dim is broadcast (stride 0) made dense
+    first: the GPU's fused kernels refuse such a mask, and torch then runs its math path (a dozen
+    launches and an S x S score tensor per head). The mask is small beside the scores it spares."""
+    if isinstance(attn_mask, torch.Tensor) and attn_mask.is_cuda and attn_mask.dim() and attn_mask.stride(-1) != 1:
+        attn_mask = attn_mask.contiguous()
+    return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask, *args, **kwargs)
 
 
 def check_index(flag: torch.Tensor, error: type) -> None:
