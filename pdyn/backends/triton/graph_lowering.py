@@ -402,7 +402,8 @@ class GraphLowering:
             self.fallbacks.append(node.format_node())
             self.note_extern(node, "fallback", reason or "no lowering")
         call = self.torch_call("fallback", node)
-        return self.result_value(node, call, self.fake(node), live=live)
+        # NOTE: a node without an example value (an autocast block's mode) is an opaque object
+        return self.result_value(node, call, self.sym.values.get(node), live=live)
 
     def note_extern(self, node: torch.fx.Node, kind: str, reason: str) -> None:
         from pdyn.backends.triton.fallbacks import LIBRARY
