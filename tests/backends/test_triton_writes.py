@@ -98,3 +98,24 @@ def test_an_in_place_op_torch_rejects_raises_as_eager():
         assert type(e) is expected
     else:
         raise AssertionError("pdyn returned where eager raised")
+
+
+def test_a_write_a_failed_compile_sends_to_torch_runs_in_memory():
+    from pdyn.backends.triton import _entry, compile_graph
+
+    graphs = []
+
+    def backend(gm, example_inputs):  # as a retry after a failure blamed on the write
+        iadd = next(n for n in gm.graph.nodes if n.name == "iadd")
+        graphs.append(compile_graph(gm, example_inputs, {iadd: "planted failure"}))
+        return _entry(graphs[-1])
+
+    def f(a, b):
+        x = a * 2
+        x += b
+        return x.sum(-1), x + 1
+    a, b = randn(3, 5), randn(3, 5)
+    assert_matches(pdyn.optimize(f, backend=backend)(a, b), f(a, b))
+    assert [(e.op, e.kind, e.reason) for e in graphs[0].externs] == [
+        ("mul", "fallback", "may share memory with a tensor the graph writes: run on live tensors"),
+        ("iadd", "write", "planted failure")]

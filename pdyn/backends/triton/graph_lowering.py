@@ -116,7 +116,7 @@ class GraphLowering:
     def run(self) -> None:
         from pdyn.backends.triton.lowering import LOWERINGS
 
-        self.writes = WritePlan(self.gm, LOWERINGS)
+        self.writes = WritePlan(self.gm, LOWERINGS, self.forced)
         for i, node in enumerate(n for n in self.gm.graph.nodes if n.op == "placeholder"):
             self.env[node] = self.placeholder(node, i)
         for node in self.gm.graph.nodes:
@@ -195,11 +195,11 @@ class GraphLowering:
             return self.fallback(node, "a size computed with torch")
         if node.op == "get_attr":
             return self.fallback(node)
+        if node in self.writes.live and mutates(node):  # NOTE: before the rest: a write is always in order
+            return lower_write(self, node, self.forced.get(node, "writes memory that other values may view"))
         why = self.torch_only(node)
         if why is not None:
             return self.fallback(node, why, live=node in self.writes.live)
-        if node in self.writes.live and mutates(node):
-            return lower_write(self, node, "writes memory that other values may view")
         functional = self.writes.functional.get(node)
         op = functional or op_of(node)
         fn = table.get(op)
@@ -233,7 +233,7 @@ class GraphLowering:
             return "a module call: torch runs the module"
         if node in self.forced:
             return self.forced[node]
-        if node in self.writes.live and not mutates(node):
+        if node in self.writes.live:
             return "may share memory with a tensor the graph writes: run on live tensors"
         return None
 

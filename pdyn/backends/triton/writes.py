@@ -74,9 +74,11 @@ def functional_op(node: torch.fx.Node) -> Op | None:
 
 
 class WritePlan:
-    """Per write node: lowered functionally or in memory; the nodes that must run on live tensors."""
+    """Per write node: lowered functionally or in memory; the nodes that must run on live tensors.
+    A write in `forced` (its functional lowering failed to compile) is in memory."""
 
-    def __init__(self, gm: torch.fx.GraphModule, lowerings: dict[Any, Any]) -> None:
+    def __init__(self, gm: torch.fx.GraphModule, lowerings: dict[Any, Any],
+                 forced: Any = frozenset()) -> None:
         self.classes = AliasClasses(gm)
         self.functional: dict[torch.fx.Node, Op] = {}
         self.live: set[torch.fx.Node] = set()  # nodes run with torch on live tensors
@@ -86,7 +88,7 @@ class WritePlan:
         for cls, nodes in members.items():
             writes = [n for n in nodes if mutates(n)]
             ops = [functional_op(n) for n in writes]
-            if all(op is not None and op in lowerings and self._private(n.args[0], nodes)
+            if all(op is not None and op in lowerings and n not in forced and self._private(n.args[0], nodes)
                    for n, op in zip(writes, ops)):
                 self.functional.update((n, op) for n, op in zip(writes, ops) if op is not None)
             else:  # NOTE: one write in memory puts the whole class in memory
