@@ -116,7 +116,8 @@ def _cache_of(fn: Any) -> CodeCache:
 
 def stats(fn: Any = None) -> dict[str, int]:
     """Counters (`pdyn.base.logs.COUNTERS`: frames, compiles, recompiles, cache_hits, graph_breaks,
-    eager_fallbacks, graphs, ops_captured, frames_without_graph) for one optimized function's own
+    eager_fallbacks, graphs, ops_captured, frames_without_graph; from the backend: kernels,
+    graphs_on_torch, nodes_on_torch, library_calls; see docs/backends.md) for one optimized function's own
     code, or summed over all optimized code (resume functions and callees included) since the last reset."""
     if fn is not None:
         return _cache_of(fn).stats()

@@ -8,6 +8,8 @@ from typing import Any
 
 import torch.fx
 
+from pdyn.backends.report import BackendReport, report_of
+
 
 @dataclass(frozen=True)
 class BreakReason:
@@ -63,6 +65,9 @@ class ExplainOutput:
     shape_decisions: list[str] = field(default_factory=list)
     # per compiled entry, in compile order: the ops captured and the break that ended its graph
     frames: list[FrameReport] = field(default_factory=list)
+    # per graph, what the backend did (None for a backend that lowers nothing, such as eager): the
+    # kernels, each node run as a torch call and why, or why the whole graph ran with torch
+    backends: list[BackendReport | None] = field(default_factory=list)
 
     @property
     def ops_captured(self) -> int:
@@ -81,7 +86,8 @@ class ExplainOutput:
                 _op_name(n) for n in e.graph_module.graph.nodes if n.op in ("call_function", "call_method", "call_module"))
             frames.append(FrameReport(title, ops, _reason(why) if why is not None else None, e.eager_reason is not None))
         return cls(len(graphs), graphs, len(reasons), reasons, [e.guard.source for e in entries], len(entries),
-                   [e.frame_source for e in entries], [d for e in entries for d in e.shape_decisions], frames)
+                   [e.frame_source for e in entries], [d for e in entries for d in e.shape_decisions], frames,
+                   [report_of(gm) for gm in graphs])
 
     def __str__(self) -> str:
         lines = [f"compiles: {self.compiles}", f"graphs: {self.graph_count}",
@@ -94,6 +100,8 @@ class ExplainOutput:
         lines += [f"  {d}" for d in self.shape_decisions]
         for i, gm in enumerate(self.graphs):
             lines.append(f"graph {i + 1}:")
+            report = self.backends[i] if i < len(self.backends) else None
+            lines += report.lines() if report is not None else []
             lines.append(gm.print_readable(print_output=False).rstrip())
         for text in self.guards:
             lines.append(text.rstrip())

@@ -46,9 +46,13 @@ def _add_topic(record: logging.LogRecord) -> bool:
 # frames: calls of the code; graphs: graphs compiled; ops_captured: torch ops in them;
 # frames_without_graph: calls that ran no graph (eagerly, or an entry that broke before its first op);
 # eager_fallbacks: decisions to run the whole frame eagerly (an untraceable frame, the recompile
-# limit, an internal error)
+# limit, an internal error). From the backend's report on each graph (pdyn/backends/report.py):
+# kernels: distinct kernels generated; graphs_on_torch: graphs a compiling backend ran wholly with
+# torch; nodes_on_torch: ops run as torch calls inside lowered graphs, of which library_calls are
+# torch's library kernels by design (matrix products, attention, convolutions)
 COUNTERS = ("frames", "compiles", "recompiles", "cache_hits", "graph_breaks", "eager_fallbacks", "graphs",
-            "ops_captured", "frames_without_graph")
+            "ops_captured", "frames_without_graph", "kernels", "graphs_on_torch", "nodes_on_torch",
+            "library_calls")
 
 
 def empty_counters() -> dict[str, int]:

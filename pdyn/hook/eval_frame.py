@@ -20,6 +20,7 @@ from typing import Any, Callable
 
 import torch
 
+from pdyn.backends.report import BackendReport, report_of
 from pdyn.base import logs
 from pdyn.hook.compile_frame import CLOSURE_KEY, EMPTY_CELL, CacheEntry, closure_at_call, compile_frame, title_of
 from pdyn.base.config import Config, Settings, snapshot
@@ -50,6 +51,7 @@ class CodeCache:
     # optimized for it): it warns once when it keeps running without any graph, its own or its children's
     root: Config | Settings | None = None
     warned_no_graph: bool = False
+    warned_on_torch: bool = False     # a graph the backend ran wholly with torch warns once
     no_graph_reason: str | None = None   # the first reason a call of this code ran no graph
     # the caches of the resume functions and callees this code's graph breaks call
     children: list[CodeCache] = field(default_factory=list)
@@ -69,7 +71,24 @@ class CodeCache:
         else:
             self.counters["graphs"] += 1
             self.counters["ops_captured"] += ops_in(entry.graph_module)
+            self.count_backend(report_of(entry.graph_module))
         self.checks.append((entry.guard.check, run))
+
+    def count_backend(self, report: BackendReport | None) -> None:
+        """The backend's counters for one graph; a graph it ran wholly with torch warns once."""
+        if report is None:
+            return
+        self.counters["kernels"] += report.kernels
+        self.counters["nodes_on_torch"] += report.nodes_on_torch
+        self.counters["library_calls"] += report.library_calls
+        if report.on_torch is None:
+            return
+        self.counters["graphs_on_torch"] += 1
+        if not self.warned_on_torch:
+            self.warned_on_torch = True
+            warnings.warn(f"pdyn: a graph of {title_of(self.code)} runs wholly with torch on the {report.backend} "
+                          f"backend: {report.on_torch}. pdyn.explain(fn)(...) lists each graph's torch calls.",
+                          stacklevel=_user_stacklevel())
 
     def clear(self) -> None:
         self.entries.clear()
@@ -78,6 +97,7 @@ class CodeCache:
         self.run_eagerly = False
         self.warned_limit = False
         self.warned_no_graph = False
+        self.warned_on_torch = False
         self.no_graph_reason = None
         self.children.clear()
         self.history = CodeHistory()

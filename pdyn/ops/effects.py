@@ -212,3 +212,14 @@ def _signature(target: Any) -> inspect.Signature | None:
         return inspect.signature(target)
     except (TypeError, ValueError):
         return None
+
+
+def written_args(node: torch.fx.Node) -> list[Any]:
+    """The arguments a node that `mutates` writes (its `out=`, the argument its row writes, or
+    those CONDITIONAL_WRITES names)."""
+    return _written(node)
+
+
+def inplace_flag(node: torch.fx.Node) -> bool:
+    """Whether the node passes `inplace=True` (however passed)."""
+    return _inplace_flag(node)

@@ -41,7 +41,7 @@ def test_ops_without_lowering_fall_back_to_torch():
     assert rec.last.kernel_count == 2
 
 
-def test_mutation_runs_the_graph_eagerly():
+def test_a_write_to_the_graphs_own_tensor_is_lowered_as_its_out_of_place_op():
     def fn(x):
         y = x * 2
         y.add_(1)
@@ -51,6 +51,7 @@ def test_mutation_runs_the_graph_eagerly():
     compiled = pdyn.optimize(fn, backend=rec)
     x = randn(3, 4)
     torch.testing.assert_close(compiled(x), fn(x))
+    assert rec.last.externs == [] and rec.last.kernel_count == 1  # tests/backends/test_triton_writes.py: more
 
 
 def test_grad_mode_with_grad_inputs_runs_torch_and_says_so(caplog):

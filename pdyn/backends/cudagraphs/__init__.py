@@ -4,7 +4,8 @@ replays it. `pdyn.optimize(..., mode="reduce-overhead")` or `pdyn.config.cudagra
 (PDYN_CUDAGRAPHS=1) turn it on; the log topic `cudagraphs` (PDYN_LOGS=cudagraphs) says what was
 captured, what was padded, and why a graph runs uncaptured.
 
-A graph runs uncaptured (as compiled) when its inputs are not all on the GPU, when a size depends
+A graph runs uncaptured (as compiled) when its inputs are not all on the GPU, when it writes an
+input (a replay would write the runner's copy), when a size depends
 on data (a symbol no input's dim binds), when it runs with torch (the eager backend, or the Triton
 backend's whole-graph fallback), when it draws random numbers, or when capturing fails (a fallback
 that synchronizes).
@@ -21,7 +22,7 @@ import torch.fx
 from pdyn.backends.cudagraphs.pad import plan as pad_plan
 from pdyn.backends.cudagraphs.runner import GraphRunner
 from pdyn.base.config import config
-from pdyn.ops.effects import draws_random
+from pdyn.ops.effects import draws_random, writes_an_input
 from pdyn.shapes.graph_meta import SIZES, STRIDES, SYMBOLS
 
 log = logging.getLogger("pdyn.cudagraphs")
@@ -90,6 +91,8 @@ def uncapturable(compiled: Callable[..., Any], gm: torch.fx.GraphModule, example
         return "an input is not on the GPU" if tensors else "no tensor inputs"
     if getattr(compiled, "__self__", None) is gm or getattr(compiled, "pdyn_triton", False) is None:
         return "the graph runs with torch (eager backend or the backend's fallback)"
+    if writes_an_input(gm.graph):  # NOTE: a replay reads and writes the runner's copies of the inputs
+        return "the graph writes an input"
     symbols = gm.meta.get(SYMBOLS)
     if symbols is None:
         return "the graph carries no size symbols"

@@ -5,7 +5,8 @@ Pipeline: symbolic.read_stamps (the sympy sizes pdyn's tracer stamped on each no
 GraphLowering (IR) -> scheduler (fusion) -> codegen (kernel text; codegen_layout picks 1-D or 2-D
 tiles from the accesses) -> wrapper (Python `call`).
 Without a GPU the kernels run under Triton's interpreter. Whatever this backend cannot handle runs
-with torch: a node (fallback) or the whole graph (eager, with one log line). What the kernels
+with torch node by node (extern calls between kernels, each named with its reason); the whole graph
+runs with torch only where an input requires grad or a compile failure names no node. What the kernels
 assume beyond the entry's guards (the layout of a non-contiguous input) the returned callable
 carries as `assumptions`, guards the hook adds to the entry's guard function.
 """
@@ -19,11 +20,10 @@ from typing import Any, Callable
 import torch
 import torch.fx
 
+from pdyn.backends.report import REPORT, BackendReport
 from pdyn.backends.triton.runtime import prepare_interpreter, use_interpreter
 from pdyn.backends.triton.unbacked import bind_unbacked
 from pdyn.guards.guards import Guard
-from pdyn.ops.effects import mutates
-from pdyn.shapes.graph_meta import SIZES
 
 if use_interpreter():
     prepare_interpreter()  # NOTE: before anything here imports triton
@@ -45,6 +45,8 @@ class CompiledGraph:
     assumptions: list[Guard] = field(default_factory=list)  # checked by the entry's guard
     compile_jobs: list[Any] = field(default_factory=list)  # runtime.precompile.Job per launch of the first call
     ahead: Any = None  # ahead.AheadCompiler: the jobs of any tuple of sizes
+    externs: list[Any] = field(default_factory=list)  # graph_lowering.ExternCall per node run with torch
+    lowered: int = 0  # nodes lowered (kernels, index arithmetic, size expressions)
 
 
 def triton_backend(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
@@ -55,20 +57,43 @@ def triton_backend(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Calla
         reason = "CPU tensors on a machine whose kernels run on the GPU"
     compiled = None
     if reason is None:
-        try:
-            compiled = compile_graph(gm, example_inputs)
-        except Exception as e:  # noqa: BLE001  # NOTE: never wrong: a compile failure runs eagerly
-            reason = f"{type(e).__name__}: {e}"
-            log.warning("pdyn triton backend: running this graph with torch (%s)", reason)
+        compiled, reason = _compile_with_retries(gm, example_inputs)
     if compiled is None:
         log.info("pdyn triton backend: graph runs with torch: %s", reason)
+        gm.meta[REPORT] = BackendReport("triton", on_torch=reason)
 
         def run_with_torch(*args: Any) -> Any:  # a function, not the bound method: it carries a marker
             return eager(*args)
 
         run_with_torch.pdyn_triton = None  # type: ignore[attr-defined]  # marker for tests
         return run_with_torch
+    gm.meta[REPORT] = BackendReport("triton", len(set(compiled.kernel_sources)), None, tuple(compiled.externs),
+                                    compiled.lowered)
     return _entry(compiled)
+
+
+MAX_RETRIES = 8  # compiles of one graph, each sending the nodes the last one failed on to torch
+
+
+def _compile_with_retries(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> tuple[CompiledGraph | None, str]:
+    """Compile; where compiling fails for some nodes (their lowering, their kernel), those nodes
+    run as torch calls and the graph compiles again. The whole graph runs with torch only where a
+    failure names no node, or names the same nodes again."""
+    forced: dict[torch.fx.Node, str] = {}
+    for _ in range(MAX_RETRIES):
+        try:
+            return compile_graph(gm, example_inputs, forced), ""
+        except Exception as e:  # noqa: BLE001  # NOTE: never wrong: a compile failure runs with torch
+            reason = f"{type(e).__name__}: {e}"
+            blamed = [n for n in getattr(e, "pdyn_nodes", ()) if isinstance(n, torch.fx.Node)
+                      and n.op not in ("placeholder", "output", "get_attr") and n not in forced]
+            if not blamed:
+                log.warning("pdyn triton backend: running this graph with torch (%s)", reason)
+                return None, reason
+            log.info("pdyn triton backend: %s run with torch after %s", [n.name for n in blamed], reason)
+            for node in blamed:
+                forced[node] = f"compiling it failed ({reason})"
+    return None, "compiling failed again after sending the failing nodes to torch"
 
 
 def _entry(compiled: CompiledGraph) -> Callable[..., Any]:
@@ -81,33 +106,18 @@ def _entry(compiled: CompiledGraph) -> Callable[..., Any]:
 
 
 def _eager_reason(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> str | None:
-    """Graphs this backend leaves to torch entirely: mutation (the IR reads lazily, so a write
-    could be observed too early or too late), module calls, autocast blocks, and autograd (grad mode with an input
-    that requires grad: the entry's guard checks both, so this holds on every call it serves)."""
+    """Graphs this backend leaves to torch entirely: autograd (grad mode with an input that
+    requires grad: the entry's guard checks both, so this holds on every call it serves). Writes,
+    module calls and autocast blocks run as torch calls node by node (GraphLowering)."""
     if torch.is_grad_enabled() and any(isinstance(a, torch.Tensor) and a.requires_grad for a in example_inputs):
         log.warning("pdyn triton backend: an input requires grad; running the graph "
                     "with torch so autograd works (use torch.no_grad() for kernels)")
         return "an input requires grad"
-    for node in gm.graph.nodes:
-        if node.op == "call_module":
-            return f"module call {node.target}"
-        if node.target is torch.amp._enter_autocast:  # autocast casts inside ops: the graph does not show them
-            return "an autocast block"
-        if mutates(node):
-            name = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
-            return f"in-place op {name}"
-        if _has_a_zero_dim(node.meta.get(SIZES)):  # NOTE: the interpreter crashes on a masked
-            return "a dim of size 0"                  # load of an empty tensor; torch is exact here
     return None
 
 
-def _has_a_zero_dim(sizes: Any) -> bool:
-    if isinstance(sizes, (tuple, list)):
-        return any(_has_a_zero_dim(s) for s in sizes)
-    return sizes is not None and sizes == 0
-
-
-def compile_graph(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> CompiledGraph:
+def compile_graph(gm: torch.fx.GraphModule, example_inputs: list[Any],
+                  forced: dict[torch.fx.Node, str] | None = None) -> CompiledGraph:
     from pdyn.backends.triton import lowering  # noqa: F401  # registers the lowerings
     from pdyn.backends.triton.ahead import AheadCompiler
     from pdyn.backends.triton.graph_lowering import GraphLowering
@@ -118,6 +128,7 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Compil
     interpret = use_interpreter()
     sym = read_stamps(gm, example_inputs)
     lx = GraphLowering(gm, sym)
+    lx.forced.update(forced or {})
     lx.run()
     bind_unbacked(lx)  # data-dependent sizes: read back after the torch call that makes them
     steps = schedule(lx, interpret)
@@ -135,4 +146,4 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Compil
     if output_code.isEnabledFor(logging.DEBUG):
         output_code.debug("wrapper:\n%s\n%s", source, "\n\n".join(code.kernels))
     return CompiledGraph(source, code.kernels, kernel_count(steps), lx.fallbacks, namespace["call"],
-                         code.launchers, lx.assumptions, jobs, ahead)
+                         code.launchers, lx.assumptions, jobs, ahead, lx.externs, lx.lowered())

@@ -95,15 +95,11 @@ class SplitInfo:
     out: int  # index of the output among the kernel's pointers
 
 
-class ZeroSizeDim(Exception):
-    """A kernel over a dim of size 0: torch computes such graphs (Triton's interpreter crashes on a
-    masked load of an empty tensor)."""
-
-
 def dim_vars(prefix: str, flat: sympy.Symbol, ranges: list[sympy.Expr]) -> tuple[list, list]:
-    """Index variables of each dim (0 where the size is 1) and their definitions from `flat`."""
-    if any(n == 0 for n in ranges):  # triton/__init__ leaves such graphs to torch before lowering
-        raise ZeroSizeDim(f"a kernel over sizes {ranges}")
+    """Index variables of each dim (0 where the size is 1) and their definitions from `flat`.
+    A dim of size 0 counts as 1 here: over x the kernel has no element and never launches; over r
+    every load is masked off (r < 0 never holds) and the reduction stores its identity."""
+    ranges = [sympy.Integer(1) if n == 0 else n for n in ranges]
     syms, defs = [], []
     for k, n in enumerate(ranges):
         if n == 1:

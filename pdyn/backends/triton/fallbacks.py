@@ -9,6 +9,7 @@ from __future__ import annotations
 from pdyn.ops import OPS, Op, row
 
 FALLBACKS: dict[Op, str] = {}
+LIBRARY = "a library kernel (torch's)"  # by design, not for want of a lowering
 
 
 def fallback(*names: str, why: str) -> None:
@@ -21,7 +22,7 @@ def fallback(*names: str, why: str) -> None:
 def reason(op: Op) -> str | None:
     """Why torch runs `op` on this backend, where a column or a declaration says."""
     if op.mutates is not None:
-        return "it writes an argument: a graph that writes runs with torch (the IR reads lazily)"
+        return "it writes an argument: run in order on live tensors (writes.py), or as its out-of-place op"
     if op.refused is not None:
         return "tracing refuses it"
     if op.data_dependent is not None and op.data_dependent.startswith("output size: "):
@@ -43,7 +44,7 @@ fallback("cpu", "cuda", why="a device move")
 fallback("nansum", "nanmean", "any", "all", "count_nonzero", "norm", "logcumsumexp", why="reduction without a lowering yet")
 fallback("dot", "vdot", "mv", "baddbmm", "addmv", "outer", "ger", "__rmatmul__", "conv1d", "conv2d", "conv3d",
          "_native_multi_head_attention", "_transformer_encoder_layer_fwd", "cdist",
-         why="a library kernel (torch's)")
+         why=LIBRARY)
 fallback("flip", "fliplr", "flipud", "rot90", why="a copy along reversed dims without a lowering yet")
 fallback("hstack", "vstack", "row_stack", "dstack", "column_stack", why="a join without a lowering yet (cat has one)")
 fallback("broadcast_tensors", why="views of its inputs, several of them: torch makes them")

@@ -6,6 +6,7 @@ replay). A node whose lowering is missing or raises becomes a fallback call into
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 import sympy
@@ -19,8 +20,10 @@ from pdyn.backends.triton.ir import (
     buffer_value, contiguous_strides,
 )
 from pdyn.backends.triton.symbolic import SymbolicGraph, is_size_node, pexpr
+from pdyn.backends.triton.writes import WritePlan, lower_write
 from pdyn.guards.guards import Guard, StrideGuard
 from pdyn.ops import op_of
+from pdyn.ops.effects import mutates
 
 log = logging.getLogger("pdyn.lowering")
 
@@ -43,6 +46,24 @@ class NotLowered(Exception):
     """This node has no lowering for these arguments; it becomes a fallback call."""
 
 
+@dataclass(frozen=True)
+class ExternCall:
+    """A graph node run as a torch call inside the lowered graph, and why: `kind` is "library"
+    (matrix products, attention, convolutions: torch's kernels by design), "fallback" (no
+    lowering for it, or for these arguments) or "write" (a write to memory, in order)."""
+
+    node: str
+    op: str
+    kind: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.node} ({self.op}): {self.kind}, {self.reason}"
+
+
+AUTOCAST = (torch.amp._enter_autocast, torch.amp._exit_autocast)
+
+
 class GraphLowering:
     """State of one graph's lowering: values per node, scheduled nodes in order, graph outputs."""
 
@@ -56,6 +77,11 @@ class GraphLowering:
         self.runtime_names: dict[int, str] = {}  # id(value) -> wrapper variable holding it
         self.counter = 0
         self.fallbacks: list[str] = []
+        self.externs: list[ExternCall] = []
+        self.forced: dict[torch.fx.Node, str] = {}  # nodes a failed compile sends to torch, and why
+        self.order = {node: i for i, node in enumerate(gm.graph.nodes)}
+        self.autocast = 0  # open autocast blocks at the node being lowered
+        self.current: torch.fx.Node | None = None  # the node being lowered
         self.device = torch.device("cpu")
         self.producer: dict[int, torch.fx.Node] = {}
         self.assumptions: list[Guard] = []  # what the kernels assume beyond the entry's guards
@@ -90,16 +116,32 @@ class GraphLowering:
     def run(self) -> None:
         from pdyn.backends.triton.lowering import LOWERINGS
 
+        self.writes = WritePlan(self.gm, LOWERINGS, self.forced)
         for i, node in enumerate(n for n in self.gm.graph.nodes if n.op == "placeholder"):
             self.env[node] = self.placeholder(node, i)
         for node in self.gm.graph.nodes:
             if node.op == "placeholder":
                 continue
-            if node.op == "output":
-                self.finish_outputs(node.args[0])
-                self.eager_check.forget()
-                continue
-            self.env[node] = self.lower_node(node, LOWERINGS)
+            self.current = node
+            try:
+                if node.op == "output":
+                    self.finish_outputs(node.args[0])
+                    self.eager_check.forget()
+                    continue
+                self.env[node] = self.lower_node(node, LOWERINGS)
+            except Exception as e:
+                e.pdyn_nodes = [node]  # type: ignore[attr-defined]  # the compile retries it with torch
+                raise
+
+    def lowered(self) -> int:
+        """The graph's ops lowered here (not run as torch calls)."""
+        on_torch = {e.node for e in self.externs}
+        return sum(n.op in ("call_function", "call_method", "call_module") and n.name not in on_torch
+                   for n in self.gm.graph.nodes)
+
+    def origin(self, value: Any = None) -> torch.fx.Node | None:
+        """The node a scheduled computation comes from: the value's producer, else the node being lowered."""
+        return self.producer.get(id(value), self.current) if value is not None else self.current
 
     def placeholder(self, node: torch.fx.Node, i: int) -> Any:
         fake = self.fake(node)
@@ -150,23 +192,100 @@ class GraphLowering:
                 return Scalar(self.sym.exprs[node])  # size arithmetic: the expression is the value
             if all(u in self.sym.exprs for u in node.users):
                 return None  # an intermediate size: its users carry their own expressions
-            return self.fallback(node)
+            return self.fallback(node, "a size computed with torch")
         if node.op == "get_attr":
             return self.fallback(node)
-        fn = table.get(op_of(node))
-        if fn is None or not self.eager_check.accepts(node):
-            return self.fallback(node)  # NOTE: a lowering never computes what eager rejects
+        if node in self.writes.live and mutates(node):  # NOTE: before the rest: a write is always in order
+            return lower_write(self, node, self.forced.get(node, "writes memory that other values may view"))
+        why = self.torch_only(node)
+        if why is not None:
+            return self.fallback(node, why, live=node in self.writes.live)
+        functional = self.writes.functional.get(node)
+        op = functional or op_of(node)
+        fn = table.get(op)
+        if fn is None or not self.eager_check.accepts(node):  # NOTE: a lowering never computes what eager rejects
+            return self._unlowered(node, fn is None, op)
         args = torch.fx.node.map_arg(node.args, lambda n: self.env[n])
         kwargs = torch.fx.node.map_arg(node.kwargs, lambda n: self.env[n])
         try:
             value = fn(self, node, *args, **kwargs)
+            if functional is not None:
+                value = self._written_value(node, value)
             if isinstance(value, Pointwise) and not isinstance(value, View):
                 value = self.maybe_realize(node, value)  # NOTE: for every lowering (norms, softmax too)
             self.producer[id(value)] = node
             return value
         except Exception as e:  # noqa: BLE001  # NOTE: any lowering failure means "let torch run it"
             log.debug("fallback for %s: %s", node.format_node(), e)
-            return self.fallback(node)
+            if functional is not None:
+                return lower_write(self, node, f"its out-of-place form is not lowered here ({e})")
+            return self.fallback(node, f"its lowering does not handle these arguments ({e})")
+
+    def torch_only(self, node: torch.fx.Node) -> str | None:
+        """Why `node` runs with torch whatever its op: a module call, an autocast block (autocast
+        picks dtypes inside torch's ops), memory a write may reach, a failed compile."""
+        if node.target in AUTOCAST:
+            self.autocast += 1 if node.target is torch.amp._enter_autocast else -1
+            return "enters or leaves an autocast block"
+        if self.autocast:
+            return "inside an autocast block: autocast picks its dtypes inside torch's ops"
+        if node.op == "call_module":
+            return "a module call: torch runs the module"
+        if node in self.forced:
+            return self.forced[node]
+        if node in self.writes.live:
+            return "may share memory with a tensor the graph writes: run on live tensors"
+        return None
+
+    def _unlowered(self, node: torch.fx.Node, missing: bool, op: Any) -> Any:
+        from pdyn.backends.triton.fallbacks import reason
+
+        if node in self.writes.functional:
+            return lower_write(self, node, "torch rejects its out-of-place form here" if not missing
+                               else "no lowering of its out-of-place form")
+        if not missing:
+            return self.fallback(node, "torch rejects these arguments: torch raises its error on each call")
+        return self.fallback(node, reason(op) or f"no lowering for {op.name}")
+
+    def _written_value(self, node: torch.fx.Node, value: Any) -> Any:
+        """A write lowered as its out-of-place op: the new value has the written tensor's sizes
+        and dtype (eager casts into it), and later reads of the written tensor read it."""
+        target = node.args[0]
+        fake = self.fake(target)
+        if not isinstance(value, Pointwise) or list(value.ranges) != self.ranges(target) \
+                or value.dtype != fake.dtype:
+            raise NotLowered("the out-of-place result differs from the written tensor's sizes or dtype")
+        self.env[target] = value
+        self.producer[id(value)] = target
+        return value
+
+    def storage(self, value: Any) -> Any:
+        """`value` as the contents of a buffer: a lazy value is stored (with eager's strides)."""
+        if not isinstance(value, Pointwise) or value.buffer is not None:
+            return value
+        if isinstance(value, View):
+            raise NotLowered("a write through a view of a value the graph computed")
+        node = self.producer.get(id(value))
+        stored = buffer_value(self.schedule_pointwise(value, stride=self.eager_strides(value)))
+        if node is not None:
+            self.producer[id(stored)] = node
+        return stored
+
+    def store_pending(self, names: set[str], at: torch.fx.Node) -> None:
+        """Before a write to `names`: store each lazy value that reads them and is read after `at`
+        (it must see the old contents; a kernel that runs later would read the new)."""
+        for node, value in list(self.env.items()):
+            if node is not at and any(self.order[u] > self.order[at] for u in node.users):
+                self.env[node] = self._stored_if_reading(value, names)
+
+    def _stored_if_reading(self, value: Any, names: set[str]) -> Any:
+        if isinstance(value, (tuple, list)):
+            return type(value)(self._stored_if_reading(v, names) for v in value)
+        if isinstance(value, Pointwise) and value.buffer is None and value.reads & names:
+            stored = buffer_value(self.schedule_pointwise(value, stride=self.eager_strides(value)))
+            self.producer[id(stored)] = self.producer.get(id(value))
+            return stored
+        return value
 
     # -- realization ---------------------------------------------------------------------------
     def schedule_pointwise(self, value: Pointwise, size: list[sympy.Expr] | None = None,
@@ -174,14 +293,14 @@ class GraphLowering:
         size = list(value.ranges) if size is None else size
         stride = contiguous_strides(size) if stride is None else stride
         buf = Buffer(self.new_name("buf"), value.dtype, size, stride)
-        self.scheduled.append(ComputedBuffer(buf, value, value.reads))
+        self.scheduled.append(ComputedBuffer(buf, value, value.reads, origin=self.origin(value)))
         return buf
 
     def schedule_reduction(self, red: Reduction, dtype: torch.dtype, reads: frozenset[str],
                            size: list[sympy.Expr], keep_index: Any,
                            stride: list[sympy.Expr] | None = None) -> Pointwise:
         buf = Buffer(self.new_name("buf"), dtype, size, stride or contiguous_strides(size))
-        self.scheduled.append(ComputedBuffer(buf, red, reads, keep_index))
+        self.scheduled.append(ComputedBuffer(buf, red, reads, keep_index, origin=self.origin()))
         return buffer_value(buf)
 
     def maybe_realize(self, node: torch.fx.Node, value: Pointwise) -> Pointwise:
@@ -242,6 +361,10 @@ class GraphLowering:
             reads.add(expr)
         call = TorchCall(kind, node, self.new_name("t"), inputs, frozenset(reads), **extra)
         self.scheduled.append(call)
+        if kind == "extern":
+            from pdyn.backends.triton.fallbacks import LIBRARY
+
+            self.note_extern(node, "library", LIBRARY)
         return call
 
     def check_indices(self, node: torch.fx.Node, index: Pointwise, bound: sympy.Expr,
@@ -270,17 +393,29 @@ class GraphLowering:
         size = [index.ranges[d] for d in kept]
         value = Pointwise(size, torch.bool, ok, index.reads)
         buf = Buffer(self.new_name("chk"), torch.bool, size, contiguous_strides(size))
-        self.scheduled.append(ComputedBuffer(buf, value, value.reads, effect=True))
+        self.scheduled.append(ComputedBuffer(buf, value, value.reads, effect=True, origin=self.origin()))
 
-    def fallback(self, node: torch.fx.Node, kind: str = "fallback") -> Any:
+    def fallback(self, node: torch.fx.Node, reason: str | None = None, live: bool = False) -> Any:
+        """`node` runs as a torch call; `live`: kernels read its result in place (no contiguous
+        copy that a later write would leave stale)."""
         if node.op != "get_attr":
             self.fallbacks.append(node.format_node())
-        call = self.torch_call(kind, node)
-        return self.result_value(node, call, self.fake(node))
+            self.note_extern(node, "fallback", reason or "no lowering")
+        call = self.torch_call("fallback", node)
+        # NOTE: a node without an example value (an autocast block's mode) is an opaque object
+        return self.result_value(node, call, self.sym.values.get(node), live=live)
+
+    def note_extern(self, node: torch.fx.Node, kind: str, reason: str) -> None:
+        from pdyn.backends.triton.fallbacks import LIBRARY
+
+        if kind == "fallback" and reason == LIBRARY:
+            kind = "library"
+        self.externs.append(ExternCall(node.name, _op_name(node), kind, reason))
 
     def result_value(self, node: torch.fx.Node, call: TorchCall, fake: Any, path: str = "",
-                     sizes: Any = None) -> Any:
-        """The IR value of a torch call's result: tensors become contiguous buffers for kernels."""
+                     sizes: Any = None, live: bool = False) -> Any:
+        """The IR value of a torch call's result: tensors become contiguous buffers for kernels,
+        or (`live`) the tensors themselves, with their strides read on each call."""
         expr = call.name + path
         sizes = self.sym.sizes.get(node) if sizes is None and not path else sizes
         if isinstance(fake, torch.Tensor):
@@ -288,14 +423,20 @@ class GraphLowering:
                 raise NotLowered(f"no stamped sizes for {node.name}{path}")
             size = list(sizes)
             contig = f"{call.name}c{path.replace('[', '_').replace(']', '')}"
-            buf = Buffer(contig, fake.dtype, size, contiguous_strides(size))
+            if live:
+                strides = [sympy.Symbol(f"{contig}_st{d}", integer=True) for d in range(len(size))]
+                buf = Buffer(contig, fake.dtype, size, list(strides))
+                call.binds.append((sympy.Symbol(contig), expr))
+                call.binds.extend((s, f"{contig}.stride({d})") for d, s in enumerate(strides))
+            else:
+                buf = Buffer(contig, fake.dtype, size, contiguous_strides(size))
+                call.binds.append((sympy.Symbol(contig), f"_contiguous({expr})"))
             value = buffer_value(buf)
             self.runtime_names[id(value)] = expr
-            call.binds.append((sympy.Symbol(contig), f"_contiguous({expr})"))
             return value
         if isinstance(fake, (tuple, list)):
             items = sizes if isinstance(sizes, (tuple, list)) else [None] * len(fake)
-            return type(fake)(self.result_value(node, call, f, f"{path}[{i}]", s)
+            return type(fake)(self.result_value(node, call, f, f"{path}[{i}]", s, live)
                               for i, (f, s) in enumerate(zip(fake, items)))
         if isinstance(fake, (int, float)):
             symbol = sympy.Symbol(f"{call.name}v{len(call.binds)}")
@@ -331,3 +472,8 @@ class Opaque:
 
     def __repr__(self) -> str:
         return self.expr
+
+
+def _op_name(node: torch.fx.Node) -> str:
+    target = node.target
+    return target if isinstance(target, str) else getattr(target, "__name__", str(target))

@@ -165,6 +165,7 @@ class ComputedBuffer:
     reads: frozenset[str]
     keep_index: Callable[[Index], Index] | None = None
     effect: bool = False  # runs for an effect (an index check) even if no one reads it
+    origin: Any = None  # the fx node it computes (a failed kernel sends it to torch)
 
     @property
     def name(self) -> str:

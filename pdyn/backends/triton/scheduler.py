@@ -87,8 +87,12 @@ def _generate(steps: list[Step], lx: GraphLowering, interpret: bool) -> None:
         if isinstance(step, KernelGroup):
             others = outside.union(*[r for j, r in enumerate(reads_by_step) if j != i])
             stored = {n.name for n in step.nodes if n.name in others}
-            step.source = generate_kernel(step.nodes, stored, interpret)
-            step.phased = _phased(step, stored, interpret)
+            try:
+                step.source = generate_kernel(step.nodes, stored, interpret)
+                step.phased = _phased(step, stored, interpret)
+            except Exception as e:
+                e.pdyn_nodes = [n.origin for n in step.nodes]  # type: ignore[attr-defined]  # sent to torch
+                raise
 
 
 def _phased(group: KernelGroup, stored: set[str], interpret: bool) -> list[KernelGroup] | None:

@@ -362,6 +362,8 @@ class KernelLauncher:
         """The general path: through Triton (binding, specialization, compile on a miss); where the
         call qualifies for the bound path, the compiled kernel's launcher is kept for later calls."""
         fn = self.choose(fn, consts, warps, ints, len(ptrs))
+        if self.interpret:  # NOTE: the interpreter crashes on a masked load of an empty tensor
+            ptrs = tuple(t if t.numel() else _one_element(t) for t in ptrs)
         fast = None if self.interpret else _fast()
         try:
             kernel = self._slow(fn, grid, ptrs, ints, consts, warps, names)
@@ -388,3 +390,9 @@ class KernelLauncher:
         if names is None:
             names = ("XBLOCK", "INDEX64") if len(consts) == 2 else ("XBLOCK", "RBLOCK", "INDEX64")
         return fn[grid](*ptrs, *ints, **dict(zip(names, consts)), **debug_options(fn), num_warps=warps)
+
+
+def _one_element(t: torch.Tensor) -> torch.Tensor:
+    """A stand-in for an empty tensor a kernel is launched with: every access to it is masked
+    off (a reduction over an empty dim, a store of zero elements), so its contents are never read."""
+    return torch.zeros(1, dtype=t.dtype, device=t.device)
