@@ -23,7 +23,7 @@ from pdyn.explain import ExplainOutput
 from pdyn.shapes.runtime_asserts import check, check_is_size
 
 __all__ = ["optimize", "explain", "stats", "reset", "mark_dynamic", "mark_static", "graph_break", "check", "check_is_size", "Unsupported",
-           "UserError", "config", "Config", "set_stance", "error_on_graph_break", "RecompileError"]
+           "UserError", "config", "Config", "set_stance", "error_on_graph_break", "RecompileError", "mark_unbacked"]
 
 logs.apply(config)
 MODES = (None, "default", "reduce-overhead")
@@ -88,6 +88,13 @@ def graph_break() -> None:
 def mark_dynamic(t: torch.Tensor, dim: int) -> None:
     """Keep `t`'s `dim` symbolic: a Python read of its value breaks the graph instead of specializing."""
     _mark(t, dim, "_pdyn_dynamic_dims")
+
+
+def mark_unbacked(t: torch.Tensor, dim: int) -> None:
+    """`t`'s `dim` is a symbol at every size, 0 and 1 included: no compile specializes it to 0 or 1
+    (a question whose answer differs at 0 or 1, such as a broadcast, is a guard), and a Python read
+    of its value breaks the graph (as `mark_dynamic`)."""
+    _mark(t, dim, "_pdyn_unbacked_dims")
 
 
 def mark_static(t: torch.Tensor, dim: int) -> None:
