@@ -39,6 +39,7 @@ class SymTensor:
 
     sizes: tuple[sympy.Expr, ...]
     dtype: torch.dtype
+    owns_storage: bool = False   # contiguous at every size, alone in its storage from offset 0
 
     @property
     def ndim(self) -> int:
@@ -386,6 +387,7 @@ from pdyn.ops import shape_rules_views as _views  # noqa: E402,F401
 from pdyn.ops import shape_rules_nn as _nn  # noqa: E402,F401
 from pdyn.ops import shape_rules_indexing as _indexing  # noqa: E402,F401
 from pdyn.ops import shape_rules_sorting as _sorting  # noqa: E402,F401
+from pdyn.ops import shape_rules_strided as _strided  # noqa: E402,F401
 from pdyn.ops import shape_rules_stacks as _stacks  # noqa: E402,F401
 from pdyn.ops import shape_rules_creation as _creation  # noqa: E402,F401
 from pdyn.ops import shape_rules_recurrent as _recurrent  # noqa: E402,F401
