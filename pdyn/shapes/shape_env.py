@@ -144,7 +144,8 @@ class ShapeEnv:
         relaxed = dict(self.ranges)
         for sym in syms:
             lo, hi = self.ranges[sym]
-            relaxed[sym] = (min(lo, 1), hi)
+            if lo == 2:  # NOTE: a higher bound came from a guard, which already excludes 1
+                relaxed[sym] = (1, hi)
         if decide(relaxed) != decided:
             for sym in sorted(syms, key=lambda s: s.name):
                 self.needs_two(sym, f"{cond} decided as {decided}")
@@ -427,7 +428,8 @@ class ShapeEnv:
                 and not steps.take("refinement", f"{fact.lhs} in {list(self.ranges[fact.lhs])}", f"[{lo}, {hi}]", None):
             return
         if self.validator is not None:
-            self.validator.check_implied(f"a range refinement from {fact}", validation.range_claim(fact.lhs, lo, hi))
+            claim_lo = 1 if fact.lhs in self.oblivious and lo == 2 else lo   # its guard admits 1
+            self.validator.check_implied(f"a range refinement from {fact}", validation.range_claim(fact.lhs, claim_lo, hi))
         self.ranges[fact.lhs] = (lo, hi)
 
     # -- what the guard function checks ----------------------------------------------------------
