@@ -101,12 +101,12 @@ class ShapeEnv:
             self.validator = steps.LineTracker(steps.ACTIVE)
 
     # -- symbols ---------------------------------------------------------------------------------
-    def create_symbol(self, hint: int, origin: SizeSource, size_like: bool = False, oblivious: bool = True) -> Expr:
+    def create_symbol(self, hint: int, origin: SizeSource, size_like: bool = False) -> Expr:
         """A new symbol for `hint`; 0 and 1 stay constants (they change broadcasting), except for
         a `size_like` value (an element of a list of ints, such as split lengths): a symbol in
         [0, inf) whatever its value, so that a 0 or a 1 in the list is no specialization; a
         question that does depend on it being 0 or 1 is a guard like any other. A symbol for a
-        value >= 2 is size-oblivious (see `oblivious_check`) unless `oblivious` is False."""
+        value >= 2 is size-oblivious (see `oblivious_check`)."""
         if hint in (0, 1) and not (size_like and hint >= 0):
             return sympy.Integer(hint)
         sym = sympy.Symbol(f"s{len(self.hints)}", integer=True)
@@ -117,7 +117,7 @@ class ShapeEnv:
             self.initial_ranges[sym] = (0, INF)
         else:
             self.ranges[sym] = (2, INF) if hint >= 2 else (-INF, -1)
-            if hint >= 2 and oblivious:
+            if hint >= 2:
                 self.oblivious.add(sym)
         if self.validator is not None:
             self.validator.on_symbol(sym, *self.initial_range(sym), str(origin))
