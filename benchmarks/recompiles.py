@@ -6,7 +6,7 @@ compares what the frontends decide (how often they trace and compile), not kerne
 workload is called once per size in its list; each cell counts the graphs handed to the backend
 (for pdyn, with its graph breaks and frames that ran eagerly), and the first call's time.
 
-    python benchmarks/recompiles.py
+    python benchmarks/recompiles.py [--pdyn-only]
 """
 
 from __future__ import annotations
@@ -127,27 +127,69 @@ def sizes_in_list_cross_break(x, y):
     return x.reshape(shapes[1]).t() + y.reshape(shapes[0])
 
 
+# -- 0/1 sizes: batch 1, lists of lengths with 0 and 1, chunked attention over sequence lengths -------
+
+def kjt_pool(values, lengths):
+    """KeyedJaggedTensor-style pooling: each feature's piece of `values`, 0, 1 or more rows."""
+    pieces = values.split(lengths.tolist())
+    return torch.stack([p.sum(0) for p in pieces])
+
+
+def split_sizes(values, sizes):
+    """A list[int] of split sizes, elements 0, 1 or more."""
+    return torch.cat([p * 2 for p in values.split(sizes)])
+
+
+WINDOW = 4
+
+
+def chunked_attention(x):
+    """Longformer's padding to a multiple of the window and `_chunk` (overlapping chunks by as_strided)."""
+    b, seq, h = x.shape
+    pad = (2 * WINDOW - seq % (2 * WINDOW)) % (2 * WINDOW)
+    x = F.pad(x, (0, 0, 0, pad))
+    x = x.view(b, x.size(1) // (2 * WINDOW), 2 * WINDOW, h)
+    size, stride = list(x.size()), list(x.stride())
+    size[1], stride[1] = size[1] * 2 - 1, stride[1] // 2
+    chunks = x.as_strided(size=size, stride=stride)
+    return chunks.sum(-1) * (x.size(1) // WINDOW - 1)
+
+
+def _lengths(n: int) -> list[int]:
+    return [(n * 7 + i * 3) % 4 for i in range(5)]   # 0, 1, 2 and 3 among them
+
+
 W1, W2, WC, WL = torch.randn(16, 32), torch.randn(32, 8), torch.randn(4, 3, 3, 3), torch.randn(16, 16)
 SIZES = [3, 5, 8, 13, 21, 34]
-WORKLOADS: list[tuple[str, Callable[..., Any], Callable[[int], tuple]]] = [
-    ("mlp over batch sizes", mlp, lambda n: (torch.randn(n, 16), W1, W2)),
-    ("view(x.size(0), -1)", flatten_rows, lambda n: (torch.randn(n, 4, 3),)),
-    ("if x.size(1) > 8", branch_on_width, lambda n: (torch.randn(2, n),)),
-    ("range(x.size(0))", loop_over_rows, lambda n: (torch.randn(n, 4),)),
-    ("int arg in tensor math", int_in_tensor_math, lambda n: (torch.randn(4), n)),
-    ("int arg in range()", int_in_range, lambda n: (torch.randn(4), n)),
-    ("torch.ones(x.size())", like_size, lambda n: (torch.randn(n, 3),)),
-    ("cat of two lengths", concat, lambda n: (torch.randn(n, 4), torch.randn(n + 1, 4))),
-    ("conv2d over image sizes", conv, lambda n: (torch.randn(1, 3, n + 4, n + 4), WC)),
-    ("attention over seq lens", attention, lambda n: tuple(torch.randn(2, n, 8) for _ in range(3))),
-    ("masked mean over seq lens", masked_mean, lambda n: (torch.randn(2, n, 8), torch.rand(2, n) > 0.5)),
-    ("layer_norm + linear", norm_linear, lambda n: (torch.randn(n, 16), WL)),
-    ("torch.Size crosses a break", size_crosses_break, lambda n: (torch.randn(2, n, 32),)),
-    ("range(x.size(0)) after a break", range_after_break, lambda n: (torch.randn(n, 3),)),
-    ("int crosses a break", int_crosses_break, lambda n: (torch.randn(n, 3),)),
-    ("iterator crosses a break", iterator_crosses_break, lambda n: (torch.randn(n), torch.randn(n))),
-    ("break in a **kwargs callee", break_in_kwargs_callee, lambda n: (torch.randn(n),)),
-    ("list of sizes crosses a break", sizes_in_list_cross_break, lambda n: (torch.randn(n, 3), torch.randn(3, n))),
+BATCHES = [2, 1, 3, 5, 1, 7]
+# (name, function, arguments for one size, ideal compiles, sizes if not SIZES). The ideal: the fewest
+# graphs a frontend needs that specializes only where the program's result differs (no 0/1
+# specialization): one per branch Python takes, per trip count of a loop it unrolls, and per piece
+# of code with tensor work between graph breaks.
+WORKLOADS: list[tuple[Any, ...]] = [
+    ("mlp over batch sizes", mlp, lambda n: (torch.randn(n, 16), W1, W2), 1),
+    ("view(x.size(0), -1)", flatten_rows, lambda n: (torch.randn(n, 4, 3),), 1),
+    ("if x.size(1) > 8", branch_on_width, lambda n: (torch.randn(2, n),), 2),
+    ("range(x.size(0))", loop_over_rows, lambda n: (torch.randn(n, 4),), 6),
+    ("int arg in tensor math", int_in_tensor_math, lambda n: (torch.randn(4), n), 1),
+    ("int arg in range()", int_in_range, lambda n: (torch.randn(4), n), 6),
+    ("torch.ones(x.size())", like_size, lambda n: (torch.randn(n, 3),), 1),
+    ("cat of two lengths", concat, lambda n: (torch.randn(n, 4), torch.randn(n + 1, 4)), 1),
+    ("conv2d over image sizes", conv, lambda n: (torch.randn(1, 3, n + 4, n + 4), WC), 1),
+    ("attention over seq lens", attention, lambda n: tuple(torch.randn(2, n, 8) for _ in range(3)), 1),
+    ("masked mean over seq lens", masked_mean, lambda n: (torch.randn(2, n, 8), torch.rand(2, n) > 0.5), 1),
+    ("layer_norm + linear", norm_linear, lambda n: (torch.randn(n, 16), WL), 1),
+    ("torch.Size crosses a break", size_crosses_break, lambda n: (torch.randn(2, n, 32),), 1),
+    ("range(x.size(0)) after a break", range_after_break, lambda n: (torch.randn(n, 3),), 7),
+    ("int crosses a break", int_crosses_break, lambda n: (torch.randn(n, 3),), 1),
+    ("iterator crosses a break", iterator_crosses_break, lambda n: (torch.randn(n), torch.randn(n)), 1),
+    ("break in a **kwargs callee", break_in_kwargs_callee, lambda n: (torch.randn(n),), 3),
+    ("list of sizes crosses a break", sizes_in_list_cross_break, lambda n: (torch.randn(n, 3), torch.randn(3, n)), 1),
+    ("mlp over batch 2, 1, 3, 5, 1, 7", mlp, lambda n: (torch.randn(n, 16), W1, W2), 1, BATCHES),
+    ("KJT lengths.tolist() with 0 and 1", kjt_pool, lambda n: (torch.randn(sum(_lengths(n)), 4),
+                                                             torch.tensor(_lengths(n))), 1),
+    ("split sizes with 0 and 1", split_sizes, lambda n: (torch.randn(sum(_lengths(n)), 4), _lengths(n)), 1),
+    ("chunked attention over seq lens", chunked_attention, lambda n: (torch.randn(2, n, 8),), 1),
 ]
 
 
@@ -161,13 +203,13 @@ class Counting:
 
 
 def run(make_compiled: Callable[[Callable[..., Any], Counting], Callable[..., Any]], fn: Callable[..., Any],
-        make_args: Callable[[int], tuple]) -> tuple[int, float, float]:
+        make_args: Callable[[int], tuple], sizes: list[int] = SIZES) -> tuple[int, float, float]:
     """(compiles, first-call ms, ms for all calls) of one frontend on one workload."""
     counter = Counting()
     compiled = make_compiled(fn, counter)
     start = time.perf_counter()
     first = 0.0
-    for i, n in enumerate(SIZES):
+    for i, n in enumerate(sizes):
         compiled(*make_args(n))
         if i == 0:
             first = time.perf_counter() - start
@@ -191,36 +233,47 @@ def warm_up() -> None:
     torch._dynamo.reset()
 
 
+def pdyn_row(fn: Callable[..., Any], make_args: Callable[[int], tuple], sizes: list[int]) -> tuple[int, str]:
+    """(graphs compiled, the table cell) of pdyn on one workload."""
+    pdyn.reset()
+    counter = Counting()
+    optimized = pdyn.optimize(fn, backend=counter)
+    start = time.perf_counter()
+    first = 0.0
+    for i, n in enumerate(sizes):
+        optimized(*make_args(n))
+        if i == 0:
+            first = (time.perf_counter() - start) * 1e3
+    stats = pdyn.stats()  # the function and the resume functions of its graph breaks
+    extra = "".join(f", {stats[k]} {label}" for k, label in (("graph_breaks", "break"),
+                                                              ("eager_fallbacks", "eager")) if stats[k])
+    return counter.graphs, f"{counter.graphs}{extra} ({first:.1f} ms)"
+
+
 def main() -> None:
+    """`--pdyn-only`: the ideal and pdyn columns alone (no torch.compile runs)."""
+    only_pdyn = "--pdyn-only" in sys.argv
     torch.manual_seed(0)
     warm_up()
-    print(f"torch {torch.__version__}; each workload called with sizes {SIZES}")
+    print(f"torch {torch.__version__}; each workload called with sizes {SIZES} unless it names its own")
     print("graphs compiled (first-call ms) for each frontend; pdyn also lists graph breaks\n")
-    header = "| workload | pdyn | torch.compile dynamic=None | dynamic=False | dynamic=True |"
-    print(header)
-    print("|" + " --- |" * 5)
-    totals = [0, 0, 0, 0]
-    for name, fn, make_args in WORKLOADS:
-        pdyn.reset()
-        counter = Counting()
-        optimized = pdyn.optimize(fn, backend=counter)
-        start = time.perf_counter()
-        first = 0.0
-        for i, n in enumerate(SIZES):
-            optimized(*make_args(n))
-            if i == 0:
-                first = (time.perf_counter() - start) * 1e3
-        stats = pdyn.stats()  # the function and the resume functions of its graph breaks
-        extra = "".join(f", {stats[k]} {label}" for k, label in (("graph_breaks", "break"),
-                                                                  ("eager_fallbacks", "eager")) if stats[k])
-        cells = [f"{counter.graphs}{extra} ({first:.1f} ms)"]
-        totals[0] += counter.graphs
-        for j, dynamic in enumerate((None, False, True)):
-            compiles, first_ms, _ = run(torch_frontend(dynamic), fn, make_args)
+    frontends = [] if only_pdyn else [None, False, True]
+    names = ["torch.compile dynamic=None", "dynamic=False", "dynamic=True"][:len(frontends)]
+    print("| workload | ideal | pdyn | " + " | ".join(names) + (" |" if names else ""))
+    print("|" + " --- |" * (3 + len(frontends)))
+    totals = [0] * (2 + len(frontends))
+    for name, fn, make_args, ideal, *own in WORKLOADS:
+        sizes = own[0] if own else SIZES
+        graphs, cell = pdyn_row(fn, make_args, sizes)
+        cells = [str(ideal), cell]
+        totals[0] += ideal
+        totals[1] += graphs
+        for j, dynamic in enumerate(frontends):
+            compiles, first_ms, _ = run(torch_frontend(dynamic), fn, make_args, sizes)
             cells.append(f"{compiles} ({first_ms:.1f} ms)")
-            totals[j + 1] += compiles
+            totals[j + 2] += compiles
         print(f"| {name} | " + " | ".join(cells) + " |")
-    print(f"| **total compiles** | **{totals[0]}** | **{totals[1]}** | **{totals[2]}** | **{totals[3]}** |")
+    print("| **total compiles** | " + " | ".join(f"**{t}**" for t in totals) + " |")
 
 
 if __name__ == "__main__":

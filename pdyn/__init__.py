@@ -15,59 +15,64 @@ from pdyn.base import logs
 from pdyn.backends import resolve
 from pdyn.backends.cudagraphs import with_cudagraphs
 from pdyn.base.config import Config, config
-from pdyn.base.errors import Unsupported, UserError
+from pdyn.base.errors import RecompileError, Unsupported, UserError
+from pdyn.controls import error_on_graph_break, set_stance
 from pdyn.hook.compile_frame import title_of
 from pdyn.hook.eval_frame import CACHES, RECORDERS, CodeCache, Frame, Recorder, make_wrapper
 from pdyn.explain import ExplainOutput
 from pdyn.shapes.runtime_asserts import check, check_is_size
 
 __all__ = ["optimize", "explain", "stats", "reset", "mark_dynamic", "mark_static", "graph_break", "check", "check_is_size", "Unsupported",
-           "UserError", "config", "Config"]
+           "UserError", "config", "Config", "set_stance", "error_on_graph_break", "RecompileError", "mark_unbacked"]
 
 logs.apply(config)
 MODES = (None, "default", "reduce-overhead")
 
 
 def optimize(fn: Any = None, *, backend: str | Callable[..., Any] = "auto", dynamic: bool | None = None,
-             fullgraph: bool = False, mode: str | None = None) -> Any:
+             fullgraph: bool = False, mode: str | None = None, recompile_limit: int | None = None) -> Any:
     """Compile `fn` (a function, a bound method or an nn.Module) on its first call.
 
     Used bare (`@pdyn.optimize`) or with arguments (`@pdyn.optimize(backend="eager")`). An
     nn.Module is returned itself, with its `forward` optimized: same parameters, same state_dict.
     `mode="reduce-overhead"` replays each compiled graph from CUDA graphs (as torch.compile's);
-    `mode=None` (or "default") does so where `pdyn.config.cudagraphs` is on.
+    `mode=None` (or "default") does so where `pdyn.config.cudagraphs` is on. `recompile_limit`:
+    this function's compiles before it runs eagerly (default `pdyn.config.recompile_limit`).
     """
     if dynamic not in (None, False, True):
         raise UserError(f"dynamic must be None, False or True, not {dynamic!r}")
     if mode not in MODES:
         raise UserError(f"mode must be one of {sorted(m for m in MODES if m)} or None, not {mode!r}")
+    if recompile_limit is not None and (not isinstance(recompile_limit, int) or recompile_limit < 1):
+        raise UserError(f"recompile_limit must be a positive int, not {recompile_limit!r}")
     compiled_backend = with_cudagraphs(resolve(backend), always=mode == "reduce-overhead")
     if fn is None:
-        return lambda f: optimize(f, backend=backend, dynamic=dynamic, fullgraph=fullgraph, mode=mode)
-    return _optimize(fn, compiled_backend, fullgraph, None, dynamic)
+        return lambda f: optimize(f, backend=backend, dynamic=dynamic, fullgraph=fullgraph, mode=mode,
+                                  recompile_limit=recompile_limit)
+    return _optimize(fn, compiled_backend, fullgraph, None, dynamic, recompile_limit)
 
 
 def _optimize(fn: Any, backend: Callable[..., Any], fullgraph: bool, cache: CodeCache | None,
-              dynamic: bool | None = None) -> Any:
+              dynamic: bool | None = None, limit: int | None = None) -> Any:
     if isinstance(fn, torch.nn.Module):
         forward = type(fn).forward
         if not isinstance(forward, types.FunctionType):
             raise UserError(f"{type(fn).__name__}.forward is not a Python function; pdyn cannot trace it")
-        optimized = _optimize(forward, backend, fullgraph, cache, dynamic)
+        optimized = _optimize(forward, backend, fullgraph, cache, dynamic, limit)
         fn.forward = types.MethodType(optimized, fn)  # type: ignore[method-assign]
         return fn
     if isinstance(fn, types.MethodType):
-        return types.MethodType(_optimize(fn.__func__, backend, fullgraph, cache, dynamic), fn.__self__)
+        return types.MethodType(_optimize(fn.__func__, backend, fullgraph, cache, dynamic, limit), fn.__self__)
     if isinstance(fn, functools.partial):  # the function is compiled; the bound arguments stay Python's
-        return functools.partial(_optimize(fn.func, backend, fullgraph, cache, dynamic), *fn.args, **fn.keywords)
+        return functools.partial(_optimize(fn.func, backend, fullgraph, cache, dynamic, limit), *fn.args, **fn.keywords)
     call = getattr(type(fn), "__call__", None)
     if not isinstance(fn, (types.FunctionType, type)) and isinstance(call, types.FunctionType):
-        return types.MethodType(_optimize(call, backend, fullgraph, cache, dynamic), fn)  # a callable object
+        return types.MethodType(_optimize(call, backend, fullgraph, cache, dynamic, limit), fn)  # a callable object
     if not isinstance(fn, types.FunctionType):
         raise UserError(f"pdyn.optimize takes a function, a bound method, a functools.partial, an object with a "
                         f"Python __call__ or an nn.Module, not {type(fn).__name__}")
     fn = getattr(fn, "_pdyn_original", fn)
-    frame = Frame(fn, backend, config, fullgraph, cache, dynamic)
+    frame = Frame(fn, backend, config, fullgraph, cache, dynamic, recompile_limit=limit)
     if cache is None:  # the user's function (explain's private cache warns of nothing)
         frame.cache.root = config
     return make_wrapper(frame)
@@ -83,6 +88,13 @@ def graph_break() -> None:
 def mark_dynamic(t: torch.Tensor, dim: int) -> None:
     """Keep `t`'s `dim` symbolic: a Python read of its value breaks the graph instead of specializing."""
     _mark(t, dim, "_pdyn_dynamic_dims")
+
+
+def mark_unbacked(t: torch.Tensor, dim: int) -> None:
+    """`t`'s `dim` is a symbol at every size, 0 and 1 included: no compile specializes it to 0 or 1
+    (a question whose answer differs at 0 or 1, such as a broadcast, is a guard), and a Python read
+    of its value breaks the graph (as `mark_dynamic`)."""
+    _mark(t, dim, "_pdyn_unbacked_dims")
 
 
 def mark_static(t: torch.Tensor, dim: int) -> None:

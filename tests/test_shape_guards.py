@@ -40,14 +40,14 @@ def checker(env):
 def test_statements_and_sentences_in_binding_order():
     guards = shape_guards(traced_env())
     assert [(type(g), g.sentence()) for g in guards] == [
-        (SymbolGuard, "2 <= L['x'].size(0)"),
+        (SymbolGuard, "1 <= L['x'].size(0)"),  # size-oblivious: nothing here needs 2
         (SameSizeGuard, "L['y'].size(0) == L['x'].size(0)"),
-        (SymbolGuard, "2 <= L['x'].size(1)"),
+        (SymbolGuard, "1 <= L['x'].size(1)"),
         (StaticDimGuard, "L['n'] == 5"),
         (ExprGuard, "(L['x'].size(1) > 4)"),
     ]
     assert [g.fail_expr("v", None) for g in guards[:4]] == [
-        "(s0 := v.shape[0]) < 2", "v.shape[0] != s0", "(s1 := v.shape[1]) < 2", "v != 5"]
+        "(s0 := v.shape[0]) < 1", "v.shape[0] != s0", "(s1 := v.shape[1]) < 1", "v != 5"]
 
 
 def test_specialized_guards_point_at_the_line_that_read_them():
@@ -71,7 +71,8 @@ def test_check_passes_on_other_sizes_that_keep_the_assumptions():
 
 def test_check_names_the_first_failing_assumption():
     check = checker(traced_env()).check
-    assert check({"x": torch.ones(1, 6), "y": torch.ones(1), "n": 5}, {}) == "2 <= L['x'].size(0)"
+    assert check({"x": torch.ones(0, 6), "y": torch.ones(0), "n": 5}, {}) == "1 <= L['x'].size(0)"
+    assert check({"x": torch.ones(1, 6), "y": torch.ones(1), "n": 5}, {}) is None  # size-oblivious: 1 shares it
     assert check({"x": torch.ones(8, 6), "y": torch.ones(7), "n": 5}, {}) == "L['y'].size(0) == L['x'].size(0)"
     assert check({"x": torch.ones(8, 6), "y": torch.ones(8), "n": 6}, {}) == "L['n'] == 5"
     assert check({"x": torch.ones(8, 3), "y": torch.ones(8), "n": 5}, {}) == "(L['x'].size(1) > 4)"

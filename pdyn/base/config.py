@@ -82,6 +82,12 @@ class Config:
     cudagraphs: bool = field(default_factory=lambda: _env_flag("PDYN_CUDAGRAPHS"))
     # PDYN_CUDAGRAPH_BUCKETS=1,8,64: the sizes a paddable dim is padded up to (None: powers of two)
     cudagraph_buckets: tuple[int, ...] | None = field(default_factory=_env_buckets)
+    # a graph break raises (as fullgraph=True) in compiles that start while it is on:
+    # `with pdyn.config.patch(error_on_graph_break=True):`
+    error_on_graph_break: bool = False
+    # pdyn.set_stance: "default"; "fail_on_recompile" (a recompile raises RecompileError);
+    # "eager_on_recompile" (a call no entry matches runs eagerly, no compile)
+    stance: str = "default"
     # most CUDA graphs captured for one compiled graph; further shapes run uncaptured
     cudagraph_limit: int = field(default_factory=lambda: _env_int("PDYN_CUDAGRAPH_LIMIT", 64))
 

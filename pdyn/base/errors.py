@@ -82,6 +82,10 @@ class UserError(Exception):
     """A wrong use of pdyn's API (a bad argument to optimize, mark_dynamic on a non-tensor, ...)."""
 
 
+class RecompileError(RuntimeError):
+    """A call needed a recompile under `pdyn.set_stance("fail_on_recompile")`; says which guards failed."""
+
+
 class InternalError(Exception):
     """An invariant of pdyn broke. Please report it with PDYN_LOGS=bytecode,graph output."""
 

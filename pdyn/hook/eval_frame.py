@@ -8,6 +8,7 @@ globals `G`: the first entry whose guard holds runs; a miss compiles a new entry
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import logging
@@ -24,7 +25,7 @@ from pdyn.backends.report import BackendReport, report_of
 from pdyn.base import logs
 from pdyn.hook.compile_frame import CLOSURE_KEY, EMPTY_CELL, CacheEntry, closure_at_call, compile_frame, title_of
 from pdyn.base.config import Config, Settings, snapshot
-from pdyn.base.errors import InternalError, Unsupported, UserException
+from pdyn.base.errors import InternalError, RecompileError, Unsupported, UserException
 from pdyn.guards.codegen import origin
 from pdyn.hook.recompile_policy import CodeHistory, InheritedSizes, RunEager, decide
 from pdyn.sources import SizeSource, Source
@@ -190,11 +191,13 @@ class Frame:
 
     def __init__(self, fn: types.FunctionType, backend: Callable[..., Any], config: Config | Settings, fullgraph: bool,
                  cache: CodeCache | None = None, dynamic: bool | None = None, caller: str | None = None,
-                 inherited: InheritedSizes | None = None):
+                 inherited: InheritedSizes | None = None, recompile_limit: int | None = None):
         """`caller`: the module eager's caller of `fn` is in (code that reads its caller's
         `__name__`, as namedtuple does, sees it); by default `fn`'s own. `inherited`: for a resume
-        function, its parent frame's sizes and history."""
+        function, its parent frame's sizes and history. `recompile_limit`: this function's own limit
+        (`optimize(recompile_limit=)`), else `config.recompile_limit`."""
         self.fn = fn
+        self.recompile_limit = recompile_limit
         self.dynamic = dynamic
         self.code = fn.__code__
         self.backend = backend
@@ -238,6 +241,13 @@ class Frame:
             return self._eagerly_counted
         compiles = cache.counters["compiles"]
         config = snapshot(self.config)  # NOTE: pdyn.config may change between compiles, not during one
+        if self.recompile_limit is not None:
+            config = dataclasses.replace(config, recompile_limit=self.recompile_limit)
+        if cache.entries and config.stance != "default":
+            if config.stance == "eager_on_recompile":
+                return self._eagerly  # NOTE: no compile; the entries still serve the calls they match
+            raise RecompileError(f"pdyn: {title_of(self.code)} would recompile under set_stance(\"fail_on_recompile\"): "
+                                 + "; ".join(self._miss_reasons(L, G)))
         plan = decide(config, cache.history, self.dynamic, lambda size: _read(size, L, G), self.inherited)
         if isinstance(plan, RunEager):
             if not cache.warned_limit:
@@ -250,18 +260,19 @@ class Frame:
             return self._eagerly_counted
         if cache.entries:
             self._log_recompile(L, G, compiles + 1, plan)
+        fullgraph = self.fullgraph or config.error_on_graph_break
         # NOTE: eager runs outside the `except` blocks: inside one, CPython changes some of the
         # exceptions user code raises (`f(**a, **b)` raises KeyError for TypeError)
         entry = None
         try:
             entry = compile_frame(self.code, L, G, self.backend, config, compiles + 1,
-                                  self.call_original, self.fullgraph, plan, optimize=self.optimize_callee)
+                                  self.call_original, fullgraph, plan, optimize=self.optimize_callee)
         except UserException:
             pass  # eager raises the user's exception for real
         except (Unsupported, ValidationFailure):
             raise
         except Exception as e:
-            if self.fullgraph:
+            if fullgraph:
                 raise
             cache.run_eagerly = True
             cache.counters["eager_fallbacks"] += 1
@@ -298,7 +309,7 @@ class Frame:
             cache = private.setdefault(fn.__code__, CodeCache(fn.__code__, private=private))
         inherited = InheritedSizes(sizes, self.cache.history, self.inherited) if sizes else None
         frame = Frame(fn, self.backend, self.config, self.fullgraph, cache, self.dynamic,
-                      caller=self.call_original.__module__, inherited=inherited)
+                      caller=self.call_original.__module__, inherited=inherited, recompile_limit=self.recompile_limit)
         if frame.cache is not self.cache and all(c is not frame.cache for c in self.cache.children):
             self.cache.children.append(frame.cache)
         return make_wrapper(frame, nesting_limit=NESTING_LIMIT, fn_at_call=at_call)
@@ -306,6 +317,13 @@ class Frame:
     def _log_recompile(self, L: dict[str, Any], G: dict[str, Any], number: int, plan: TracePlan) -> None:
         if not recompile_log.isEnabledFor(logging.INFO):
             return
+        decided = "".join(f"; {d}" for d in plan.decisions)
+        limit = self.recompile_limit if self.recompile_limit is not None else self.config.recompile_limit
+        recompile_log.info("recompiling %s, compile %d/%d: %s%s", title_of(self.code), number,
+                           limit, "; ".join(self._miss_reasons(L, G)), decided)
+
+    def _miss_reasons(self, L: dict[str, Any], G: dict[str, Any]) -> list[str]:
+        """Why each entry's guard failed for this call, with where the guard came from."""
         reasons = []
         for entry in self.cache.entries:
             sentence = entry.guard.check(L, G)
@@ -316,9 +334,7 @@ class Frame:
             where = f", {where}" if where.startswith("argument") else f", set at {where}" if where else ""
             actual = _actual(guard, L, G) if guard is not None and guard.source is not None else ""
             reasons.append(f"entry {entry.number}: {sentence} failed{actual}{where}")
-        decided = "".join(f"; {d}" for d in plan.decisions)
-        recompile_log.info("recompiling %s, compile %d/%d: %s%s", title_of(self.code), number,
-                           self.config.recompile_limit, "; ".join(reasons), decided)
+        return reasons
 
 
 def _read(source: Source, L: dict[str, Any], G: dict[str, Any]) -> Any:

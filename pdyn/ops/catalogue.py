@@ -92,6 +92,7 @@ declare_all(NEW, namespaces=TENSOR)
 
 # -- views, indexing, joins -----------------------------------------------------------------------------
 declare_all(["view", "reshape"], namespaces=(torch, torch.Tensor))
+declare("as_strided", namespaces=(torch, torch.Tensor))
 declare_all(["view_as", "reshape_as", "expand", "expand_as", "repeat"], namespaces=TENSOR)
 declare_all("""flatten unflatten permute transpose swapaxes swapdims t movedim moveaxis squeeze unsqueeze
 split split_with_sizes chunk unbind select narrow""".split())

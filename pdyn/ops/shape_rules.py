@@ -39,6 +39,7 @@ class SymTensor:
 
     sizes: tuple[sympy.Expr, ...]
     dtype: torch.dtype
+    owns_storage: bool = False   # contiguous at every size, alone in its storage from offset 0
 
     @property
     def ndim(self) -> int:
@@ -62,17 +63,22 @@ _RELATIONS: dict[type, Callable[[Expr], bool | None]] = {
 
 
 def known(env: ShapeEnv, cond: sympy.Basic) -> bool | None:
-    """The truth of `cond` for every value the symbols' ranges allow, or None when it varies."""
+    """The truth of `cond` for every value the symbols' ranges allow, or None when it varies. A
+    decision that needs a size-oblivious symbol >= 2 makes its guard say so (`oblivious_check`)."""
     cond = env.simplify(cond)
     if isinstance(cond, sympy.logic.boolalg.BooleanAtom):
         return bool(cond)
-    decide = _RELATIONS.get(type(cond))
-    if decide is None:
+    if type(cond) not in _RELATIONS:
         return None
+    return env.oblivious_check(cond, _known_in(env, cond, env.ranges), lambda ranges: _known_in(env, cond, ranges))
+
+
+def _known_in(env: ShapeEnv, cond: sympy.Basic, ranges: dict[sympy.Symbol, tuple[float, float]]) -> bool | None:
+    decide = _RELATIONS[type(cond)]
     diff = cond.lhs - cond.rhs
     shifted: dict[sympy.Symbol, Expr] = {}
     for sym in diff.free_symbols:
-        lo, hi = env.ranges.get(sym, (-math.inf, math.inf))
+        lo, hi = ranges.get(sym, (-math.inf, math.inf))
         offset = sympy.Symbol(f"_{sym.name}", integer=True, nonnegative=True)
         if lo > -math.inf:
             shifted[sym] = int(lo) + offset
@@ -199,6 +205,8 @@ class OpCall:
             self.env.assume(sympy.Or(sympy.Eq(have, want), sympy.Eq(have, 1)), self.loc, RuntimeError,
                             f"{self.name()}: {what}")
             return want
+        if have == want or _same_hint(self.env, have, want):
+            return self.equal(have, want, what)  # equal: no question of stretching a 1
         return want if self.is_one(have) else self.equal(have, want, what)
 
     def is_zero(self, size: Expr) -> bool:
@@ -284,7 +292,13 @@ def broadcast(c: OpCall, *shapes: Sizes) -> Sizes:
             if size is not None and (c.env.unbacked_in(size) or c.env.unbacked_in(dim)) \
                     and known(c.env, sympy.Eq(size, dim, evaluate=False)) is not True:
                 size = _broadcast_unbacked(c, size, dim, i)
-            elif size is None or c.is_one(size):
+            elif size is None or size == 1:
+                size = dim
+            elif dim == 1 or dim == size:
+                continue
+            elif _same_hint(c.env, size, dim):  # equal sizes broadcast to themselves, 1 or not
+                size = c.equal(size, dim, f"sizes of dim {i} must broadcast")
+            elif c.is_one(size):
                 size = dim
             elif not c.is_one(dim):
                 size = c.equal(size, dim, f"sizes of dim {i} must broadcast")
@@ -312,6 +326,11 @@ def _broadcast_unbacked(c: OpCall, a: Expr, b: Expr, i: int) -> Expr:
     if known(env, sympy.Ge(a, 1)) and known(env, sympy.Ge(b, 1)):
         return sympy.Max(a, b)
     return sympy.Max(a, b) * sympy.Min(1, a, b)  # 0 where either is 0, else the larger
+
+
+def _same_hint(env: ShapeEnv, a: Expr, b: Expr) -> bool:
+    """Backed sizes equal in this call (a guard then keeps them equal)."""
+    return not env.unbacked_in(a) and not env.unbacked_in(b) and env.hint(a) == env.hint(b)
 
 
 def _is_zero_or_one_test(cond: sympy.Basic) -> bool:
@@ -368,6 +387,7 @@ from pdyn.ops import shape_rules_views as _views  # noqa: E402,F401
 from pdyn.ops import shape_rules_nn as _nn  # noqa: E402,F401
 from pdyn.ops import shape_rules_indexing as _indexing  # noqa: E402,F401
 from pdyn.ops import shape_rules_sorting as _sorting  # noqa: E402,F401
+from pdyn.ops import shape_rules_strided as _strided  # noqa: E402,F401
 from pdyn.ops import shape_rules_stacks as _stacks  # noqa: E402,F401
 from pdyn.ops import shape_rules_creation as _creation  # noqa: E402,F401
 from pdyn.ops import shape_rules_recurrent as _recurrent  # noqa: E402,F401

@@ -92,6 +92,9 @@ class ShapeEnv:
     validator: Any = None   # shapes/validation.Validator under pdyn.config.translation_validation
     initial_ranges: dict[sympy.Symbol, tuple[float, float]] = field(default_factory=dict)  # size-like ints
     upper_bounds: dict[sympy.Symbol, sympy.Expr] = field(default_factory=dict)  # u0 <= x.numel(), symbolic
+    # size-oblivious symbols: reasoned about in [2, inf), bound by a guard of [1, inf) until a
+    # decision needs them >= 2 (`oblivious_check`); then their guard is 2 <= s, as any symbol's
+    oblivious: set[sympy.Symbol] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         if self.validator is None and steps.ACTIVE is not None:   # under bisect: steps name user lines
@@ -102,7 +105,8 @@ class ShapeEnv:
         """A new symbol for `hint`; 0 and 1 stay constants (they change broadcasting), except for
         a `size_like` value (an element of a list of ints, such as split lengths): a symbol in
         [0, inf) whatever its value, so that a 0 or a 1 in the list is no specialization; a
-        question that does depend on it being 0 or 1 is a guard like any other."""
+        question that does depend on it being 0 or 1 is a guard like any other. A symbol for a
+        value >= 2 is size-oblivious (see `oblivious_check`)."""
         if hint in (0, 1) and not (size_like and hint >= 0):
             return sympy.Integer(hint)
         sym = sympy.Symbol(f"s{len(self.hints)}", integer=True)
@@ -113,13 +117,48 @@ class ShapeEnv:
             self.initial_ranges[sym] = (0, INF)
         else:
             self.ranges[sym] = (2, INF) if hint >= 2 else (-INF, -1)
+            if hint >= 2:
+                self.oblivious.add(sym)
         if self.validator is not None:
-            self.validator.on_symbol(sym, *self.ranges[sym], str(origin))
+            self.validator.on_symbol(sym, *self.initial_range(sym), str(origin))
         return sym
 
     def initial_range(self, sym: sympy.Symbol) -> tuple[float, float]:
-        """The range a backed symbol starts with (what its binding guard checks)."""
+        """The range a backed symbol starts with (what its binding guard checks): a size-oblivious
+        symbol's includes 1, since no decision of the trace needed it >= 2."""
+        if sym in self.oblivious:
+            return (1, INF)
         return self.initial_ranges.get(sym) or ((2, INF) if self.hints[sym] >= 2 else (-INF, -1))
+
+    def oblivious_check(self, cond: sympy.Basic, decided: bool | None,
+                         decide: Callable[[dict[sympy.Symbol, tuple[float, float]]], bool | None]) -> bool | None:
+        """`decided`, reached with the size-oblivious symbols of `cond` in [2, inf) (torch's
+        guard_size_oblivious): where `decide` over their ranges relaxed to [1, inf) does not reach
+        it too, the decision needs them >= 2 (a broadcast, a squeeze, a branch on `s > 1`), so they
+        leave the oblivious set and their guard says so. Elsewhere size 1 shares the entry."""
+        if decided is None or not self.oblivious:
+            return decided
+        syms = sympy.sympify(cond).free_symbols & self.oblivious
+        if not syms:
+            return decided
+        relaxed = dict(self.ranges)
+        for sym in syms:
+            lo, hi = self.ranges[sym]
+            if lo == 2:  # NOTE: a higher bound came from a guard, which already excludes 1
+                relaxed[sym] = (1, hi)
+        if decide(relaxed) != decided:
+            for sym in sorted(syms, key=lambda s: s.name):
+                self.needs_two(sym, f"{cond} decided as {decided}")
+        return decided
+
+    def needs_two(self, sym: sympy.Symbol, why: str) -> None:
+        """A decision holds only for `sym >= 2`: its binding guard checks that (a size of 1 recompiles)."""
+        if sym not in self.oblivious:
+            return
+        self.oblivious.discard(sym)
+        self.events.append(f"{', '.join(map(str, self.origins[sym]))} >= 2 needed: {why}")
+        if self.validator is not None:
+            self.validator.assume(sympy.Ge(sym, 2), None, f"{sym} >= 2 ({why})", given=True)
 
     def create_unbacked(self, lo: float, hi: float, why: str) -> sympy.Symbol:
         """A fresh symbol for a size or value only the data decides (`nonzero`, `.item()`): a
@@ -147,10 +186,14 @@ class ShapeEnv:
         """The truth of `cond` for every value the ranges allow, or None (sympy's sign reasoning
         after shifting each symbol by its range's bound)."""
         cond = self.simplify(cond)
+        return self.oblivious_check(cond, self._known_in(cond, self.ranges),
+                                     lambda ranges: self._known_in(cond, ranges))
+
+    def _known_in(self, cond: sympy.Basic, ranges: dict[sympy.Symbol, tuple[float, float]]) -> bool | None:
         if isinstance(cond, sympy.logic.boolalg.BooleanAtom):
             return bool(cond)
         if isinstance(cond, (sympy.And, sympy.Or, sympy.Not)):
-            parts = [self.known(a) for a in cond.args]
+            parts = [self._known_in(a, ranges) for a in cond.args]
             if isinstance(cond, sympy.Not):
                 return None if parts[0] is None else not parts[0]
             if isinstance(cond, sympy.And):
@@ -159,14 +202,14 @@ class ShapeEnv:
         if type(cond) not in _SIGN:
             return None
         diff = cond.lhs - cond.rhs
-        by_interval = _decide_interval(type(cond), _interval(sympy.expand(diff), self.ranges))
+        by_interval = _decide_interval(type(cond), _interval(sympy.expand(diff), ranges))
         if by_interval is not None:
             return by_interval
-        if self._holds_at_upper_bounds(type(cond), sympy.expand(diff)):
+        if self._holds_at_upper_bounds(type(cond), sympy.expand(diff), ranges):
             return True
         shifted: dict[sympy.Symbol, Expr] = {}
         for sym in diff.free_symbols:
-            lo, hi = self.ranges.get(sym, (-INF, INF))
+            lo, hi = ranges.get(sym, (-INF, INF))
             offset = sympy.Symbol(f"_{sym.name}", integer=True, nonnegative=True)
             if lo > -INF:
                 shifted[sym] = int(lo) + offset
@@ -180,7 +223,8 @@ class ShapeEnv:
         if self.validator is not None:
             self.validator.assume(sympy.Le(sym, bound), None, f"{sym} counts at most {bound} elements", given=True)
 
-    def _holds_at_upper_bounds(self, kind: type, diff: sympy.Expr) -> bool:
+    def _holds_at_upper_bounds(self, kind: type, diff: sympy.Expr,
+                               ranges: dict[sympy.Symbol, tuple[float, float]]) -> bool:
         """`diff <= 0` (or `>= 0`) at its worst: each bounded symbol, linear in `diff` with the sign
         that makes its bound the worst case, put at that bound. Only ever concludes True."""
         rising = kind in (sympy.Le, sympy.Lt)
@@ -191,7 +235,7 @@ class ShapeEnv:
                     or (coeff > 0) != rising:
                 return False
             worst = sympy.expand(worst.subs(sym, self.upper_bounds[sym]))
-        return worst is not diff and self.known(kind(worst, 0)) is True
+        return worst is not diff and self._known_in(kind(worst, 0), ranges) is True
 
     def assume(self, fact: sympy.Basic, loc: SourceLoc | None, error: type[Exception], message: str) -> None:
         """Take `fact` (over unbacked symbols) as true for the rest of the trace and have the
@@ -351,6 +395,9 @@ class ShapeEnv:
         lo1, hi1 = self.ranges[keep]
         lo2, hi2 = self.ranges[drop]
         self.ranges[keep] = (max(lo1, lo2), min(hi1, hi2))
+        for one, other in ((keep, drop), (drop, keep)):  # a size bound to be >= 2 binds its equal too
+            if self.initial_range(other)[0] >= 2:
+                self.needs_two(one, f"equal to {other}")
         self._normalize()
         self.events.append(f"{self.origins[drop][0]} == {self.origins[keep][0]} (assumed at {loc})")
 
@@ -360,23 +407,7 @@ class ShapeEnv:
 
     def _decide_from_ranges(self, expr: sympy.Basic) -> bool | None:
         """Comparisons of one symbol with a constant that its range already settles (s0 >= 2)."""
-        expr = symbol_first(expr)
-        if not isinstance(expr, sympy.Rel) or not isinstance(expr.lhs, sympy.Symbol) or not expr.rhs.is_Number:
-            return None
-        lo, hi = self.ranges.get(expr.lhs, (-INF, INF))
-        c = float(expr.rhs)
-        checks = {
-            sympy.Ge: ((lo >= c), (hi < c)), sympy.Gt: ((lo > c), (hi <= c)),
-            sympy.Le: ((hi <= c), (lo > c)), sympy.Lt: ((hi < c), (lo >= c)),
-            sympy.Eq: (False, (c < lo or c > hi)), sympy.Ne: ((c < lo or c > hi), False),
-        }.get(type(expr))
-        if checks is None:
-            return None
-        if checks[0]:
-            return True
-        if checks[1]:
-            return False
-        return None
+        return self.oblivious_check(expr, _decide_in(expr, self.ranges), lambda ranges: _decide_in(expr, ranges))
 
     def _refine_range(self, fact: sympy.Basic) -> None:
         fact = symbol_first(fact)
@@ -397,7 +428,8 @@ class ShapeEnv:
                 and not steps.take("refinement", f"{fact.lhs} in {list(self.ranges[fact.lhs])}", f"[{lo}, {hi}]", None):
             return
         if self.validator is not None:
-            self.validator.check_implied(f"a range refinement from {fact}", validation.range_claim(fact.lhs, lo, hi))
+            claim_lo = 1 if fact.lhs in self.oblivious and lo == 2 else lo   # its guard admits 1
+            self.validator.check_implied(f"a range refinement from {fact}", validation.range_claim(fact.lhs, claim_lo, hi))
         self.ranges[fact.lhs] = (lo, hi)
 
     # -- what the guard function checks ----------------------------------------------------------
@@ -479,3 +511,24 @@ def symbol_first(expr: sympy.Basic) -> sympy.Basic:
     if isinstance(expr, sympy.Rel) and expr.lhs.is_Number and isinstance(expr.rhs, sympy.Symbol):
         return _FLIPPED[type(expr)](expr.rhs, expr.lhs, evaluate=False)
     return expr
+
+
+def _decide_in(expr: sympy.Basic, ranges: dict[sympy.Symbol, tuple[float, float]]) -> bool | None:
+    """Comparisons of one symbol with a constant that `ranges` settle."""
+    expr = symbol_first(expr)
+    if not isinstance(expr, sympy.Rel) or not isinstance(expr.lhs, sympy.Symbol) or not expr.rhs.is_Number:
+        return None
+    lo, hi = ranges.get(expr.lhs, (-INF, INF))
+    c = float(expr.rhs)
+    checks = {
+        sympy.Ge: ((lo >= c), (hi < c)), sympy.Gt: ((lo > c), (hi <= c)),
+        sympy.Le: ((hi <= c), (lo > c)), sympy.Lt: ((hi < c), (lo >= c)),
+        sympy.Eq: (False, (c < lo or c > hi)), sympy.Ne: ((c < lo or c > hi), False),
+    }.get(type(expr))
+    if checks is None:
+        return None
+    if checks[0]:
+        return True
+    if checks[1]:
+        return False
+    return None

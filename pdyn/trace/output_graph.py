@@ -125,9 +125,10 @@ class OutputGraph:
         return vt
 
     def _input_sizes(self, value: torch.Tensor, source: Source) -> tuple[sympy.Expr, ...]:
-        """One symbol per dim, except sizes 0/1, dims marked static, parameters (their sizes are the
+        """One symbol per dim, except sizes 0/1 (unless marked unbacked), dims marked static, parameters (their sizes are the
         model's, as in torch.compile), and everything under dynamic=False."""
-        dynamic = getattr(value, "_pdyn_dynamic_dims", ())
+        unbacked = getattr(value, "_pdyn_unbacked_dims", ())
+        dynamic = frozenset(getattr(value, "_pdyn_dynamic_dims", ())) | frozenset(unbacked)
         static = range(value.dim()) if isinstance(value, torch.nn.Parameter) and not dynamic else \
             getattr(value, "_pdyn_static_dims", ())
         sizes = []
@@ -138,7 +139,8 @@ class OutputGraph:
                 continue
             if dim in dynamic:
                 self.ctx.dynamic_marks.add(origin)
-            sizes.append(self.ctx.shape_env.create_symbol(size, origin))
+            # mark_unbacked: a symbol in [0, inf) at any size, 0 and 1 included (as a list's lengths)
+            sizes.append(self.ctx.shape_env.create_symbol(size, origin, size_like=dim in unbacked))
         return tuple(sizes)
 
     def add_int_input(self, value: int, source: Source, loc: SourceLoc | None,

@@ -168,10 +168,10 @@ def test_recursion_with_a_break_at_each_level():
         return countdown(x, 3)
 
     # f breaks at the call; countdown breaks at its print and its resume function at the
-    # recursive call; n stays symbolic (only `n == 0` is read), so n=3 and n=2 share entries;
-    # n=1 is specialized (sizes 0/1 are), a second entry for countdown whose resume function
-    # inlines countdown(x, 0) whole: graphs x*2 and +1 for n>=2, one for n=1; four breaks
-    check_breaks(f, torch.randn(2), graphs=3, graph_breaks=4)
+    # recursive call; n stays symbolic (only `n == 0` is read), so n=3, 2 and 1 share entries
+    # (n=1 too: `n == 0` is false for every n >= 1, so the entry is size-oblivious); graphs x*2
+    # and +1; three breaks (f's, countdown's print, its resume function's recursive call)
+    check_breaks(f, torch.randn(2), graphs=2, graph_breaks=3)
 
 
 def test_data_dependent_branch_takes_each_way_with_a_resume_function_per_target():

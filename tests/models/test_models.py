@@ -2,8 +2,8 @@
 lengths 7, 16, 33, 64 with padded masks, against eager; one training step for GPT-2 and BERT.
 
 Each inference test asserts outputs equal to eager on every call, one graph with no break on the
-first call, that `fullgraph=True` compiles it, and two compiles over the sequence (batch 1
-specializes; every other shape shares one entry).
+first call, that `fullgraph=True` compiles it, and one compile over the sequence (batch 1 shares
+the entry of the other batches: none of these models branches on the batch).
 """
 
 from tests.models.cases import CASES

@@ -1,6 +1,6 @@
 """The wider group of transformers architectures (tests/models/wide_cases.py), each checked the
 suite's way over a shorter sequence of (batch, seq) calls with padded masks: outputs equal eager on
-every call, one graph with no break on the first, `fullgraph=True` agrees, two compiles."""
+every call, one graph with no break on the first, `fullgraph=True` agrees, one compile."""
 
 import pytest
 

@@ -70,3 +70,6 @@ fallback("repeat_interleave", why="output size depends on data when the repeats 
 fallback(*(n for n in OPS if n.startswith(("builtins.", "math."))),
          why="Python arithmetic on sizes: an int result is a size expression the wrapper computes")
 fallback("runtime_assert", why="a runtime assert on data-dependent sizes: torch checks it between kernels")
+
+# pdyn: the shape rule admits only inputs that own their storage, which the fallback hands torch
+fallback("as_strided", why="a view by explicit strides: torch makes it")

@@ -14,13 +14,16 @@ from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.constant import ConstantVariable
 from pdyn.trace.variables.containers import DictVariable, ListVariable, SizeVariable, SliceVariable, TupleVariable
 from pdyn.trace.variables.symint import SymIntVariable
+from pdyn.trace.variables.owned_layout import owns_contiguous
 from pdyn.trace.variables.tensor import TensorVariable
 
 
 def _leaf(vt: VariableTracker, form: str) -> Any:
     """A tensor or symbolic int in `form`: "node" (graph), "example" (fake run), "symbolic" (shape rule)."""
     if isinstance(vt, TensorVariable):
-        return SymTensor(vt.sizes, vt.example.dtype) if form == "symbolic" else getattr(vt, form)
+        if form != "symbolic":
+            return getattr(vt, form)
+        return SymTensor(vt.sizes, vt.example.dtype, owns_storage=owns_contiguous(vt.node))
     assert isinstance(vt, SymIntVariable)
     if form == "node":
         return vt.node

@@ -5,6 +5,7 @@ and constructors of user classes call them: `object.__getattribute__(self, n)`,
 from __future__ import annotations
 
 import collections
+import typing
 from typing import TYPE_CHECKING
 
 import pdyn.trace.variables.exc_values  # noqa: F401  (registers str, repr, sys.exc_info)
@@ -72,6 +73,18 @@ def _namedtuple(tx: Tracer, args: Args, kwargs: Kwargs) -> VariableTracker:
     if "module" not in kwargs:
         kwargs = {**kwargs, "module": ConstantVariable(tx.f_globals.get("__name__"))}
     return _fold_object(tx, collections.namedtuple, args, kwargs)  # type: ignore[arg-type]
+
+
+@rule(typing.NamedTuple)
+def _typing_namedtuple(tx: Tracer, args: Args, kwargs: Kwargs) -> VariableTracker:
+    """`typing.NamedTuple("Q", [("a", int)])`: made once at trace time, as `collections.namedtuple`.
+    typing names the module from its caller's frame, which at trace time is pdyn's: the class gets
+    the traced code's module, as eager's does."""
+    if not all(is_known(a) for a in [*args, *kwargs.values()]):
+        raise Unsupported("namedtuple", "pdyn defines NamedTuple classes from constants only", loc=tx.loc())
+    made = _fold_object(tx, typing.NamedTuple, args, kwargs)  # type: ignore[arg-type]
+    made.as_python_constant().__module__ = tx.f_globals.get("__name__", "__main__")
+    return made
 
 
 @rule(vars)

@@ -21,6 +21,7 @@ from pdyn.sources import Source
 from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.constant import ConstantVariable, ObjectConstantVariable
 from pdyn.trace.variables.containers import ListVariable, SizeVariable, TupleVariable
+from pdyn.trace.variables.owned_layout import contiguous_strides, owns_contiguous
 from pdyn.trace.variables.symint import SymIntVariable
 
 if TYPE_CHECKING:
@@ -62,6 +63,15 @@ class TensorVariable(VariableTracker):
         return SymIntVariable(tx.ctx.shape_env, expr,
                               lambda: output.annotate(output.graph.call_method("size", (self.node, dim)), loc), loc,
                               input_sources=self.input_sources)
+
+    def stride_item(self, tx: Tracer, dim: int, expr: sympy.Expr) -> VariableTracker:
+        """`x.stride(dim)` known to be `expr`: a constant, or a SymIntVariable read in the graph."""
+        expr = tx.ctx.shape_env.simplify(expr)
+        if expr.is_Integer:
+            return ConstantVariable(int(expr))
+        output, loc = tx.output, tx.loc()
+        return SymIntVariable(tx.ctx.shape_env, expr,
+                              lambda: output.annotate(output.graph.call_method("stride", (self.node, dim)), loc), loc)
 
     def shape_vt(self, tx: Tracer) -> SizeVariable:
         return SizeVariable([self.size_item(tx, d) for d in range(len(self.sizes))])
@@ -244,6 +254,17 @@ def _static_int(tx: Tracer, vt: VariableTracker, why: str) -> Any:
 
 
 def _strides(tx: Tracer, x: TensorVariable, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    if owns_contiguous(x.node):  # the sizes decide the strides: symbolic, nothing specialized
+        dim = args[0] if args else kwargs.get("dim")
+        strides = [x.stride_item(tx, d, s) for d, s in
+                   enumerate(contiguous_strides(tx.ctx.shape_env, tuple(x.sizes)))]
+        if dim is None:
+            return TupleVariable(strides)
+        d = int(_static_int(tx, dim, "a dim"))
+        if not -len(strides) <= d < max(len(strides), 1) or not strides:
+            raise UserException(IndexError(f"Dimension out of range (expected to be in range of "
+                                           f"[{-len(strides)}, {len(strides) - 1}], but got {d})"))
+        return strides[d % len(strides)]
     x.value_read_layout(tx, "Tensor.stride(), which depends on every size")
     dim = args[0] if args else kwargs.get("dim")
     _trusted_strides(tx, x, "stride", None if dim is None else _static_int(tx, dim, "a dim"))
