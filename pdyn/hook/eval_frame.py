@@ -26,6 +26,7 @@ from pdyn.base.config import Config, Settings, snapshot
 from pdyn.base.errors import InternalError, Unsupported, UserException
 from pdyn.guards.codegen import origin
 from pdyn.hook.recompile_policy import CodeHistory, InheritedSizes, RunEager, decide
+from pdyn.hook.trace_record import record_compile, record_eager
 from pdyn.sources import SizeSource, Source
 from pdyn.shapes.trace_plan import TracePlan
 from pdyn.shapes.validation import ValidationFailure
@@ -227,9 +228,11 @@ class Frame:
                               "run eagerly. Raise pdyn.config.recompile_limit or see PDYN_LOGS=recompiles.",
                               stacklevel=4)
             cache.no_graph_reason = cache.no_graph_reason or plan.reason
+            record_eager(config, self.code, self.backend, plan.reason)
             return self._eagerly_counted
-        if cache.entries:
-            self._log_recompile(L, G, compiles + 1, plan)
+        reasons = self._recompile_reasons(L, G, config) if cache.entries else []
+        if reasons:
+            self._log_recompile(reasons, compiles + 1, plan)
         # NOTE: eager runs outside the `except` blocks: inside one, CPython changes some of the
         # exceptions user code raises (`f(**a, **b)` raises KeyError for TypeError)
         entry = None
@@ -248,6 +251,7 @@ class Frame:
             cache.no_graph_reason = cache.no_graph_reason or f"internal error: {type(e).__name__}: {e}"
             warnings.warn(f"pdyn: internal error while compiling {title_of(self.code)}; running it eagerly "
                           f"from now on. {type(e).__name__}: {e}. {InternalError.__doc__}", stacklevel=4)
+            record_eager(config, self.code, self.backend, cache.no_graph_reason)
             log.debug("internal error", exc_info=True)
         if entry is None:
             return self._eagerly_counted
@@ -260,6 +264,7 @@ class Frame:
         for recorder in RECORDERS:
             recorder.entries.append(entry)
             recorder.codes.append(self.code)
+        record_compile(config, self.code, entry, self.backend, compiles + 1, reasons, plan.decisions)
         return cache.checks[-1][1]
 
     def _eagerly_counted(self, L: dict[str, Any], G: dict[str, Any]) -> Any:
@@ -283,22 +288,34 @@ class Frame:
             self.cache.children.append(frame.cache)
         return make_wrapper(frame, nesting_limit=NESTING_LIMIT, fn_at_call=at_call)
 
-    def _log_recompile(self, L: dict[str, Any], G: dict[str, Any], number: int, plan: TracePlan) -> None:
-        if not recompile_log.isEnabledFor(logging.INFO):
-            return
+    def _recompile_reasons(self, L: dict[str, Any], G: dict[str, Any], config: Config) -> list[dict[str, Any]]:
+        """Why no entry served this call: each entry's failing guard, this call's value of what it
+        checks, and where the guard came from (the user's line). Empty unless logged or recorded."""
+        if not recompile_log.isEnabledFor(logging.INFO) and not config.trace_dir:
+            return []
         reasons = []
         for entry in self.cache.entries:
             sentence = entry.guard.check(L, G)
             guard = entry.guard.by_sentence.get(sentence or "")
-            where = origin(guard) if guard is not None else ""
+            actual = _actual(guard, L, G) if guard is not None and guard.source is not None else ""
+            reasons.append({"entry": entry.number, "guard": sentence, "now": actual.strip(),
+                            "where": origin(guard) if guard is not None else ""})
+        return reasons
+
+    def _log_recompile(self, reasons: list[dict[str, Any]], number: int, plan: TracePlan) -> None:
+        if not recompile_log.isEnabledFor(logging.INFO):
+            return
+        texts = []
+        for reason in reasons:
+            where = reason["where"]
             if where and not where.startswith("argument") and "  " in where:
                 where = "{}  `{}`".format(*where.split("  ", 1))
             where = f", {where}" if where.startswith("argument") else f", set at {where}" if where else ""
-            actual = _actual(guard, L, G) if guard is not None and guard.source is not None else ""
-            reasons.append(f"entry {entry.number}: {sentence} failed{actual}{where}")
+            actual = f" {reason['now']}" if reason["now"] else ""
+            texts.append(f"entry {reason['entry']}: {reason['guard']} failed{actual}{where}")
         decided = "".join(f"; {d}" for d in plan.decisions)
         recompile_log.info("recompiling %s, compile %d/%d: %s%s", title_of(self.code), number,
-                           self.config.recompile_limit, "; ".join(reasons), decided)
+                           self.config.recompile_limit, "; ".join(texts), decided)
 
 
 def _read(source: Source, L: dict[str, Any], G: dict[str, Any]) -> Any:
