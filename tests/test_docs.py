@@ -92,3 +92,9 @@ def test_readme_picture_is_what_the_benchmark_table_draws():
     run = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "plot_readme.py"), "--check"],
                          capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stdout + run.stderr
+
+
+def test_every_environment_variable_pdyn_reads_is_documented():
+    read = {v for path in (ROOT / "pdyn").rglob("*.py") for v in re.findall(r"PDYN_[A-Z_]+", path.read_text())}
+    documented = "".join(page.read_text() for page in PAGES)
+    assert read and not {v for v in read if v not in documented}
