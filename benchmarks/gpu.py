@@ -4,7 +4,7 @@ Workloads: a pointwise chain, softmax, layernorm, a column sum, linear+bias+gelu
 block, each over several batch sizes. Columns: eager, torch.compile(dynamic=False),
 torch.compile(dynamic=True), pdyn: median ms and achieved TB/s per size, first-call time, compiles,
 per-call time on a tiny (8x8) input; plus the device's measured copy bandwidth. Prints a markdown
-table for README.md.
+table for docs/benchmarks.md.
 
 Device time is the replay of a CUDA graph holding one call per input set (sets rotate so reads
 come from memory, not L2), so host overhead is out of it; host overhead is the 8x8 column. `--quick` runs tiny sizes (on CPU: kernels under Triton's interpreter).

@@ -1,5 +1,5 @@
 """The GPU benchmark's --quick mode runs everywhere (kernels under Triton's interpreter here), so
-the script that produces README's GPU table cannot rot unnoticed."""
+the script that produces the GPU tables of docs/benchmarks.md cannot rot unnoticed."""
 
 import pathlib
 import subprocess

@@ -20,7 +20,7 @@ PACKAGE = ROOT / "pdyn"
 
 # layer -> module prefixes (a prefix matches the module itself and everything under it)
 LAYERS: dict[str, tuple[str, ...]] = {
-    "face": ("pdyn.__init__", "pdyn.explain", "pdyn.debug", "pdyn.controls"),
+    "face": ("pdyn.__init__", "pdyn.explain", "pdyn.debug", "pdyn.controls", "pdyn.report"),
     "hook": ("pdyn.hook",),
     "translator": ("pdyn.trace",),  # translator, output_graph, frame_codegen; the rest of trace/ below
     "handlers": ("pdyn.trace.handlers",),

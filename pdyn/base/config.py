@@ -90,6 +90,8 @@ class Config:
     stance: str = "default"
     # most CUDA graphs captured for one compiled graph; further shapes run uncaptured
     cudagraph_limit: int = field(default_factory=lambda: _env_int("PDYN_CUDAGRAPH_LIMIT", 64))
+    # PDYN_TRACE_DIR: append a JSON record of every compile there (`python -m pdyn.report DIR` renders it)
+    trace_dir: str | None = field(default_factory=lambda: os.environ.get("PDYN_TRACE_DIR") or None)
 
 
 FIELDS = frozenset(f.name for f in dataclasses.fields(Config))

@@ -54,7 +54,7 @@ class BreakPoint:
 class Unsupported(Exception):
     """pdyn cannot trace this construct: a graph break, or with `fullgraph=True` an error.
 
-    `key` is stable (counted in `explain()`, listed in README's "not supported yet"), `loc` is the
+    `key` is stable (counted in `explain()`, listed in docs/graph-breaks.md), `loc` is the
     user's line, `hint` says what the user can do. The translator fills in `break_at` (the root
     frame's instruction that was running) and `in_call` (the code of the inlined call it was raised in:
     the root then breaks at the call that entered it).

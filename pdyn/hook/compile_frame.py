@@ -199,7 +199,8 @@ def _finish(output: OutputGraph, result: VariableTracker | None, backend: Backen
     code_log.info("%s", frame_source)
     return CacheEntry(guard, run, gm, frame_source, number, compile_seconds=time.perf_counter() - start,
                       pinned=pinned_origins(output), shape_decisions=list(output.ctx.shape_env.events),
-                      extra={"shape_facts": validation.trace_facts(output.ctx.shape_env)})   # for pdyn.debug.bisect
+                      extra={"shape_facts": validation.trace_facts(output.ctx.shape_env),  # for pdyn.debug.bisect
+                             "compiled": compiled})   # for the compile record (PDYN_TRACE_DIR)
 
 
 def _build_guards(output: OutputGraph, title: str) -> GuardCode:

@@ -28,6 +28,7 @@ from pdyn.base.config import Config, Settings, snapshot
 from pdyn.base.errors import InternalError, RecompileError, Unsupported, UserException
 from pdyn.guards.codegen import origin
 from pdyn.hook.recompile_policy import CodeHistory, InheritedSizes, RunEager, decide
+from pdyn.hook.trace_record import record_compile, record_eager
 from pdyn.sources import SizeSource, Source
 from pdyn.shapes.trace_plan import TracePlan
 from pdyn.shapes.validation import ValidationFailure
@@ -257,9 +258,11 @@ class Frame:
                               "run eagerly. Raise pdyn.config.recompile_limit or see PDYN_LOGS=recompiles.",
                               stacklevel=4)
             cache.no_graph_reason = cache.no_graph_reason or plan.reason
+            record_eager(config, self.code, self.backend, plan.reason)
             return self._eagerly_counted
-        if cache.entries:
-            self._log_recompile(L, G, compiles + 1, plan)
+        reasons = self._recompile_reasons(L, G, config) if cache.entries else []
+        if reasons:
+            self._log_recompile(reasons, compiles + 1, plan, config)
         fullgraph = self.fullgraph or config.error_on_graph_break
         # NOTE: eager runs outside the `except` blocks: inside one, CPython changes some of the
         # exceptions user code raises (`f(**a, **b)` raises KeyError for TypeError)
@@ -279,6 +282,7 @@ class Frame:
             cache.no_graph_reason = cache.no_graph_reason or f"internal error: {type(e).__name__}: {e}"
             warnings.warn(f"pdyn: internal error while compiling {title_of(self.code)}; running it eagerly "
                           f"from now on. {type(e).__name__}: {e}. {InternalError.__doc__}", stacklevel=4)
+            record_eager(config, self.code, self.backend, cache.no_graph_reason)
             log.debug("internal error", exc_info=True)
         if entry is None:
             return self._eagerly_counted
@@ -291,6 +295,7 @@ class Frame:
         for recorder in RECORDERS:
             recorder.entries.append(entry)
             recorder.codes.append(self.code)
+        record_compile(config, self.code, entry, self.backend, compiles + 1, reasons, plan.decisions)
         return cache.checks[-1][1]
 
     def _eagerly_counted(self, L: dict[str, Any], G: dict[str, Any]) -> Any:
@@ -314,27 +319,43 @@ class Frame:
             self.cache.children.append(frame.cache)
         return make_wrapper(frame, nesting_limit=NESTING_LIMIT, fn_at_call=at_call)
 
-    def _log_recompile(self, L: dict[str, Any], G: dict[str, Any], number: int, plan: TracePlan) -> None:
-        if not recompile_log.isEnabledFor(logging.INFO):
-            return
-        decided = "".join(f"; {d}" for d in plan.decisions)
-        limit = self.recompile_limit if self.recompile_limit is not None else self.config.recompile_limit
-        recompile_log.info("recompiling %s, compile %d/%d: %s%s", title_of(self.code), number,
-                           limit, "; ".join(self._miss_reasons(L, G)), decided)
-
     def _miss_reasons(self, L: dict[str, Any], G: dict[str, Any]) -> list[str]:
-        """Why each entry's guard failed for this call, with where the guard came from."""
+        """Why each entry's guard failed for this call, as sentences (with where the guard came from)."""
+        return _reason_texts(self._recompile_reasons(L, G, self.config, always=True))
+
+    def _recompile_reasons(self, L: dict[str, Any], G: dict[str, Any], config: Any,
+                           always: bool = False) -> list[dict[str, Any]]:
+        """Why no entry served this call: each entry's failing guard, this call's value of what it
+        checks, and where the guard came from (the user's line). Empty unless logged or recorded."""
+        if not always and not recompile_log.isEnabledFor(logging.INFO) and not config.trace_dir:
+            return []
         reasons = []
         for entry in self.cache.entries:
             sentence = entry.guard.check(L, G)
             guard = entry.guard.by_sentence.get(sentence or "")
-            where = origin(guard) if guard is not None else ""
-            if where and not where.startswith("argument") and "  " in where:
-                where = "{}  `{}`".format(*where.split("  ", 1))
-            where = f", {where}" if where.startswith("argument") else f", set at {where}" if where else ""
             actual = _actual(guard, L, G) if guard is not None and guard.source is not None else ""
-            reasons.append(f"entry {entry.number}: {sentence} failed{actual}{where}")
+            reasons.append({"entry": entry.number, "guard": sentence, "now": actual.strip(),
+                            "where": origin(guard) if guard is not None else ""})
         return reasons
+
+    def _log_recompile(self, reasons: list[dict[str, Any]], number: int, plan: TracePlan, config: Any) -> None:
+        if not recompile_log.isEnabledFor(logging.INFO):
+            return
+        decided = "".join(f"; {d}" for d in plan.decisions)
+        recompile_log.info("recompiling %s, compile %d/%d: %s%s", title_of(self.code), number,
+                           config.recompile_limit, "; ".join(_reason_texts(reasons)), decided)
+
+
+def _reason_texts(reasons: list[dict[str, Any]]) -> list[str]:
+    texts = []
+    for reason in reasons:
+        where = reason["where"]
+        if where and not where.startswith("argument") and "  " in where:
+            where = "{}  `{}`".format(*where.split("  ", 1))
+        where = f", {where}" if where.startswith("argument") else f", set at {where}" if where else ""
+        actual = f" {reason['now']}" if reason["now"] else ""
+        texts.append(f"entry {reason['entry']}: {reason['guard']} failed{actual}{where}")
+    return texts
 
 
 def _read(source: Source, L: dict[str, Any], G: dict[str, Any]) -> Any:
