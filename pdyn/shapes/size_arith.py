@@ -120,11 +120,28 @@ def reduce_mod(expr: sympy.Basic, k: int) -> sympy.Basic:
 
 
 def congruent_zero(expr: sympy.Basic, k: int) -> bool:
-    """`k` divides `expr` for every integer value of its symbols (False: not shown)."""
-    if k in (1, -1):
+    """`k` divides `expr` for every integer value of its symbols (False: not shown). A product
+    may also be shown factor by factor: `d1 | f1` and `d2 | f2` give `d1*d2 | f1*f2`."""
+    k = abs(k)
+    if k == 1 or _multiple(expr, k):
         return True
+    if not expr.is_Mul:
+        return False
+    left = k
+    for factor in expr.args:
+        for d in sorted((d for d in range(2, left + 1) if left % d == 0), reverse=True):
+            if _multiple(factor, d):
+                left //= d
+                break
+        if left == 1:
+            return True
+    return False
+
+
+def _multiple(expr: sympy.Basic, k: int) -> bool:
+    """Every coefficient of `expr`, reduced modulo `k`, is a multiple of `k`."""
     try:
-        coeffs = poly(reduce_mod(sympy.sympify(expr), abs(k))).values()
+        coeffs = poly(reduce_mod(sympy.sympify(expr), k)).values()
     except TooLarge:
         return False
     return all(isinstance(c, int) and c % k == 0 for c in coeffs)
