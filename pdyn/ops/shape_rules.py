@@ -13,7 +13,6 @@ tensors from Python data in shape_rules_creation.py.
 from __future__ import annotations
 
 import logging
-import math
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
 
