@@ -84,8 +84,9 @@ def test_four_pads_and_views_compile_in_well_under_a_second():
     pdyn.reset()
     optimized = pdyn.optimize(four)
     times = []
-    for shape in [(5, 7), (6, 9), (7, 10), (9, 13)]:
-        start = time.process_time()   # this process's CPU: other work on the machine does not count
-        assert torch.equal(optimized(torch.ones(shape)), four(torch.ones(shape)))
-        times.append(time.process_time() - start)
+    with pdyn.config.patch(translation_validation=False):   # the time of the rules, not of z3's checks
+        for shape in [(5, 7), (6, 9), (7, 10), (9, 13)]:
+            start = time.process_time()   # this process's CPU: other work on the machine does not count
+            assert torch.equal(optimized(torch.ones(shape)), four(torch.ones(shape)))
+            times.append(time.process_time() - start)
     assert max(times) < 1.5, times   # before: 2.8 s of sympy gcd/expand for the symbolic compile
