@@ -17,8 +17,15 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(PY) examples/demo.py
 
+# the second run: z3 checks every symbolic size step of the shape, view and size-arithmetic tests,
+# the model suite and a size-fuzz slice (PDYN_TRANSLATION_VALIDATION=1; docs/correctness.md)
+VALIDATED_TESTS := tests/test_shape_rules_views.py tests/test_shape_rules.py tests/test_symbolic_shapes.py \
+	tests/e2e/test_never_wrong_size_arith.py tests/e2e/test_never_wrong_sizes.py tests/models \
+	tests/fuzz/test_fuzz_sizes.py
+
 test: $(STAMP)
 	$(PY) -m pytest tests
+	PDYN_TRANSLATION_VALIDATION=1 $(PY) -m pytest -q $(VALIDATED_TESTS)
 
 bench: $(STAMP)
 	$(PY) benchmarks/overhead.py
@@ -27,6 +34,7 @@ bench: $(STAMP)
 fuzz: $(STAMP)
 	$(PY) -m tests.fuzz --backend eager --count 10000 --seed 0
 	$(PY) -m tests.fuzz --backend triton --count 1000 --seed 0
+	$(PY) -m tests.fuzz --kind sizes --backend eager --count 2000 --seed 0
 
 clean:
 	rm -rf $(VENV) .pytest_cache

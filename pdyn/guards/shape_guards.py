@@ -112,8 +112,9 @@ def shape_guards(env: ShapeEnv) -> list[Guard]:
     out: list[Guard] = []
     names = {origin: sym for origin, sym in env.all_origins()}
     bound: dict[sympy.Symbol, SizeSource] = {}
+    pinned_at = _pin_locs(env)
     for origin, expr in env.all_origins():
-        loc = _loc_of(env, origin)
+        loc = pinned_at.get(origin)
         if expr.is_Integer:
             out.append(StaticDimGuard(origin.base, dim=origin.dim, value=int(expr), loc=loc))
         elif expr in bound:
@@ -134,8 +135,12 @@ def shape_guards(env: ShapeEnv) -> list[Guard]:
     return out
 
 
-def _loc_of(env: ShapeEnv, origin: SizeSource) -> SourceLoc | None:
+def _pin_locs(env: ShapeEnv) -> dict[SizeSource, SourceLoc | None]:
+    """Each read size of a pinned symbol -> where it was pinned (one pass: a search per origin was
+    quadratic in the number of sizes read)."""
+    out: dict[SizeSource, SourceLoc | None] = {}
     for sym, origins in env.origins.items():
-        if origin in origins and sym in env.specialized:
-            return env.specialized[sym].loc
-    return None
+        if sym in env.specialized:
+            for origin in origins:
+                out.setdefault(origin, env.specialized[sym].loc)
+    return out

@@ -13,7 +13,6 @@ tensors from Python data in shape_rules_creation.py.
 from __future__ import annotations
 
 import logging
-import math
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
 
@@ -23,7 +22,8 @@ import torch
 from pdyn.base.errors import SourceLoc
 from pdyn.ops import Op, canonical, row
 from pdyn.ops.catalogue import BINARY, CONVERSIONS, POINTWISE_IN_PLACE, UNARY
-from pdyn.shapes.shape_env import ShapeEnv, substitute
+from pdyn.shapes import size_bounds
+from pdyn.shapes.shape_env import ShapeEnv
 
 log = logging.getLogger(__name__)
 
@@ -52,43 +52,22 @@ class ShapeError(Exception):
 
 # -- static facts: decided from the symbols' value ranges, no guard needed --------------------------
 
-_RELATIONS: dict[type, Callable[[Expr], bool | None]] = {
-    sympy.Eq: lambda d: True if d.is_zero else (False if d.is_zero is False else None),
-    sympy.Ne: lambda d: False if d.is_zero else (True if d.is_zero is False else None),
-    sympy.Ge: lambda d: True if d.is_nonnegative else (False if d.is_negative else None),
-    sympy.Gt: lambda d: True if d.is_positive else (False if d.is_nonpositive else None),
-    sympy.Le: lambda d: True if d.is_nonpositive else (False if d.is_positive else None),
-    sympy.Lt: lambda d: True if d.is_negative else (False if d.is_nonnegative else None),
-}
-
-
 def known(env: ShapeEnv, cond: sympy.Basic) -> bool | None:
     """The truth of `cond` for every value the symbols' ranges allow, or None when it varies. A
     decision that needs a size-oblivious symbol >= 2 makes its guard say so (`oblivious_check`)."""
     cond = env.simplify(cond)
     if isinstance(cond, sympy.logic.boolalg.BooleanAtom):
         return bool(cond)
-    if type(cond) not in _RELATIONS:
+    if type(cond) not in size_bounds.RELATIONS:
         return None
     return env.oblivious_check(cond, _known_in(env, cond, env.ranges), lambda ranges: _known_in(env, cond, ranges))
 
 
 def _known_in(env: ShapeEnv, cond: sympy.Basic, ranges: dict[sympy.Symbol, tuple[float, float]]) -> bool | None:
-    decide = _RELATIONS[type(cond)]
-    diff = cond.lhs - cond.rhs
-    shifted: dict[sympy.Symbol, Expr] = {}
-    for sym in diff.free_symbols:
-        lo, hi = ranges.get(sym, (-math.inf, math.inf))
-        offset = sympy.Symbol(f"_{sym.name}", integer=True, nonnegative=True)
-        if lo > -math.inf:
-            shifted[sym] = int(lo) + offset
-        elif hi < math.inf:
-            shifted[sym] = int(hi) - offset
-    # substitute, not xreplace: sympy evaluates Mod(Max(0, 2*s0), 6) to 0 when it rebuilds it
-    decided = decide(sympy.expand(substitute(diff, shifted)))
+    decided = size_bounds.decide(type(cond), cond.lhs - cond.rhs, ranges)   # sound interval arithmetic
     if env.unbacked_in(cond):  # no hint to cross-check with
         return decided
-    if decided is not None and decided != bool(env.hint(cond)):  # sympy's assumptions erred: decide nothing
+    if decided is not None and decided != bool(env.hint(cond)):  # a bug in the bounds: decide nothing
         return None
     return decided
 

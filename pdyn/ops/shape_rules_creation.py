@@ -11,6 +11,7 @@ from typing import Any
 import sympy
 
 from pdyn.ops.shape_rules import OpCall, ShapeError, Sizes, SymTensor, as_tensor, is_size, register
+from pdyn.shapes import size_arith
 
 
 def data_sizes(c: OpCall, data: Any) -> Sizes | None:
@@ -30,7 +31,7 @@ def data_sizes(c: OpCall, data: Any) -> Sizes | None:
         return None
     first = inner[0]
     for sizes in inner[1:]:
-        if len(sizes) != len(first) or any(sympy.expand(a - b) != 0 for a, b in zip(sizes, first)):
+        if len(sizes) != len(first) or not all(size_arith.same(a, b) for a, b in zip(sizes, first)):
             return None  # ragged: torch reads the first item at each level, then may raise
     return (sympy.Integer(len(data)), *first)
 

@@ -27,6 +27,7 @@ from pdyn.ops.shape_rules import (
     register,
 )
 from pdyn.ops.shape_rules_reductions import expand_to
+from pdyn.shapes import size_arith
 from pdyn.shapes.shape_env import CeilDiv, FloorDiv
 
 log = logging.getLogger(__name__)
@@ -98,10 +99,10 @@ def group_norm(c: OpCall) -> list[Sizes] | None:
     if x.ndim < 2 or groups <= 0:
         raise ShapeError("group_norm: input needs a channel dim and num_groups > 0")
     channels = x.sizes[1]
-    if sympy.Mod(channels, groups) != 0:
+    if not size_arith.divides(channels, groups):
         cond = sympy.Eq(sympy.Mod(channels, groups, evaluate=False), 0, evaluate=False)
         c.require(cond, f"channels divisible by {groups} groups")
-    per_group = prod((x.sizes[0], channels / groups, *x.sizes[2:]))
+    per_group = prod((x.sizes[0], size_arith.exact_quotient(channels, groups), *x.sizes[2:]))
     c.require(sympy.Ne(per_group, 1, evaluate=False), "more than 1 value per group")  # F's own check
     _param(c, a["weight"], (channels,), "weight")
     _param(c, a["bias"], (channels,), "bias")
@@ -184,7 +185,7 @@ def _conv(c: OpCall, n: int) -> list[Sizes] | None:
     if len(w) != n + 2 or groups <= 0:
         raise ShapeError(f"{c.name()}: weight must be {n + 2}-D and groups positive")
     c.equal(lead[-1], w[1] * groups, "input channels == weight.size(1) * groups")
-    if sympy.Mod(w[0], groups) != 0:
+    if not size_arith.divides(w[0], groups):
         c.require(sympy.Eq(sympy.Mod(w[0], groups, evaluate=False), 0, evaluate=False), "out channels % groups")
     if a["bias"] is not None:
         _param(c, a["bias"], (w[0],), "bias")
@@ -374,7 +375,7 @@ def attention(c: OpCall) -> list[Sizes] | None:
         raise ShapeError("scaled_dot_product_attention: enable_gqa needs a heads dim")
     if a["enable_gqa"]:
         heads = c.equal(k[-3], v[-3], "key and value heads")
-        if sympy.Mod(q[-3], heads) != 0:
+        if not size_arith.divides(q[-3], heads):
             c.require(sympy.Eq(sympy.Mod(q[-3], heads, evaluate=False), 0, evaluate=False),
                       "query heads a multiple of key/value heads")
         batch = broadcast(c, q[:-3], k[:-3], v[:-3]) + (q[-3],)

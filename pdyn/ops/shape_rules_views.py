@@ -28,6 +28,7 @@ from pdyn.ops.shape_rules import (
     register,
     sizes_arg,
 )
+from pdyn.shapes import size_arith
 from pdyn.shapes.shape_env import CeilDiv, DataDependentRead, FloorDiv, ShapeEnv
 
 log = logging.getLogger(__name__)
@@ -38,21 +39,12 @@ log = logging.getLogger(__name__)
 
 
 def _divides(c: OpCall, numel: sympy.Expr, part: sympy.Expr) -> None:
-    """`part` divides `numel`: settled by sympy when it can, else a guard."""
-    common = sympy.gcd(numel, part)
-    numel, part = sympy.cancel(numel / common), sympy.cancel(part / common)
-    if sympy.Mod(numel, part) == 0:
+    """`part` divides `numel`: proved for every size by `size_arith.divides`, else a guard."""
+    if size_arith.divides(numel, part):
         return
+    numel, part = size_arith.split_common(numel, part)
     cond = sympy.Eq(sympy.Mod(numel, part, evaluate=False), 0, evaluate=False)
     c.require(cond, f"the -1 size needs {part} to divide {numel}")
-
-
-def exact_quotient(numel: sympy.Expr, part: sympy.Expr) -> sympy.Expr:
-    """`numel / part` where `part` divides `numel`, as an integer expression (a true division
-    would leave `s0*s1/s2`, which evaluates through a float)."""
-    quotient = sympy.cancel(numel / part)
-    num, den = sympy.fraction(quotient)
-    return quotient if den == 1 else FloorDiv(num, den)
 
 
 def reshape_sizes(c: OpCall, sizes: Sizes, shape: list[Any]) -> Sizes:
@@ -72,8 +64,8 @@ def reshape_sizes(c: OpCall, sizes: Sizes, shape: list[Any]) -> Sizes:
         if c.is_zero(others):
             raise ShapeError(f"{c.name()}: the -1 size is ambiguous next to a 0")
         _divides(c, numel, others)
-        out[infer[0]] = exact_quotient(numel, others)
-    elif sympy.expand(prod(out) - numel) != 0:
+        out[infer[0]] = size_arith.exact_quotient(numel, others)
+    elif not size_arith.same(prod(out), numel):
         c.require(sympy.Eq(prod(out), numel, evaluate=False), "a view keeps the number of elements")
     return tuple(out)
 
@@ -104,7 +96,7 @@ def view_groups(env: ShapeEnv, src: Sizes, dst: Sizes) -> list[tuple[list[int], 
         outs: list[int] = []
         while True:
             p_in, p_out = prod(src[k] for k in ins), prod(dst[k] for k in outs)
-            if (ins or outs) and sympy.expand(p_in - p_out) == 0:
+            if (ins or outs) and size_arith.same(p_in, p_out):
                 break
             grow_in = j >= len(dst) or (i < len(src) and env.hint(p_in) <= env.hint(p_out))
             if grow_in and i < len(src):

@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterable
 
 import sympy
 
-from pdyn.shapes import steps, validation
+from pdyn.shapes import size_arith, size_bounds, steps, validation
 from pdyn.shapes.exprs import CeilDiv, FloorDiv, evaluate, substitute, to_python  # noqa: F401  (re-exported)
 from pdyn.base.errors import SourceLoc, Unsupported
 from pdyn.sources import SizeSource
@@ -183,8 +183,8 @@ class ShapeEnv:
         return evaluate(self.simplify(sympy.sympify(expr)), {**self.hints, **self.vehicles})
 
     def known(self, cond: sympy.Basic) -> bool | None:
-        """The truth of `cond` for every value the ranges allow, or None (sympy's sign reasoning
-        after shifting each symbol by its range's bound)."""
+        """The truth of `cond` for every value the ranges allow, or None (`size_bounds.decide`:
+        interval arithmetic after shifting each symbol by its range's bound; no sympy assumptions)."""
         cond = self.simplify(cond)
         return self.oblivious_check(cond, self._known_in(cond, self.ranges),
                                      lambda ranges: self._known_in(cond, ranges))
@@ -199,23 +199,13 @@ class ShapeEnv:
             if isinstance(cond, sympy.And):
                 return False if False in parts else (True if all(p is True for p in parts) else None)
             return True if True in parts else (False if all(p is False for p in parts) else None)
-        if type(cond) not in _SIGN:
+        if type(cond) not in size_bounds.RELATIONS:
             return None
         diff = cond.lhs - cond.rhs
-        by_interval = _decide_interval(type(cond), _interval(sympy.expand(diff), ranges))
-        if by_interval is not None:
-            return by_interval
-        if self._holds_at_upper_bounds(type(cond), sympy.expand(diff), ranges):
-            return True
-        shifted: dict[sympy.Symbol, Expr] = {}
-        for sym in diff.free_symbols:
-            lo, hi = ranges.get(sym, (-INF, INF))
-            offset = sympy.Symbol(f"_{sym.name}", integer=True, nonnegative=True)
-            if lo > -INF:
-                shifted[sym] = int(lo) + offset
-            elif hi < INF:
-                shifted[sym] = int(hi) - offset
-        return _SIGN[type(cond)](sympy.expand(substitute(diff, shifted)))
+        decided = size_bounds.decide(type(cond), diff, ranges)   # interval arithmetic: sound, fast
+        if decided is not None:
+            return decided
+        return True if self._holds_at_upper_bounds(type(cond), size_arith.expand(diff), ranges) else None
 
     def bound_above(self, sym: sympy.Symbol, bound: sympy.Expr) -> None:
         """`sym <= bound` by construction (a count never exceeds the numel counted): no assert."""
@@ -234,7 +224,7 @@ class ShapeEnv:
             if not coeff.is_number or coeff == 0 or sym in (worst - coeff * sym).free_symbols \
                     or (coeff > 0) != rising:
                 return False
-            worst = sympy.expand(worst.subs(sym, self.upper_bounds[sym]))
+            worst = size_arith.expand(substitute(worst, {sym: self.upper_bounds[sym]}))
         return worst is not diff and self._known_in(kind(worst, 0), ranges) is True
 
     def assume(self, fact: sympy.Basic, loc: SourceLoc | None, error: type[Exception], message: str) -> None:
@@ -403,7 +393,7 @@ class ShapeEnv:
 
     def _normalize(self) -> None:
         for sym, target in list(self.replacements.items()):
-            self.replacements[sym] = target.xreplace(self.replacements) if target.free_symbols else target
+            self.replacements[sym] = substitute(target, self.replacements) if target.free_symbols else target
 
     def _decide_from_ranges(self, expr: sympy.Basic) -> bool | None:
         """Comparisons of one symbol with a constant that its range already settles (s0 >= 2)."""
@@ -444,62 +434,6 @@ class ShapeEnv:
                 continue  # unified: its origins were moved to the symbol it equals
             for origin in origins:
                 yield origin, self.simplify(sym)
-
-
-_SIGN: dict[type, Callable[[sympy.Expr], bool | None]] = {
-    sympy.Eq: lambda d: True if d == 0 else (False if (d.is_positive or d.is_negative) else None),
-    sympy.Ne: lambda d: False if d == 0 else (True if (d.is_positive or d.is_negative) else None),
-    sympy.Ge: lambda d: True if d.is_nonnegative else (False if d.is_negative else None),
-    sympy.Gt: lambda d: True if d.is_positive else (False if d.is_nonpositive else None),
-    sympy.Le: lambda d: True if d.is_nonpositive else (False if d.is_positive else None),
-    sympy.Lt: lambda d: True if d.is_negative else (False if d.is_nonnegative else None),
-}
-
-def _interval(expr: sympy.Basic, ranges: dict[sympy.Symbol, tuple[float, float]]) -> tuple[float, float] | None:
-    """The bounds of `expr` (sums and constant multiples of symbols, Min, Max) over the symbols'
-    ranges; None for other forms. Both bounds matter: u0 + 1 <= 11 for u0 in [0, 10]."""
-    if expr.is_Integer:
-        return (int(expr), int(expr))
-    if expr.is_Symbol:
-        return ranges.get(expr, (-INF, INF))
-    if expr.func is sympy.Add:
-        lo = hi = 0.0
-        for arg in expr.args:
-            part = _interval(arg, ranges)
-            if part is None:
-                return None
-            lo, hi = lo + part[0], hi + part[1]
-        return (lo, hi)
-    if expr.func is sympy.Mul and len(expr.args) == 2 and expr.args[0].is_Integer:
-        part = _interval(expr.args[1], ranges)
-        if part is None:
-            return None
-        c = int(expr.args[0])
-        if c == 0:
-            return (0, 0)
-        ends = (c * part[0], c * part[1])
-        return (min(ends), max(ends))
-    if expr.func in (sympy.Min, sympy.Max):
-        parts = [_interval(a, ranges) for a in expr.args]
-        if any(p is None for p in parts):
-            return None
-        pick = min if expr.func is sympy.Min else max
-        return (pick(p[0] for p in parts), pick(p[1] for p in parts))  # type: ignore[index]
-    return None
-
-
-def _decide_interval(rel: type, bounds: tuple[float, float] | None) -> bool | None:
-    """Whether `d <rel> 0` holds for every d in `bounds` (True), none (False), or neither (None)."""
-    if bounds is None:
-        return None
-    lo, hi = bounds
-    if math.isnan(lo) or math.isnan(hi):
-        return None
-    table = {sympy.Ge: (lo >= 0, hi < 0), sympy.Gt: (lo > 0, hi <= 0), sympy.Le: (hi <= 0, lo > 0),
-             sympy.Lt: (hi < 0, lo >= 0), sympy.Eq: (lo == hi == 0, lo > 0 or hi < 0),
-             sympy.Ne: (lo > 0 or hi < 0, lo == hi == 0)}
-    always, never = table[rel]
-    return True if always else (False if never else None)
 
 
 _FLIPPED = {sympy.Lt: sympy.Gt, sympy.Gt: sympy.Lt, sympy.Le: sympy.Ge, sympy.Ge: sympy.Le,

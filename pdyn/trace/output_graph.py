@@ -25,7 +25,7 @@ from torch._subclasses.fake_tensor import (
     UnsupportedOperatorException,
 )
 
-from pdyn.shapes import graph_meta
+from pdyn.shapes import graph_meta, size_arith
 from pdyn.shapes.validation import ValidationFailure
 from pdyn.base import logs
 from pdyn.base.errors import SourceLoc, Unsupported, UserException
@@ -412,7 +412,7 @@ def _agrees(env: Any, rule: tuple[sympy.Expr, ...], fake: tuple[sympy.Expr, ...]
         if env.unbacked_in(r):
             continue
         r, f = env.simplify(sympy.sympify(r)).xreplace(hints), env.simplify(f).xreplace(hints)
-        if r != f and sympy.expand(r - f) != 0:
+        if r != f and not size_arith.same(r, f):
             return False
     return True
 

@@ -28,8 +28,14 @@ from pdyn.shapes.shape_env import CeilDiv, FloorDiv, ShapeEnv, to_python
 if TYPE_CHECKING:
     from pdyn.trace.output_graph import OutputGraph
 
+
+def _mod(a: sympy.Expr, b: sympy.Expr) -> sympy.Expr:
+    """`a % b` unevaluated: sympy's Mod evaluation is unsound (Mod(Max(0, 2*s0), 6) is 0 to it)."""
+    return sympy.Mod(a, b) if a.is_Number and b.is_Number else sympy.Mod(a, b, evaluate=False)
+
+
 _FUNCTIONS = {"FloorDiv": FloorDiv, "CleanDiv": FloorDiv, "IntTrueDiv": None, "CeilDiv": CeilDiv,
-              "Mod": sympy.Mod, "PythonMod": sympy.Mod, "Max": sympy.Max, "Min": sympy.Min}
+              "Mod": _mod, "PythonMod": _mod, "Max": sympy.Max, "Min": sympy.Min}
 
 
 class Unbacked:

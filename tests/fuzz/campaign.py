@@ -3,6 +3,7 @@ and write it as a pytest test under the output directory, print progress and a s
 
     python -m tests.fuzz --backend eager --count 10000 --seed 0
     python -m tests.fuzz --backend triton --minutes 30 --out fuzz_failures
+    python -m tests.fuzz --kind sizes --count 20000 --seed 0   # size arithmetic (gen_sizes.py)
 
 Imports torch only after the arguments are read: the Triton backend on a machine without CUDA
 needs TRITON_INTERPRET=1 set before Triton is first imported.
@@ -24,6 +25,8 @@ from typing import Any
 def parse(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python -m tests.fuzz", description="pdyn's differential fuzzer")
     ap.add_argument("--backend", choices=["eager", "triton"], default="eager")
+    ap.add_argument("--kind", choices=["mixed", "sizes"], default="mixed",
+                    help="mixed: tensor and Python programs; sizes: size arithmetic (gen_sizes.py)")
     ap.add_argument("--count", type=int, default=1000, help="programs to run (seeds seed..seed+count-1)")
     ap.add_argument("--seed", type=int, default=0, help="first seed")
     ap.add_argument("--minutes", type=float, default=0, help="stop after this long (0: no limit)")
@@ -69,6 +72,7 @@ def group_key(outcome: Any) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     interpret_triton_without_cuda(args.backend)
+    from tests.fuzz.gen_sizes import generate_sizes
     from tests.fuzz.generator import generate
     from tests.fuzz.runner import Outcome, run_program
 
@@ -79,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.minutes and time.monotonic() - start > args.minutes * 60:
             break
         try:
-            program = generate(seed)
+            program = generate_sizes(seed) if args.kind == "sizes" else generate(seed)
             outcome = run_program(program, args.backend, args.timeout)
         except Exception:  # noqa: BLE001  # NOTE: a harness bug must not stop the campaign
             outcome, program = Outcome("harness_error", detail=traceback.format_exc(limit=-3)), None
@@ -94,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
                   flush=True)
     summary = summarize(args, tally, done, start)
     print(summary)
-    with open(os.path.join(args.out, f"summary_{args.backend}.md"), "w") as out:
+    with open(os.path.join(args.out, f"summary_{args.kind}_{args.backend}.md"), "w") as out:
         out.write(summary)
     return 0
 
@@ -135,7 +139,7 @@ def handle_failure(args: argparse.Namespace, tally: Tally, program: Any, outcome
 
 def summarize(args: argparse.Namespace, tally: Tally, done: int, start: float) -> str:
     minutes = (time.monotonic() - start) / 60
-    lines = [f"# pdyn fuzz campaign: backend {args.backend}, seeds {args.seed}..{args.seed + done - 1}", "",
+    lines = [f"# pdyn fuzz campaign: {args.kind} programs, backend {args.backend}, seeds {args.seed}..{args.seed + done - 1}", "",
              f"- programs: {done} in {minutes:.1f} min ({rate(done, start):.0f} programs/min)",
              f"- statuses: {tally.line()}",
              f"- calls: {tally.calls}, eager raised on {tally.eager_raised} "
