@@ -180,9 +180,12 @@ def _wrap_dict(tx: Tracer, value: dict[Any, Any], source: Source) -> VariableTra
 
 
 def _wrap_module(tx: Tracer, value: torch.nn.Module, source: Source) -> VariableTracker:
-    _guard(tx, IdGuard, source, value)
-    _guard(tx, TypeGuard, source, type(value))  # `m.__class__ = Other` keeps the object
-    return one_per_object(tx, value, source, lambda: NNModuleVariable(value, source), pinned=True)
+    """A module is guarded by its class and by what the trace reads of it (attribute values, the
+    member tables' keys, each parameter's and buffer's metadata: they are graph inputs), not by its
+    identity: one entry serves every layer of the same structure. An `is` that decides by identity
+    pins it then (`pin_identity`); two paths to one module are guarded as aliases."""
+    _guard(tx, TypeGuard, source, type(value))
+    return one_per_object(tx, value, source, lambda: NNModuleVariable(value, source))
 
 
 def _wrap_method(tx: Tracer, value: types.MethodType, source: Source) -> VariableTracker:

@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable
 
 from pdyn.base.errors import Unsupported
-from pdyn.guards.guards import EqualsGuard, LenGuard, TypeGuard
-from pdyn.sources import AttrSource, ItemSource, IteratorStateSource, Source, iterator_state
+from pdyn.guards.guards import EqualsGuard, IteratorLeftGuard, LenGuard, TypeGuard
+from pdyn.sources import AttrSource, ItemSource, IteratorAheadSource, IteratorStateSource, Source, iterator_state
 from pdyn.trace.variables.carried_iterators import (CarriedChain, CarriedEnumerate, CarriedMappingIterator, CarriedZip,
                                                       set_count)
 from pdyn.trace.variables.constant import FIXED_KEY_TYPES, ConstantVariable, is_constant_value
@@ -19,6 +19,7 @@ from pdyn.trace.variables.itertools_live import ChainIterator
 from pdyn.trace.variables.live_iterators import EnumerateIterator, ReversedListIterator, ZipIterator, checked_iterator
 
 if TYPE_CHECKING:
+    from pdyn.trace.variables.base import VariableTracker
     from pdyn.trace.translator import InstructionTranslator as Tracer
 
 ITERATOR_TYPES = (type(iter([])), type(iter(())))
@@ -46,10 +47,60 @@ class InputIteratorVariable(IteratorVariable):
         return item
 
 
+class AheadIterator(IteratorVariable):
+    """A tuple iterator read from the frame (a loop a graph break handed on): traced from wherever
+    it stands, its position data, not a guard. Each item it takes is read relative to the position
+    (`IteratorAheadSource`) and the items left are guarded (`IteratorLeftGuard`: at least one more,
+    or none at the end), so the resume function of a loop over N layers serves every position."""
+
+    def __init__(self, tx: Tracer, value: Any, source: Source):
+        self.seq, self.start = iterator_state(value)
+        self.source = source
+        self.kind = type(value)
+        self.read: list[VariableTracker] = []   # the items read (wrapped), from the position on
+        self.position = 0   # how many of them `next` gave
+        self._tx = tx
+        self._next = ConstantVariable(next)
+
+    def python_type(self) -> type:
+        return self.kind
+
+    @property  # type: ignore[override]
+    def items(self) -> list[VariableTracker]:
+        """Every item, those left read too (a zip's length, `list(it)`): the count is then guarded."""
+        while self._read_one() is not None:
+            pass
+        return list(self.read)
+
+    @property  # type: ignore[override]
+    def index(self) -> int:
+        return self.position
+
+    def _read_one(self) -> VariableTracker | None:
+        ahead, tx = len(self.read), self._tx
+        left = len(self.seq) - self.start if self.start >= 0 else 0
+        tx.ctx.add_guard(IteratorLeftGuard(self.source, count=min(ahead + 1, left), exact=ahead >= left,
+                                           loc=tx.loc()))
+        if ahead >= left:
+            return None
+        item = tx.wrap(self.seq[self.start + ahead], IteratorAheadSource(self.source, ahead))
+        self.read.append(item)
+        return item
+
+    def next(self) -> VariableTracker | None:
+        item = self.read[self.position] if self.position < len(self.read) else self._read_one()
+        if item is not None:
+            self.position += 1
+            self._tx.ctx.side_effects.call(self._next, [self], {})
+        return item
+
+
 def wrap_iterator(tx: Tracer, value: Any, source: Source) -> IteratorVariable:
     """The sequence is read through its own source (a list read live, aliases kept), the position
-    guarded by value."""
+    guarded by value; a tuple's (immutable) is traced from its position (`AheadIterator`)."""
     tx.ctx.add_guard(TypeGuard(source, type(value), loc=tx.loc()))
+    if type(value) is type(iter(())):
+        return AheadIterator(tx, value, source)
     seq, index = iterator_state(value)
     tx.ctx.add_guard(EqualsGuard(IteratorStateSource(source, "index"), index, loc=tx.loc()))
     if index < 0:
