@@ -172,3 +172,19 @@ def test_the_loop_position_is_data_not_baked():
             layer.lin.weight.fill_(0.1 * k)
             layer.lin.bias.fill_(k)
     assert run(Stack(layers), torch.ones(2, 8)) == NO_GRAD
+
+
+class Enumerated(Stack):
+    def forward(self, x):
+        for i, layer in enumerate(self.layers):
+            x = layer(x) + i   # the count is an int input of the loop's resume, not a guard per position
+        return x
+
+
+@pytest.mark.parametrize("n", [4, 12])
+def test_an_enumerated_stack_compiles_the_same_for_any_depth(n):
+    torch.manual_seed(n)
+    counts = run(Enumerated([Layer() for _ in range(n)]), torch.randn(3, 8))
+    # the loop's resume: count 1 (a constant, as 0 and 1 are), any later count, the end
+    assert counts == {"Enumerated.forward": 1, "Layer.forward": 1, "Layer.forward.<resume 1>": 1,
+                      "Enumerated.forward.<resume 1>": 3}, counts

@@ -69,3 +69,4 @@ fallback("repeat_interleave", why="output size depends on data when the repeats 
 fallback(*(n for n in OPS if n.startswith(("builtins.", "math."))),
          why="Python arithmetic on sizes: an int result is a size expression the wrapper computes")
 fallback("runtime_assert", why="a runtime assert on data-dependent sizes: torch checks it between kernels")
+fallback("unfold", "one_hot", "histc", why="a window view, a class scatter or a histogram without a lowering yet")

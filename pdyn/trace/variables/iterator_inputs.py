@@ -6,6 +6,7 @@ is advanced after the graph by the steps the trace took."""
 
 from __future__ import annotations
 
+import operator
 from typing import TYPE_CHECKING, Any, Callable
 
 from pdyn.base.errors import Unsupported
@@ -16,9 +17,11 @@ from pdyn.trace.variables.carried_iterators import (CarriedChain, CarriedEnumera
 from pdyn.trace.variables.constant import FIXED_KEY_TYPES, ConstantVariable, is_constant_value
 from pdyn.trace.variables.containers import DictVariable, DictViewVariable, IteratorVariable, ListVariable, TupleVariable
 from pdyn.trace.variables.itertools_live import ChainIterator
-from pdyn.trace.variables.live_iterators import EnumerateIterator, ReversedListIterator, ZipIterator, checked_iterator
+from pdyn.trace.variables.live_iterators import (EnumerateIterator, ReversedListIterator, ZipIterator, checked_iterator,
+                                                 items_left)
 
 if TYPE_CHECKING:
+    from pdyn.trace.frame_codegen import ResumeCodegen
     from pdyn.trace.variables.base import VariableTracker
     from pdyn.trace.translator import InstructionTranslator as Tracer
 
@@ -147,7 +150,9 @@ def _replay_step(it: ReplayedIterator, item: Any) -> None:
 def _replay_count(it: ReplayedIterator, item: Any) -> None:
     """A carried `enumerate`: its inner iterator replays its own steps; only the count is set."""
     if item is not None:
-        it.effects.call(ConstantVariable(set_count), [it, ConstantVariable(it.model.count)], {})
+        model = it.model
+        count = model.current() if isinstance(model, CountedFromInput) else ConstantVariable(model.count)
+        it.effects.call(ConstantVariable(set_count), [it, count], {})
 
 
 def _guard_fields(tx: Tracer, value: Any, source: Source, *names: str) -> None:
@@ -178,9 +183,40 @@ def wrap_mapping_iterator(tx: Tracer, value: CarriedMappingIterator, source: Sou
     return ReplayedIterator(tx, model, source, model.kind, _replay_step)   # the type it stands for
 
 
+class CountedFromInput(EnumerateIterator):
+    """A carried `enumerate` over a loop traced from its position: its count is an int input too
+    (`i` in `for i, layer in enumerate(layers)`), symbolic until Python reads its value."""
+
+    def __init__(self, tx: Tracer, inner: IteratorVariable, start: VariableTracker) -> None:
+        self.tx, self.inner, self.start, self.steps = tx, inner, start, 0
+
+    def current(self, ahead: int = 0) -> VariableTracker:
+        steps = self.steps + ahead
+        return self.start if steps == 0 else self.tx.binary(operator.add, self.start, ConstantVariable(steps))
+
+    def next(self) -> VariableTracker | None:
+        item = self.inner.next()
+        if item is None:
+            return None
+        self.steps += 1
+        return TupleVariable([self.current(-1), item])
+
+    def left(self) -> list[VariableTracker]:
+        return [TupleVariable([self.current(i), v]) for i, v in enumerate(items_left(self.inner))]
+
+    def rebuild(self, codegen: ResumeCodegen) -> str:
+        return codegen.once(self, f"{codegen.constant(CarriedEnumerate, 'CarriedEnumerate')}("
+                                  f"{codegen.iterator(self.inner)}, {codegen.reconstruct(self.current())})")
+
+
 def wrap_enumerate(tx: Tracer, value: CarriedEnumerate, source: Source) -> IteratorVariable:
-    _guard_fields(tx, value, source, "count")
-    model = EnumerateIterator(_inner(tx, value.inner, AttrSource(source, "inner")), value.count)
+    inner = _inner(tx, value.inner, AttrSource(source, "inner"))
+    if isinstance(inner, AheadIterator):   # the loop's position is data: so is its count
+        _guard_fields(tx, value, source)
+        model: EnumerateIterator = CountedFromInput(tx, inner, tx.wrap(value.count, AttrSource(source, "count")))
+    else:
+        _guard_fields(tx, value, source, "count")
+        model = EnumerateIterator(inner, value.count)
     return ReplayedIterator(tx, model, source, enumerate, _replay_count)
 
 

@@ -65,12 +65,19 @@ TORCH_FUNCTIONS = _torch_namespace_functions()
 def is_torch_function(value: Any) -> bool:
     """A function of torch's namespaces (an op to record); methods of torch classes, such as
     nn.Linear.forward, are user code to inline."""
-    if id(value) in TORCH_FUNCTIONS:
+    if id(value) in TORCH_FUNCTIONS or _is_query(value):   # a torch._C query (`_get_tracing_state`)
         return True
     module = getattr(value, "__module__", None) or ""
     if not callable(value) or isinstance(value, type) or not (module == "torch" or module.startswith("torch.")):
         return False
     return "." not in getattr(value, "__qualname__", "") and not module.startswith("torch.nn.modules")
+
+
+def _is_query(value: Any) -> bool:
+    try:
+        return value in QUERY_RULES
+    except TypeError:   # unhashable
+        return False
 
 
 def is_inlined(value: Any, op: Op) -> bool:
