@@ -188,3 +188,23 @@ def test_an_enumerated_stack_compiles_the_same_for_any_depth(n):
     # the loop's resume: count 1 (a constant, as 0 and 1 are), any later count, the end
     assert counts == {"Enumerated.forward": 1, "Layer.forward": 1, "Layer.forward.<resume 1>": 1,
                       "Enumerated.forward.<resume 1>": 3}, counts
+
+
+class FindsItself(Stack):
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x) * (1 + list(self.layers).index(layer))
+        return x
+
+
+def test_a_layer_found_in_its_list_is_found_where_python_finds_it():
+    """`.index` decides by identity: the modules stay distinct objects, or the entry does not apply."""
+    pdyn.reset()
+    model = FindsItself([Layer() for _ in range(3)])
+    eager = copy.deepcopy(model)
+    optimized, x = pdyn.optimize(model), torch.randn(3, 8)
+    with torch.no_grad():
+        assert_same(optimized(x), eager(x))
+        for m in (model, eager):
+            m.layers[2] = m.layers[0]   # now one module twice: index finds the first
+        assert_same(optimized(x), eager(x))

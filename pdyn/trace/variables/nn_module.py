@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import torch
 
 from pdyn.base.errors import Unsupported, UserException
-from pdyn.guards.guards import DictKeysGuard, HasAttrGuard, KeyPresenceGuard, LenGuard
+from pdyn.guards.guards import DictKeysGuard, HasAttrGuard, IdGuard, KeyPresenceGuard, LenGuard
 from pdyn.guards.module_guards import NoGlobalHooksGuard, NoHooksGuard
 from pdyn.sources import AttrSource, ItemSource, ModuleMemberSource, Source
 from pdyn.trace.variables.base import VariableTracker
@@ -295,6 +295,8 @@ class NNModuleVariable(VariableTracker):
             fn = self.value.__dict__.get("forward")
             original = getattr(fn, "_pdyn_original", None)
             if original is not None:  # a submodule optimized on its own: inline its plain forward
+                if self.source is not None:   # this very override (another module of the class has its own)
+                    tx.ctx.add_guard(IdGuard(AttrSource(self.source, "forward"), fn, loc=tx.loc()))
                 return UserMethodVariable(tx.wrap_constant(original), self).call(tx, args, kwargs)
         return self.getattr(tx, name).call(tx, args, kwargs)
 
