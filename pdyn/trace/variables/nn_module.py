@@ -191,7 +191,9 @@ class NNModuleVariable(VariableTracker):
         if found is None:
             _no_custom_getattr(tx, type(m), torch.nn.Module.__getattr__)
             if self.source is not None:   # another module of the class may have it
-                tx.ctx.add_guard(HasAttrGuard(self.source, name=name, present=False, loc=tx.loc()))
+                plain = type(m).__getattribute__ is object.__getattribute__   # (and Module's __getattr__)
+                tx.ctx.add_guard(HasAttrGuard(self.source, name=name, present=False, loc=tx.loc(),
+                                              module_class=type(m) if plain else None))
             raise UserException(AttributeError(f"'{type(m).__name__}' object has no attribute '{name}'"), tx.loc())
         return found
 
