@@ -275,3 +275,38 @@ class IteratorStateSource(Source):
 
     def root(self) -> Source:
         return self.base.root()
+
+
+class _IteratorItem:
+    """The item `ahead` places past where a list or tuple iterator stands, without advancing it:
+    a loop's next layer read relative to the loop's position, so one entry serves every position."""
+
+    def __call__(self, it: Any, ahead: int) -> Any:
+        seq, index = iterator_state(it)
+        if index < 0:
+            raise IndexError("the iterator is exhausted")
+        return seq[index + ahead]
+
+    def __repr__(self) -> str:
+        return "iterator_item"
+
+
+iterator_item = _IteratorItem()
+
+
+@dataclass(frozen=True)
+class IteratorAheadSource(Source):
+    """The item `ahead` places past the position of the iterator at `base` (read as the frame
+    entered: frame code reads it before the steps the trace took are replayed)."""
+
+    base: Source
+    ahead: int
+
+    def _code(self, const: Const, bound: Mapping[Source, str]) -> str:
+        return f"{const(iterator_item, 'iterator_item')}({self.base.code(const, bound)}, {self.ahead})"
+
+    def read(self, L: Mapping[str, Any], G: Mapping[str, Any]) -> Any:
+        return iterator_item(self.base.read(L, G), self.ahead)
+
+    def root(self) -> Source:
+        return self.base.root()

@@ -59,7 +59,7 @@ def _modules_in(value: Any, found: dict[int, Any]) -> dict[int, Any]:
 
 
 def _copy(args: Any) -> Any:
-    """A deep copy in which nn.Modules stay the same objects (they are guarded by identity)."""
+    """A deep copy in which nn.Modules stay the same objects (a call may change their state)."""
     return copy.deepcopy(args, memo=_modules_in(args, {}))
 
 

@@ -165,6 +165,24 @@ class LenGuard(Guard):
 
 
 @dataclass(frozen=True, eq=False)
+class IteratorLeftGuard(Guard):
+    """A list or tuple iterator has at least (`exact`: exactly) `count` items left: a loop traced
+    from wherever it stands, its position data (the items it takes are read relative to it)."""
+
+    count: int = 0
+    exact: bool = False
+
+    def key(self) -> tuple[Any, ...]:
+        return (type(self), self.source, self.count, self.exact)
+
+    def fail_expr(self, v: str, hoist: Hoist) -> str:
+        return f"{v}.__length_hint__() {'!=' if self.exact else '<'} {self.count}"
+
+    def sentence(self) -> str:
+        return f"{self.source} has {'exactly' if self.exact else 'at least'} {self.count} items left"
+
+
+@dataclass(frozen=True, eq=False)
 class DictKeysGuard(Guard):
     """A dict with the same keys in the same order (iteration order is part of what was traced),
     each of the same type ({1: t} is not {True: t}), a float key of the same sign."""

@@ -33,6 +33,7 @@ from pdyn.trace.variables.containers import DictVariable, IteratorVariable, List
 from pdyn.trace.variables.exc_slot import ExcInfoSlot
 from pdyn.trace.variables.functions import UserFunctionVariable, UserMethodVariable
 from pdyn.trace.variables.generator import GeneratorVariable
+from pdyn.trace.variables.iterator_inputs import AheadIterator
 from pdyn.trace.variables.nn_module import NNModuleVariable
 from pdyn.trace.variables.ranges import FIELDS as RANGE_FIELDS, RangeVariable
 from pdyn.trace.variables.symint import SymIntVariable
@@ -108,7 +109,8 @@ def _resume_entry(e: Unsupported, tx: InstructionTranslator, inst: Instruction, 
     held = {id(vt) for vt in tx.locals.values()} | {id(c.contents) for c in tx.cells.values()}
     kinds = tuple("null" if vt is NULL else "exc" if isinstance(vt, ExcInfoSlot) else "iter"
                   if isinstance(vt, IteratorVariable) and id(vt) not in held and vt.source is None
-                  else "value" for vt in tx.stack)   # an input iterator goes as itself
+                  or isinstance(vt, AheadIterator) else "value" for vt in tx.stack)   # an input iterator goes as itself (a tuple's as
+    # an "iter" slot too: GET_ITER keeps it, and a loop's resume of a resume is the first one's code)
     values = [next(handled) if kind == "exc" else _stack_value(codegen, vt, kind) for vt, kind in zip(tx.stack, kinds)]
     if e.in_call is not None and inst.opname in ("CALL", "CALL_FUNCTION_EX"):
         at = len(values) - taken + (kinds[len(values) - taken] == "null")
@@ -312,7 +314,14 @@ def _optimized_callee(codegen: ResumeCodegen, vt: VariableTracker,
         method_of, vt = vt.obj, vt.fn
     if isinstance(vt, NNModuleVariable):
         module_call = _module_call(vt.value, lambda fn: optimize(fn, vt))
-        expr = None if module_call is None else f"{codegen.constant(module_call, 'module_call')}"
+        if module_call is None:
+            expr = None
+        elif vt.source is None:
+            expr = codegen.constant(module_call, "module_call")
+        else:   # the module read at run time: one entry serves every module of this structure
+            kind, fn = (ModuleCall, module_call.forward) if isinstance(module_call, ModuleCall) \
+                else (_bound_call, module_call.__func__)
+            expr = f"{codegen.constant(kind, 'module_call')}({codegen.reconstruct(vt)}, {codegen.constant(fn, 'callee')})"
     elif isinstance(vt, UserObjectVariable) and not vt.is_fresh and vt.source is not None:
         call = mro_lookup(vt.cls, "__call__")  # `obj(...)` runs `type(obj).__call__(obj, ...)`
         if not _optimizable(call):
@@ -358,6 +367,11 @@ def _optimizable(fn: Any) -> bool:
     count = code.co_argcount + code.co_kwonlyargcount + bool(code.co_flags & inspect.CO_VARARGS) \
         + bool(code.co_flags & inspect.CO_VARKEYWORDS)
     return all(name.isidentifier() for name in code.co_varnames[:count])
+
+
+def _bound_call(module: torch.nn.Module, call: Callable[..., Any]) -> Callable[..., Any]:
+    """An optimized `__call__` of the module's class, bound to the module the frame code read."""
+    return types.MethodType(call, module)
 
 
 class ModuleCall:

@@ -163,3 +163,6 @@ for _name, _fn in PYTHON_SCALAR.items():
 
 # -- a runtime assert on data-dependent sizes (trace/unbacked.py records it) ------------------------------
 declare("runtime_assert", spellings=[runtime_assert], namespaces=(), mutates=None)
+# windows and classes (shape_rules_windows.py); F.unfold is im2col, another op: only Tensor.unfold here
+declare("unfold", namespaces=(torch.Tensor,))
+declare_all(["one_hot", "histc"])

@@ -370,3 +370,4 @@ from pdyn.ops import shape_rules_strided as _strided  # noqa: E402,F401
 from pdyn.ops import shape_rules_stacks as _stacks  # noqa: E402,F401
 from pdyn.ops import shape_rules_creation as _creation  # noqa: E402,F401
 from pdyn.ops import shape_rules_recurrent as _recurrent  # noqa: E402,F401
+from pdyn.ops import shape_rules_windows as _windows  # noqa: E402,F401

@@ -105,6 +105,9 @@ class TraceContext:
         where every one is pinned by identity). One check per type."""
         changed = {id(vt) for vt in self.side_effects.containers.values()}
         changed |= {id(owner) for owner, _ in self.side_effects.attrs.values()}
+        # modules are guarded by class, not identity: `==`, `in` and `.index` on them decided by
+        # which tracker is which hold while the modules stay distinct objects
+        changed |= {id(t.tracker) for t in self.objects_by_id.values() if getattr(t.tracker, "guarded_by_type", False)}
         by_type: dict[type, list[TrackedObject]] = {}
         for t in self.objects_by_id.values():
             if t.tracker.source is not None:

@@ -16,7 +16,7 @@ from typing import Any, Callable
 import torch.fx
 
 from pdyn.base.errors import InternalError, Unsupported
-from pdyn.sources import AttrSource, ModuleMemberSource, Source
+from pdyn.sources import AttrSource, IteratorAheadSource, ModuleMemberSource, Source
 from pdyn.shapes.shape_env import to_python
 from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.containers import IteratorVariable, ListVariable
@@ -40,6 +40,8 @@ class FrameCodegen:
         self.lines: list[str] = []
         self.positioned: list[str] = []   # run after the side effects: iterators moved to their place
         self._temps: dict[int, str] = {}
+        self.prologue: list[str] = []   # run first: reads that must see the frame as it entered
+        self._at_entry: dict[Source, str] = {}
 
     def graph_output(self, vt: Any) -> str:
         if vt.source is not None and vt.node.op == "placeholder":
@@ -51,7 +53,17 @@ class FrameCodegen:
 
     def source_expr(self, source: Source) -> str:
         """The runnable read of `source`; a key that is no literal (inf, a dtype) is a constant here."""
-        return source.code(self.constant)
+        return source.code(self.constant, self._entry_reads(source))
+
+    def _entry_reads(self, source: Source) -> dict[Source, str]:
+        """An item a loop's iterator gives ahead of its position is read as the frame entered (the
+        prologue): the `next(it)` the trace took is replayed before the frame code reads the stack."""
+        for part in _chain(source):
+            if isinstance(part, IteratorAheadSource) and part not in self._at_entry:
+                name = f"_ahead{len(self._at_entry)}"
+                self.prologue.append(f"{name} = {part.code(self.constant, self._at_entry)}")
+                self._at_entry[part] = name
+        return self._at_entry
 
     def input_reads(self, sources: list[Source]) -> tuple[list[str], list[str]]:
         """(lines, one expression per source) reading the graph inputs: a part that two or more of
@@ -62,7 +74,9 @@ class FrameCodegen:
         uses = Counter(a for chain in chains for a in chain[:-1])
         nodes = {a for chain in chains for a in chain}
         members = Counter(a.base for a in nodes if isinstance(a, ModuleMemberSource))
-        bound: dict[Source, str] = {}
+        for s in sources:
+            self._entry_reads(s)
+        bound: dict[Source, str] = dict(self._at_entry)
         lines: list[str] = []
 
         def bind(src: Source) -> None:
@@ -179,9 +193,10 @@ class ResumeCodegen(FrameCodegen):
         return self.once(vt, f"iter({self.remaining(vt)})")
 
     def remaining(self, vt: Any) -> str:
-        """The items an iterator on the stack has left, as a list (the code it goes to iterates it)."""
+        """The items an iterator on the stack has left, as a tuple (the code it goes to iterates it;
+        a tuple's iterator is traced from its position, so a loop's resume serves every position)."""
         items = vt.items.items if hasattr(vt.items, "items") else vt.items
-        return "[" + "".join(f"{self.reconstruct(v)}, " for v in items[vt.index:]) + "]"
+        return "(" + "".join(f"{self.reconstruct(v)}, " for v in items[vt.index:]) + ")"
 
     def _symint(self, vt: Any) -> str:
         """A size expression, computed from the sizes it is made of; a data-dependent one from the graph."""
@@ -222,7 +237,7 @@ def build_frame_function(codegen: FrameCodegen, result_expr: str, effects: list[
     `codegen.input_reads` returns. With `tail` (a graph break), those lines end the function
     instead of returning `result_expr`. With `rerun`, a graph that raises hands the call to it (the
     side effects after the graph have not happened yet)."""
-    body: list[str] = []
+    body: list[str] = list(codegen.prologue)
     reads, input_exprs = inputs
     if compiled is not None:
         codegen.scope["compiled_graph"] = compiled

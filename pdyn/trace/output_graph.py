@@ -34,6 +34,7 @@ from pdyn.ops.effects import mutates as writes
 from pdyn.ops import canonical
 from pdyn.ops.shape_definitions import definitions as shape_definitions
 from pdyn.ops.shape_rules import SymTensor, infer_sizes
+from pdyn.ops.shape_rules_custom import fake_kernel_sizes, is_custom_op
 from pdyn.sources import SizeSource, Source
 from pdyn.trace.fx_targets import exact_target
 from pdyn.trace.context import TraceContext
@@ -342,6 +343,9 @@ class OutputGraph:
         except Exception as e:  # a rule that cannot handle these arguments: specialize below
             dynamic_log.debug("shape rule of %s failed: %s", _target_name(target), e)
             result = None
+        if result is None and is_custom_op(target):   # a library's op: its own fake kernel's sizes
+            result = fake_kernel_sizes(target, sym_args, sym_kwargs, [as_fake(a) for a in args],
+                                       {k: as_fake(v) for k, v in kwargs.items()})
         if result is None and fresh:
             result = data_sizes.data_rule(canonical(target).name, sym_args, sym_kwargs, static)
         agrees = result is not None and len(result) == len(outputs) and all(

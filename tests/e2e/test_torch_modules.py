@@ -386,7 +386,7 @@ def test_linear_made_in_forward_is_a_break_with_eager_weights():
     def f(x):
         return nn.Linear(3, 2)(x * 2) + 1
 
-    check(f, torch.randn(4, 3), graphs=2)  # check seeds both runs alike: the weights must match
+    check(f, torch.randn(4, 3), graphs=1)  # check seeds both runs alike: the weights must match
     explained = pdyn.explain(f)(torch.randn(4, 3))
     assert [b.key for b in explained.break_reasons] == ["module_construction"]
     assert "creates parameters (weight, bias)" in explained.break_reasons[0].reason
@@ -416,18 +416,18 @@ def test_module_with_a_tensor_argument_escapes_rebuilt_from_it():
 
 def test_module_made_with_buffers_or_from_modules_is_a_break():
     """BatchNorm's running stats are new tensors per call; a Sequential of modules has no constant
-    arguments: both run eagerly (a module made eagerly is a new object per call: its resume
-    function is compiled again on each call)."""
+    arguments: both run eagerly (a module made eagerly is a new object per call, of one class: its
+    resume function's entry serves them all)."""
     def f(x):
         return nn.BatchNorm1d(3, affine=False)(x) * 2
 
-    check(f, torch.randn(4, 3), graphs=2)
+    check(f, torch.randn(4, 3), graphs=1)
     assert [b.key for b in pdyn.explain(f)(torch.randn(4, 3)).break_reasons] == ["module_construction"]
 
     def g(x):
         return nn.Sequential(nn.ReLU())(x) + 1
 
-    check(g, torch.randn(4, 3), graphs=2)
+    check(g, torch.randn(4, 3), graphs=1)
 
 
 def test_module_made_in_forward_escapes_rebuilt_with_its_state():

@@ -15,6 +15,7 @@ import types
 from typing import TYPE_CHECKING, Any, Callable
 
 import torch
+from torch._library.custom_ops import CustomOpDef
 
 from pdyn.base.errors import Unsupported
 from pdyn.guards.guards import AliasGuard, DictKeysGuard, EqualsGuard, IdGuard, LenGuard, TensorGuard, TypeGuard
@@ -52,7 +53,7 @@ import pdyn.trace.variables.list_rules  # noqa: F401  (and of list's)
 import pdyn.trace.variables.signatures  # noqa: F401  (inspect.signature, mappingproxy)
 import pdyn.trace.variables.weakrefs  # noqa: F401  (calling a weak reference)
 from pdyn.trace.variables.tensor import TensorUnboundMethodVariable, is_tensor_method
-from pdyn.trace.variables.torch import PythonModuleVariable, TorchFunctionVariable, is_torch_function
+from pdyn.trace.variables.torch import PythonModuleVariable, TorchFunctionVariable, is_torch_function, op_function
 
 if TYPE_CHECKING:
     from pdyn.trace.translator import InstructionTranslator as Tracer
@@ -180,9 +181,12 @@ def _wrap_dict(tx: Tracer, value: dict[Any, Any], source: Source) -> VariableTra
 
 
 def _wrap_module(tx: Tracer, value: torch.nn.Module, source: Source) -> VariableTracker:
-    _guard(tx, IdGuard, source, value)
-    _guard(tx, TypeGuard, source, type(value))  # `m.__class__ = Other` keeps the object
-    return one_per_object(tx, value, source, lambda: NNModuleVariable(value, source), pinned=True)
+    """A module is guarded by its class and by what the trace reads of it (attribute values, the
+    member tables' keys, each parameter's and buffer's metadata: they are graph inputs), not by its
+    identity: one entry serves every layer of the same structure. An `is` that decides by identity
+    pins it then (`pin_identity`); two paths to one module are guarded as aliases."""
+    _guard(tx, TypeGuard, source, type(value))
+    return one_per_object(tx, value, source, lambda: NNModuleVariable(value, source))
 
 
 def _wrap_method(tx: Tracer, value: types.MethodType, source: Source) -> VariableTracker:
@@ -266,6 +270,15 @@ def _wrap_getter(tx: Tracer, value: Any, source: Source) -> VariableTracker:
     return vt
 
 
+def _wrap_op(tx: Tracer, value: Any, source: Source) -> VariableTracker:
+    """An op packet or a custom op object read from the frame: which one is pinned by identity."""
+    _guard(tx, IdGuard, source, value)
+    vt = op_function(value)
+    assert vt is not None
+    vt.source = source
+    return vt
+
+
 def _refuse(tx: Tracer, value: Any, source: Source) -> VariableTracker:
     raise Unsupported("input_type", f"pdyn cannot guard a {type(value).__name__} input ({source}) yet",
                       loc=tx.loc())
@@ -310,6 +323,7 @@ WRAP_BY_TYPE: dict[type, WrapFn] = {
     collections.defaultdict: wrap_defaultdict, collections.deque: wrap_deque,
     **{kind: _wrap_getter for kind in GETTER_TYPES}, CACHE_WRAPPER: _wrap_lru_cache,
     **{kind: _refuse for kind in (torch.finfo, torch.iinfo)}, **CARRIED_WRAPS,
+    torch._ops.OpOverloadPacket: _wrap_op, CustomOpDef: _wrap_op,
 }
 # containers whose contents a trace may change: one tracker per object (`one_per_object`)
 MUTABLE_CONTAINERS = (list, dict, collections.OrderedDict, collections.defaultdict, collections.deque, set,
@@ -361,6 +375,8 @@ def wrap_constant_result(value: Any) -> VariableTracker:
         return BuiltinVariable(value)
     if is_tensor_method(value):
         return TensorUnboundMethodVariable(value)
+    if (op := op_function(value)) is not None:
+        return op
     if is_torch_function(value):
         return TorchFunctionVariable(value)
     if isinstance(value, types.FunctionType):

@@ -6,19 +6,23 @@ is advanced after the graph by the steps the trace took."""
 
 from __future__ import annotations
 
+import operator
 from typing import TYPE_CHECKING, Any, Callable
 
 from pdyn.base.errors import Unsupported
-from pdyn.guards.guards import EqualsGuard, LenGuard, TypeGuard
-from pdyn.sources import AttrSource, ItemSource, IteratorStateSource, Source, iterator_state
+from pdyn.guards.guards import EqualsGuard, IteratorLeftGuard, LenGuard, TypeGuard
+from pdyn.sources import AttrSource, ItemSource, IteratorAheadSource, IteratorStateSource, Source, iterator_state
 from pdyn.trace.variables.carried_iterators import (CarriedChain, CarriedEnumerate, CarriedMappingIterator, CarriedZip,
                                                       set_count)
 from pdyn.trace.variables.constant import FIXED_KEY_TYPES, ConstantVariable, is_constant_value
 from pdyn.trace.variables.containers import DictVariable, DictViewVariable, IteratorVariable, ListVariable, TupleVariable
 from pdyn.trace.variables.itertools_live import ChainIterator
-from pdyn.trace.variables.live_iterators import EnumerateIterator, ReversedListIterator, ZipIterator, checked_iterator
+from pdyn.trace.variables.live_iterators import (EnumerateIterator, ReversedListIterator, ZipIterator, checked_iterator,
+                                                 items_left)
 
 if TYPE_CHECKING:
+    from pdyn.trace.frame_codegen import ResumeCodegen
+    from pdyn.trace.variables.base import VariableTracker
     from pdyn.trace.translator import InstructionTranslator as Tracer
 
 ITERATOR_TYPES = (type(iter([])), type(iter(())))
@@ -46,10 +50,60 @@ class InputIteratorVariable(IteratorVariable):
         return item
 
 
+class AheadIterator(IteratorVariable):
+    """A tuple iterator read from the frame (a loop a graph break handed on): traced from wherever
+    it stands, its position data, not a guard. Each item it takes is read relative to the position
+    (`IteratorAheadSource`) and the items left are guarded (`IteratorLeftGuard`: at least one more,
+    or none at the end), so the resume function of a loop over N layers serves every position."""
+
+    def __init__(self, tx: Tracer, value: Any, source: Source):
+        self.seq, self.start = iterator_state(value)
+        self.source = source
+        self.kind = type(value)
+        self.read: list[VariableTracker] = []   # the items read (wrapped), from the position on
+        self.position = 0   # how many of them `next` gave
+        self._tx = tx
+        self._next = ConstantVariable(next)
+
+    def python_type(self) -> type:
+        return self.kind
+
+    @property  # type: ignore[override]
+    def items(self) -> list[VariableTracker]:
+        """Every item, those left read too (a zip's length, `list(it)`): the count is then guarded."""
+        while self._read_one() is not None:
+            pass
+        return list(self.read)
+
+    @property  # type: ignore[override]
+    def index(self) -> int:
+        return self.position
+
+    def _read_one(self) -> VariableTracker | None:
+        ahead, tx = len(self.read), self._tx
+        left = len(self.seq) - self.start if self.start >= 0 else 0
+        tx.ctx.add_guard(IteratorLeftGuard(self.source, count=min(ahead + 1, left), exact=ahead >= left,
+                                           loc=tx.loc()))
+        if ahead >= left:
+            return None
+        item = tx.wrap(self.seq[self.start + ahead], IteratorAheadSource(self.source, ahead))
+        self.read.append(item)
+        return item
+
+    def next(self) -> VariableTracker | None:
+        item = self.read[self.position] if self.position < len(self.read) else self._read_one()
+        if item is not None:
+            self.position += 1
+            self._tx.ctx.side_effects.call(self._next, [self], {})
+        return item
+
+
 def wrap_iterator(tx: Tracer, value: Any, source: Source) -> IteratorVariable:
     """The sequence is read through its own source (a list read live, aliases kept), the position
-    guarded by value."""
+    guarded by value; a tuple's (immutable) is traced from its position (`AheadIterator`)."""
     tx.ctx.add_guard(TypeGuard(source, type(value), loc=tx.loc()))
+    if type(value) is type(iter(())):
+        return AheadIterator(tx, value, source)
     seq, index = iterator_state(value)
     tx.ctx.add_guard(EqualsGuard(IteratorStateSource(source, "index"), index, loc=tx.loc()))
     if index < 0:
@@ -96,7 +150,9 @@ def _replay_step(it: ReplayedIterator, item: Any) -> None:
 def _replay_count(it: ReplayedIterator, item: Any) -> None:
     """A carried `enumerate`: its inner iterator replays its own steps; only the count is set."""
     if item is not None:
-        it.effects.call(ConstantVariable(set_count), [it, ConstantVariable(it.model.count)], {})
+        model = it.model
+        count = model.current() if isinstance(model, CountedFromInput) else ConstantVariable(model.count)
+        it.effects.call(ConstantVariable(set_count), [it, count], {})
 
 
 def _guard_fields(tx: Tracer, value: Any, source: Source, *names: str) -> None:
@@ -127,9 +183,40 @@ def wrap_mapping_iterator(tx: Tracer, value: CarriedMappingIterator, source: Sou
     return ReplayedIterator(tx, model, source, model.kind, _replay_step)   # the type it stands for
 
 
+class CountedFromInput(EnumerateIterator):
+    """A carried `enumerate` over a loop traced from its position: its count is an int input too
+    (`i` in `for i, layer in enumerate(layers)`), symbolic until Python reads its value."""
+
+    def __init__(self, tx: Tracer, inner: IteratorVariable, start: VariableTracker) -> None:
+        self.tx, self.inner, self.start, self.steps = tx, inner, start, 0
+
+    def current(self, ahead: int = 0) -> VariableTracker:
+        steps = self.steps + ahead
+        return self.start if steps == 0 else self.tx.binary(operator.add, self.start, ConstantVariable(steps))
+
+    def next(self) -> VariableTracker | None:
+        item = self.inner.next()
+        if item is None:
+            return None
+        self.steps += 1
+        return TupleVariable([self.current(-1), item])
+
+    def left(self) -> list[VariableTracker]:
+        return [TupleVariable([self.current(i), v]) for i, v in enumerate(items_left(self.inner))]
+
+    def rebuild(self, codegen: ResumeCodegen) -> str:
+        return codegen.once(self, f"{codegen.constant(CarriedEnumerate, 'CarriedEnumerate')}("
+                                  f"{codegen.iterator(self.inner)}, {codegen.reconstruct(self.current())})")
+
+
 def wrap_enumerate(tx: Tracer, value: CarriedEnumerate, source: Source) -> IteratorVariable:
-    _guard_fields(tx, value, source, "count")
-    model = EnumerateIterator(_inner(tx, value.inner, AttrSource(source, "inner")), value.count)
+    inner = _inner(tx, value.inner, AttrSource(source, "inner"))
+    if isinstance(inner, AheadIterator):   # the loop's position is data: so is its count
+        _guard_fields(tx, value, source)
+        model: EnumerateIterator = CountedFromInput(tx, inner, tx.wrap(value.count, AttrSource(source, "count")))
+    else:
+        _guard_fields(tx, value, source, "count")
+        model = EnumerateIterator(inner, value.count)
     return ReplayedIterator(tx, model, source, enumerate, _replay_count)
 
 

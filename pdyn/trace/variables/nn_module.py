@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import torch
 
 from pdyn.base.errors import Unsupported, UserException
-from pdyn.guards.guards import DictKeysGuard, KeyPresenceGuard, LenGuard
+from pdyn.guards.guards import DictKeysGuard, HasAttrGuard, IdGuard, KeyPresenceGuard, LenGuard
 from pdyn.guards.module_guards import NoGlobalHooksGuard, NoHooksGuard
 from pdyn.sources import AttrSource, ItemSource, ModuleMemberSource, Source
 from pdyn.trace.variables.base import VariableTracker
@@ -152,11 +152,19 @@ def _model_constant(vt: VariableTracker) -> VariableTracker:
 
 
 class NNModuleVariable(VariableTracker):
-    """An nn.Module instance from the inputs (guarded by identity)."""
+    """An nn.Module instance from the inputs, guarded by its class and what the trace reads of it
+    (not by identity: one entry serves every layer of one structure; an `is` pins it)."""
+
+    guarded_by_type = True
 
     def __init__(self, value: torch.nn.Module, source: Source):
         self.value = value
         self.source = source
+
+    @property
+    def is_fresh(self) -> bool:
+        """Made in the trace (no source): no input object, nothing to pin."""
+        return self.source is None
 
     def python_type(self) -> type:
         return type(self.value)
@@ -174,7 +182,7 @@ class NNModuleVariable(VariableTracker):
                 return self._read(tx, members[name], lambda s: ModuleMemberSource(s, name, table))
         if name in m.__dict__ and stored is None:  # not deleted earlier in the trace
             return _model_constant(self._read(tx, m.__dict__[name], lambda s: AttrSource(s, name)))
-        if name == "__class__":  # the module is guarded by identity; its class is a constant with it
+        if name == "__class__":  # the module's class is guarded: a constant with it
             return tx.wrap_constant(type(m))
         found = self._member_method(name) or lookup_class_attr(tx, self, type(m), name)
         if found is not None and self.source is not None:  # an instance attribute set later shadows it
@@ -182,6 +190,10 @@ class NNModuleVariable(VariableTracker):
                                               loc=tx.loc()))
         if found is None:
             _no_custom_getattr(tx, type(m), torch.nn.Module.__getattr__)
+            if self.source is not None:   # another module of the class may have it
+                plain = type(m).__getattribute__ is object.__getattribute__   # (and Module's __getattr__)
+                tx.ctx.add_guard(HasAttrGuard(self.source, name=name, present=False, loc=tx.loc(),
+                                              module_class=type(m) if plain else None))
             raise UserException(AttributeError(f"'{type(m).__name__}' object has no attribute '{name}'"), tx.loc())
         return found
 
@@ -196,6 +208,10 @@ class NNModuleVariable(VariableTracker):
                               loc=tx.loc())
         if name in self.value._buffers and not isinstance(value, TensorVariable):
             raise Unsupported("module_setattr", f"pdyn cannot replace buffer {name!r} with a non-tensor", loc=tx.loc())
+        if self.source is not None:   # what Module.__setattr__ does with the name depends on the tables
+            for table in MEMBER_TABLES:
+                tx.ctx.add_guard(KeyPresenceGuard(AttrSource(self.source, table), key_name=name,
+                                                  present=name in self.value.__dict__[table], loc=tx.loc()))
         tx.ctx.side_effects.store_attr(self, name, value)
 
     def call(self, tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
@@ -281,6 +297,8 @@ class NNModuleVariable(VariableTracker):
             fn = self.value.__dict__.get("forward")
             original = getattr(fn, "_pdyn_original", None)
             if original is not None:  # a submodule optimized on its own: inline its plain forward
+                if self.source is not None:   # this very override (another module of the class has its own)
+                    tx.ctx.add_guard(IdGuard(AttrSource(self.source, "forward"), fn, loc=tx.loc()))
                 return UserMethodVariable(tx.wrap_constant(original), self).call(tx, args, kwargs)
         return self.getattr(tx, name).call(tx, args, kwargs)
 

@@ -41,6 +41,14 @@ class NumpyVariable(VariableTracker):
     def python_type(self) -> type:
         return type(self.value)
 
+    def is_python_constant(self) -> bool:
+        return isinstance(self.value, type)   # `isinstance(x, np.ndarray)`: a class is pinned where read
+
+    def as_python_constant(self) -> Any:
+        if not isinstance(self.value, type):
+            return super().as_python_constant()
+        return self.value
+
     def _refuse(self, tx: Tracer, what: str) -> Unsupported:
         return Unsupported("numpy", f"pdyn does not trace numpy ({what}); it runs in Python after a graph break",
                            hint="use torch ops for values the graph should compute", loc=tx.loc())

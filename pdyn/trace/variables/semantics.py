@@ -32,6 +32,10 @@ def binary(tx: Tracer, fn: Callable[[Any, Any], Any], lhs: VariableTracker, rhs:
         if isinstance(lhs, (ConstantVariable, SymIntVariable)):
             fn = plain_operator(fn)  # `n += t` on a number: Python falls back to `n + t`
         return tx.output.call("call_function", fn, [lhs, rhs], {}, loc=tx.loc())
+    if fn in (operator.mul, operator.imul) and (_repeated(lhs, rhs) or _repeated(rhs, lhs)):
+        seq, times = (lhs, rhs) if isinstance(lhs, SequenceVariable) else (rhs, lhs)
+        count = ConstantVariable(times.value_read("the count of a list or tuple repetition", tx.loc()))
+        return seq.binary_op(tx, fn if seq is lhs else operator.mul, count)
     if isinstance(lhs, SymIntVariable) or isinstance(rhs, SymIntVariable):
         return sym_binary(tx, fn, lhs, rhs)
     if fn in (operator.eq, operator.ne) and isinstance(lhs, SequenceVariable) and isinstance(rhs, SequenceVariable) \
@@ -50,6 +54,11 @@ def binary(tx: Tracer, fn: Callable[[Any, Any], Any], lhs: VariableTracker, rhs:
     if fn in (operator.mul, operator.imul) and isinstance(lhs, ConstantVariable) and isinstance(rhs, SequenceVariable):
         return rhs.binary_op(tx, operator.mul, lhs)  # `n * [x]` repeats the list, as `[x] * n` does
     return lhs.binary_op(tx, fn, rhs)
+
+
+def _repeated(seq: VariableTracker, times: VariableTracker) -> bool:
+    """`[x] * n` with a symbolic int `n`: the length is Python's to know, so `n` is a value read."""
+    return isinstance(seq, SequenceVariable) and isinstance(times, SymIntVariable) and times.pytype is int
 
 
 def _sequence_equal(tx: Tracer, fn: Callable[[Any, Any], Any], lhs: SequenceVariable,

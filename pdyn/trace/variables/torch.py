@@ -16,6 +16,7 @@ import types
 from typing import TYPE_CHECKING, Any
 
 import torch
+from torch._library.custom_ops import CustomOpDef
 
 from pdyn.base.errors import SourceLoc, Unsupported, UserException
 from pdyn.ops import Op, canonical
@@ -24,6 +25,7 @@ from pdyn.shapes.shape_env import ShapeEnv
 from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.constant import ConstantVariable, ObjectConstantVariable, guard_flag
 from pdyn.trace.variables.functions import UserFunctionVariable
+from pdyn.trace.variables.fx_args import as_fake
 from pdyn.trace.variables.symint import SymIntVariable
 from pdyn.trace.variables.tensor import TensorVariable
 from pdyn.trace.variables.torch_queries import RULES as QUERY_RULES
@@ -63,12 +65,19 @@ TORCH_FUNCTIONS = _torch_namespace_functions()
 def is_torch_function(value: Any) -> bool:
     """A function of torch's namespaces (an op to record); methods of torch classes, such as
     nn.Linear.forward, are user code to inline."""
-    if id(value) in TORCH_FUNCTIONS:
+    if id(value) in TORCH_FUNCTIONS or _is_query(value):   # a torch._C query (`_get_tracing_state`)
         return True
     module = getattr(value, "__module__", None) or ""
     if not callable(value) or isinstance(value, type) or not (module == "torch" or module.startswith("torch.")):
         return False
     return "." not in getattr(value, "__qualname__", "") and not module.startswith("torch.nn.modules")
+
+
+def _is_query(value: Any) -> bool:
+    try:
+        return value in QUERY_RULES
+    except TypeError:   # unhashable
+        return False
 
 
 def is_inlined(value: Any, op: Op) -> bool:
@@ -81,6 +90,8 @@ class TorchFunctionVariable(ObjectConstantVariable):
     """A function from torch (`torch.relu`, `F.linear`, `torch.cat`): calling it records a node."""
 
     def call(self, tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        if isinstance(self.value, torch._ops.OpOverloadPacket):   # `torch.ops.ns.op(...)`: one overload's node
+            return TorchFunctionVariable(_overload_called(tx, self.value, args, kwargs)).call(tx, args, kwargs)
         name = getattr(self.value, "__name__", repr(self.value))
         module = getattr(self.value, "__module__", "") or ""
         rule = QUERY_RULES.get(self.value) or state_rule(tx, self.value, args, kwargs)
@@ -102,6 +113,31 @@ class TorchFunctionVariable(ObjectConstantVariable):
 
     def __repr__(self) -> str:
         return f"TorchFunctionVariable({getattr(self.value, '__name__', self.value)})"
+
+
+def _overload_called(tx: Tracer, packet: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> Any:
+    """The overload `packet(*args, **kwargs)` dispatches to: the dispatcher's own schema matching, on
+    the trace-time values (it decides by their types, which the trace's guards fix)."""
+    names = packet.overloads()
+    if len(names) == 1:
+        return getattr(packet, names[0])
+    try:
+        name = torch._C._jit_resolve_packet(packet._qualified_op_name, *[as_fake(a) for a in args],
+                                            **{k: as_fake(v) for k, v in kwargs.items()})
+    except Exception as e:  # no overload takes these arguments: eager raises it, for real
+        raise Unsupported("op_packet", f"pdyn cannot tell which overload of {packet._qualified_op_name} this "
+                          f"call takes: {e}", loc=tx.loc()) from None
+    return getattr(packet, name)
+
+
+def op_function(value: Any) -> TorchFunctionVariable | None:
+    """An op packet (`torch.ops.aten.sin`) or a `torch.library.custom_op` object (calling it calls its
+    overload) as the function it calls; None for anything else."""
+    if isinstance(value, torch._ops.OpOverloadPacket):
+        return TorchFunctionVariable(value)
+    if isinstance(value, CustomOpDef):
+        return TorchFunctionVariable(value._opoverload)
+    return None
 
 
 def pin_sizes_read(env: ShapeEnv, loc: SourceLoc | None, kind: str, target: Any, args: list[VariableTracker],

@@ -510,9 +510,9 @@ def _not_implemented(vt: VariableTracker) -> bool:
 
 def pin_identity(tx: Tracer, lhs: VariableTracker, rhs: VariableTracker, same: bool) -> None:
     """`lhs is rhs` was decided by which objects they are at trace time: an input object pinned only
-    by its type (a UserObjectVariable) is pinned by identity (or by aliasing, for two of them). An
+    by its type (a UserObjectVariable, an nn.Module) is pinned by identity (or by aliasing, for two of them). An
     object made in the trace is no input object: nothing to guard."""
-    users = [vt for vt in (lhs, rhs) if isinstance(vt, UserObjectVariable)]
+    users = [vt for vt in (lhs, rhs) if isinstance(vt, UserObjectVariable) or getattr(vt, "guarded_by_type", False)]
     if any(vt.is_fresh for vt in users):
         return
     try:

@@ -1,0 +1,210 @@
+"""Identical layers share one compile: a break inside a layer's `forward` compiles its frame once
+per layer structure (the module is guarded by its class and what the trace read of it, its
+parameters graph inputs), and the caller's resume function inside the loop over the layers takes
+the loop's position as data. Each case is compared with eager (results and the modules after the
+calls) and asserts exact compile counts per code object; layers that differ in structure (an
+attribute value, a hook, a parameter shape, the training flag, one module twice) never share an
+entry they must not."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+
+import pdyn
+from tests.break_counts import by_code
+from tests.helpers import assert_same
+
+pytestmark = pytest.mark.filterwarnings("error:pdyn")
+
+
+class Layer(torch.nn.Module):
+    def __init__(self, width: int = 8, scale: float = 0.5):
+        super().__init__()
+        self.lin = torch.nn.Linear(width, width)
+        self.scale = scale
+
+    def forward(self, x):
+        x = self.lin(x) * self.scale
+        print("", end="")   # a graph break inside every layer
+        return torch.relu(x) + x
+
+
+class Stack(torch.nn.Module):
+    def __init__(self, layers):
+        super().__init__()
+        self.layers = torch.nn.ModuleList(layers)
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+
+def run(model, *calls, grad=False):
+    """Each call optimized and eager on a copy of the model: results and the models' state equal."""
+    pdyn.reset()
+    eager = copy.deepcopy(model)
+    optimized = pdyn.optimize(model)
+    for x in calls:
+        with torch.set_grad_enabled(grad):
+            assert_same(optimized(x), eager(x))
+    assert_same(model.state_dict(), eager.state_dict(), "state after the calls")
+    return {name: c["compiles"] for name, c in by_code().items()}
+
+
+# without grad: one entry per code object, however many layers (the loop's resume: one entry for
+# the layers to come, one for the loop's end)
+NO_GRAD = {"Stack.forward": 1, "Layer.forward": 1, "Layer.forward.<resume 1>": 1, "Stack.forward.<resume 1>": 2}
+
+
+@pytest.mark.parametrize("n", [2, 12, 24])
+def test_a_stack_compiles_the_same_for_any_depth(n):
+    torch.manual_seed(n)
+    x = torch.randn(3, 8)
+    assert run(Stack([Layer() for _ in range(n)]), x, x + 1) == NO_GRAD
+
+
+def test_with_grad_the_first_layer_input_differs_once():
+    """The first layer's input needs no grad, the others' does: two entries, not one per layer."""
+    counts = run(Stack([Layer() for _ in range(12)]), torch.randn(3, 8), grad=True)
+    assert counts == {**NO_GRAD, "Layer.forward": 2}
+
+
+def test_sequential_compiles_the_same_for_any_depth():
+    x = torch.randn(3, 8)
+    shallow = run(torch.nn.Sequential(*[Layer() for _ in range(2)]), x)
+    deep = run(torch.nn.Sequential(*[Layer() for _ in range(12)]), x)
+    assert shallow == deep and sum(deep.values()) <= 5, deep
+
+
+def test_a_different_attribute_value_is_its_own_entry():
+    layers = [Layer() for _ in range(6)]
+    layers[3].scale = 2.0
+    assert run(Stack(layers), torch.randn(3, 8)) == {**NO_GRAD, "Layer.forward": 2}
+
+
+def test_a_hook_on_one_layer_runs():
+    layers = [Layer() for _ in range(6)]
+    layers[2].register_forward_hook(lambda m, args, out: out * 3)
+    counts = run(Stack(layers), torch.randn(3, 8))
+    assert counts["Layer.forward"] == 1 and counts["Stack.forward.<resume 1>"] <= 3, counts
+
+
+class Scaled(torch.nn.Module):
+    def __init__(self, shape):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.full(shape, 1.5))
+
+    def forward(self, x):
+        x = x * self.w
+        print("", end="")
+        return x + self.w.sum()
+
+
+def test_a_different_parameter_shape_is_its_own_entry():
+    layers = [Scaled((8,)), Scaled((8,)), Scaled((1,)), Scaled((8,))]
+    counts = run(Stack(layers), torch.randn(3, 8))
+    assert counts["Scaled.forward"] == 2, counts
+
+
+class TrainingOnly(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        x = self.lin(x)
+        if self.training:
+            x = x * 2
+        print("", end="")
+        return x
+
+
+def test_the_training_flag_is_guarded():
+    layers = [TrainingOnly() for _ in range(5)]
+    layers[1].eval()
+    counts = run(Stack(layers), torch.randn(3, 8))
+    assert counts["TrainingOnly.forward"] == 2, counts
+
+
+class Counting(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(8, 8)
+        self.calls = 0
+
+    def forward(self, x):
+        self.calls += 1
+        x = self.lin(x) * self.calls
+        print("", end="")
+        return x
+
+
+def test_one_module_twice_sees_its_own_changes():
+    shared = Counting()
+    model = Stack([Counting(), shared, shared, Counting()])
+    run(model, torch.randn(3, 8), torch.randn(3, 8))
+    assert [m.calls for m in model.layers] == [2, 4, 4, 2]
+
+
+class FirstIsSpecial(Stack):
+    def forward(self, x):
+        for layer in self.layers:
+            if layer is self.layers[0]:
+                x = x + 1
+            x = layer(x)
+        return x
+
+
+def test_identity_of_a_layer_is_pinned_where_code_compares_it():
+    torch.manual_seed(0)
+    run(FirstIsSpecial([Layer() for _ in range(4)]), torch.randn(3, 8))
+
+
+def test_the_loop_position_is_data_not_baked():
+    """Layers that differ only in their weights: every position runs its own layer."""
+    layers = [Layer() for _ in range(5)]
+    with torch.no_grad():
+        for k, layer in enumerate(layers):
+            layer.lin.weight.fill_(0.1 * k)
+            layer.lin.bias.fill_(k)
+    assert run(Stack(layers), torch.ones(2, 8)) == NO_GRAD
+
+
+class Enumerated(Stack):
+    def forward(self, x):
+        for i, layer in enumerate(self.layers):
+            x = layer(x) + i   # the count is an int input of the loop's resume, not a guard per position
+        return x
+
+
+@pytest.mark.parametrize("n", [4, 12])
+def test_an_enumerated_stack_compiles_the_same_for_any_depth(n):
+    torch.manual_seed(n)
+    counts = run(Enumerated([Layer() for _ in range(n)]), torch.randn(3, 8))
+    # the loop's resume: count 1 (a constant, as 0 and 1 are), any later count, the end
+    assert counts == {"Enumerated.forward": 1, "Layer.forward": 1, "Layer.forward.<resume 1>": 1,
+                      "Enumerated.forward.<resume 1>": 3}, counts
+
+
+class FindsItself(Stack):
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x) * (1 + list(self.layers).index(layer))
+        return x
+
+
+def test_a_layer_found_in_its_list_is_found_where_python_finds_it():
+    """`.index` decides by identity: the modules stay distinct objects, or the entry does not apply."""
+    pdyn.reset()
+    model = FindsItself([Layer() for _ in range(3)])
+    eager = copy.deepcopy(model)
+    optimized, x = pdyn.optimize(model), torch.randn(3, 8)
+    with torch.no_grad():
+        assert_same(optimized(x), eager(x))
+        for m in (model, eager):
+            m.layers[2] = m.layers[0]   # now one module twice: index finds the first
+        assert_same(optimized(x), eager(x))
