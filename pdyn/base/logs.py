@@ -45,10 +45,11 @@ def _add_topic(record: logging.LogRecord) -> bool:
 
 # frames: calls of the code; graphs: graphs compiled; ops_captured: torch ops in them;
 # frames_without_graph: calls that ran no graph (eagerly, or an entry that broke before its first op);
+# backward_graphs: backward graphs compiled for graphs that train (pdyn/backends/autograd);
 # eager_fallbacks: decisions to run the whole frame eagerly (an untraceable frame, the recompile
 # limit, an internal error)
 COUNTERS = ("frames", "compiles", "recompiles", "cache_hits", "graph_breaks", "eager_fallbacks", "graphs",
-            "ops_captured", "frames_without_graph")
+            "ops_captured", "frames_without_graph", "backward_graphs")
 
 
 def empty_counters() -> dict[str, int]:

@@ -69,6 +69,7 @@ class CodeCache:
         else:
             self.counters["graphs"] += 1
             self.counters["ops_captured"] += ops_in(entry.graph_module)
+            self.counters["backward_graphs"] += entry.graph_module.meta.get("pdyn_backward_graphs", 0)
         self.checks.append((entry.guard.check, run))
 
     def clear(self) -> None:
