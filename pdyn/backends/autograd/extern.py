@@ -26,18 +26,24 @@ class ExternVJP:
                     if isinstance(leaf, torch.fx.Node) and needs_grad(leaf)
                     and isinstance(leaf.meta.get("example_value"), torch.Tensor)]
         self.has_grad = has_grad
+        # a KeepRng call (rules_nn.py) replays its op from the generator state the forward kept
+        self.state = [node.meta["pdyn_extra"]] if hasattr(node.target, "replay") else []
         self.__name__ = f"vjp_{getattr(node.target, '__name__', node.target)}"
 
     def __call__(self, *values: Any) -> tuple[torch.Tensor, ...]:
         n = sum(self.has_grad)
-        grads, leaves = values[:n], list(values[n:])
+        grads, leaves = values[:n], list(values[n:len(values) - len(self.state)])
+        state = values[len(values) - len(self.state):]
         with torch.enable_grad():
             inputs = []
             for i in self.wrt:
                 leaves[i] = leaves[i].detach().requires_grad_(True)
                 inputs.append(leaves[i])
             args, kwargs = pytree.tree_unflatten(leaves, self.spec)
-            out = getattr(args[0], self.target)(*args[1:], **kwargs) if self.method else self.target(*args, **kwargs)
+            if state:
+                out = self.target.replay(state[0], *args, **kwargs)
+            else:
+                out = getattr(args[0], self.target)(*args[1:], **kwargs) if self.method else self.target(*args, **kwargs)
             outs = list(out) if isinstance(out, (tuple, list)) else [out]
             pairs = [(o, g) for o, g, has in zip(outs, self._spread(grads), self.has_grad) if has]
             result = torch.autograd.grad([o for o, _ in pairs], inputs, [g for _, g in pairs], allow_unused=True)

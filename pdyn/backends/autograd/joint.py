@@ -11,6 +11,7 @@ compiles each once for every size.
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,9 +23,9 @@ from pdyn.backends.autograd import rules_linalg, rules_pointwise, rules_views  #
 from pdyn.backends.autograd.builder import BackwardBuilder, sizes_of
 from pdyn.backends.autograd.partition import NotDifferentiable, Partitioner
 from pdyn.backends.autograd.rules import RULES, bind, extern_rule
-from pdyn.backends.autograd.rules_nn import rewrite_dropouts
+from pdyn.backends.autograd.rules_nn import rewrite_random
 from pdyn.ops import op_of
-from pdyn.shapes.graph_meta import SYMBOLS, UNBACKED, GraphSymbols, SymbolBinding
+from pdyn.shapes.graph_meta import SIZES, SYMBOLS, UNBACKED, GraphSymbols, SymbolBinding
 from pdyn.sources import LocalSource
 
 
@@ -61,6 +62,20 @@ def _needs_grad(graph: torch.fx.Graph, example_inputs: list[Any]) -> set[torch.f
     return needs
 
 
+def _stamp_items(graph: torch.fx.Graph) -> None:
+    """An item of a tuple result gets its example and sizes from its producer's stamps (the
+    tracer stamps the producer only)."""
+    for node in graph.nodes:
+        if node.target is operator.getitem and isinstance(node.args[0], torch.fx.Node) \
+                and isinstance(node.args[1], int) and "example_value" not in node.meta:
+            items = node.args[0].meta.get("example_value")
+            sizes = node.args[0].meta.get(SIZES)
+            if isinstance(items, (tuple, list)) and node.args[1] < len(items):
+                node.meta["example_value"] = items[node.args[1]]
+                if isinstance(sizes, (tuple, list)) and node.args[1] < len(sizes):
+                    node.meta[SIZES] = sizes[node.args[1]]
+
+
 def _fake_mode(graph: torch.fx.Graph) -> Any:
     for node in graph.nodes:
         mode = getattr(node.meta.get("example_value"), "fake_mode", None)
@@ -75,10 +90,12 @@ def build_joint(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Joint:
     output = graph.output(graph.graph_copy(gm.graph, {}))
     if any(UNBACKED in n.meta for n in graph.nodes):
         raise NotDifferentiable("a data-dependent size")
+    _stamp_items(graph)
     needs = _needs_grad(graph, example_inputs)
-    rewrite_dropouts(graph, needs)
+    fake_mode = _fake_mode(graph)
+    rewrite_random(graph, needs, fake_mode)
     order = list(symbols.bindings.items())
-    bx = BackwardBuilder(graph, {s: symbols.hints[s] for s, _ in order}, Partitioner(needs, _fake_mode(graph)))
+    bx = BackwardBuilder(graph, {s: symbols.hints[s] for s, _ in order}, Partitioner(needs, fake_mode))
     outputs = list(output.args[0])
     diff = [i for i, o in enumerate(outputs) if isinstance(o, torch.fx.Node) and o in needs
             and isinstance(o.meta.get("example_value"), torch.Tensor)]

@@ -18,6 +18,7 @@ import torch.fx
 from pdyn.backends.autograd.builder import BackwardBuilder, Sizes, sizes_of
 from pdyn.backends.autograd.extern import ExternVJP
 from pdyn.backends.autograd.partition import NotDifferentiable
+from pdyn.ops.effects import draws_random
 
 Rule = Callable[[BackwardBuilder, torch.fx.Node, dict[str, Any], Any], None]
 RULES: dict[str, tuple[tuple[str, ...], dict[str, Any], Rule]] = {}
@@ -116,9 +117,7 @@ def dims_of(dim: Any) -> list[int] | None:
 
 def extern_rule(bx: BackwardBuilder, node: torch.fx.Node, grad: Any) -> None:
     """The op's backward through torch.autograd on the op alone (its inputs recomputed or saved)."""
-    from pdyn.ops import op_of
-
-    if op_of(node).draws_random:  # NOTE: a rerun would draw other numbers than the forward did
+    if draws_random(node):  # NOTE: a rerun would draw other numbers than the forward did
         raise NotDifferentiable(f"{node.name} draws random numbers and has no derivative rule")
     fake = node.meta["example_value"]
     grads = list(grad) if isinstance(fake, (tuple, list)) else [grad]
@@ -131,7 +130,7 @@ def extern_rule(bx: BackwardBuilder, node: torch.fx.Node, grad: Any) -> None:
     vjp = ExternVJP(node, [isinstance(g, torch.fx.Node) for g in grads], bx.partitioner.needs_grad)
     if not vjp.wrt:
         return
-    leaves = [bx.primal(leaf) for leaf in vjp.leaves]
+    leaves = [bx.primal(leaf) for leaf in vjp.leaves + vjp.state]
     tensor_grads = [g for g in grads if isinstance(g, torch.fx.Node)]
     sizes = tuple(sizes_of(vjp.leaves[i]) for i in vjp.wrt)
     call = bx.graph.call_function(vjp, (*tensor_grads, *leaves))
