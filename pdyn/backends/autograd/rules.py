@@ -70,15 +70,15 @@ def pointwise(bx: BackwardBuilder, target: Callable[..., Any], *args: Any, **kwa
 
 
 def sum_to(bx: BackwardBuilder, grad: torch.fx.Node, sizes: Sizes) -> torch.fx.Node:
-    """A broadcast's gradient: `grad` summed over the dims `sizes` broadcast."""
+    """A broadcast's gradient: `grad` summed over the dims `sizes` broadcast. A dim not 1 in
+    `sizes` equals the output's (the forward's shape rule guarded it so: `Min(s1, s6)` against
+    `s1`), so only the leading dims and the dims of size 1 are summed."""
     have = sizes_of(grad)
     lead = len(have) - len(sizes)
     dims = list(range(lead))
     for d, n in enumerate(sizes):
         if n == 1 and have[lead + d] != 1:
             dims.append(lead + d)
-        elif sympy.simplify(n - have[lead + d]) != 0:
-            raise NotDifferentiable(f"cannot tell how {sizes} broadcast to {have}")
     if not dims:
         return grad
     kept = tuple(sympy.Integer(1) if lead + d in dims else n for d, n in enumerate(sizes))
