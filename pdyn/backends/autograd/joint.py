@@ -19,7 +19,7 @@ import sympy
 import torch
 import torch.fx
 
-from pdyn.backends.autograd import rules_linalg, rules_pointwise, rules_views  # noqa: F401  # register rules
+from pdyn.backends.autograd import rules_linalg, rules_nn_ops, rules_pointwise, rules_views  # noqa: F401  # rules
 from pdyn.backends.autograd.builder import BackwardBuilder, sizes_of
 from pdyn.backends.autograd.partition import NotDifferentiable, Partitioner
 from pdyn.backends.autograd.rules import RULES, bind, extern_rule

@@ -33,6 +33,21 @@ def matmul(bx: BackwardBuilder, node: torch.fx.Node, a: dict[str, Any], g: Any) 
     if not (is_tensor(x) and is_tensor(y)) or len(sizes_of(x)) < 2 or len(sizes_of(y)) < 2:
         extern_rule(bx, node, g)
         return
+    _matmul_grads(bx, x, y, g)
+
+
+@derivative("addmm", params="input mat1 mat2", beta=1, alpha=1)
+def addmm(bx: BackwardBuilder, node: torch.fx.Node, a: dict[str, Any], g: Any) -> None:
+    """input + mat1 @ mat2 (GPT-2's Conv1D)."""
+    if a["beta"] != 1 or a["alpha"] != 1:
+        extern_rule(bx, node, g)
+        return
+    if is_tensor(a["input"]) and bx.partitioner.needs_grad(a["input"]):
+        bx.accumulate(a["input"], sum_to(bx, g, sizes_of(a["input"])))
+    _matmul_grads(bx, a["mat1"], a["mat2"], g)
+
+
+def _matmul_grads(bx: BackwardBuilder, x: Any, y: Any, g: Any) -> None:
     if bx.partitioner.needs_grad(x):
         bx.accumulate(x, sum_to(bx, _matmul(bx, g, _transposed(bx, bx.primal(y))), sizes_of(x)))
     if bx.partitioner.needs_grad(y):
