@@ -124,6 +124,8 @@ def _walk(bx: BackwardBuilder, graph: torch.fx.Graph) -> None:
         grad = bx.grads.pop(node)
         if isinstance(grad, dict):
             grad = [grad.get(i) for i in range(len(node.meta["example_value"]))]
+            if all(g is None for g in grad):
+                continue
         entry = RULES.get(op_of(node).name)
         if entry is None:
             extern_rule(bx, node, grad)

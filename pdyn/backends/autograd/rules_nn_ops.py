@@ -96,7 +96,7 @@ def cross_entropy(bx: BackwardBuilder, node: torch.fx.Node, a: dict[str, Any], g
     x, target = a["input"], a["target"]
     plain = a["weight"] is None and a["size_average"] is None and a["reduce"] is None and a["label_smoothing"] == 0.0
     if not plain or len(sizes_of(x)) != 2 or target.meta["example_value"].is_floating_point() \
-            or a["reduction"] not in ("mean", "sum") or not isinstance(a["ignore_index"], int):
+            or a["reduction"] not in ("mean", "sum") or not isinstance(a["ignore_index"], (int, torch.fx.Node)):
         extern_rule(bx, node, g)
         return
     rows, classes = sizes_of(x)
@@ -105,7 +105,7 @@ def cross_entropy(bx: BackwardBuilder, node: torch.fx.Node, a: dict[str, Any], g
     column = bx.call(torch.unsqueeze, bx.primal(target), 1, sizes=(rows, sympy.Integer(1)))
     ids = bx.call(torch.arange, bx.size(classes), device=fake.device, sizes=(classes,))
     hot = pointwise(bx, torch.eq, column, ids)
-    keep = pointwise(bx, torch.ne, column, a["ignore_index"])
+    keep = pointwise(bx, torch.ne, column, bx.primal(a["ignore_index"]))
     step = pointwise(bx, torch.where, keep, pointwise(bx, torch.sub, probs, _float(bx, hot, fake.dtype)), 0.0)
     scaled = pointwise(bx, torch.mul, step, g)
     if a["reduction"] == "mean":

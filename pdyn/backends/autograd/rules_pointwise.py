@@ -113,8 +113,12 @@ _unary("log", lambda bx, x, out: pointwise(bx, torch.reciprocal, x()))
 _unary("sqrt", lambda bx, x, out: pointwise(bx, torch.mul, pointwise(bx, torch.reciprocal, out()), 0.5))
 _unary("rsqrt", lambda bx, x, out: pointwise(bx, torch.mul, pointwise(bx, torch.pow, out(), 3), -0.5))
 _unary("reciprocal", lambda bx, x, out: pointwise(bx, torch.neg, pointwise(bx, torch.mul, out(), out())))
-_unary("tanh", lambda bx, x, out: pointwise(bx, torch.rsub, pointwise(bx, torch.mul, out(), out()), 1))
-_unary("sigmoid", lambda bx, x, out: pointwise(bx, torch.mul, out(), pointwise(bx, torch.rsub, out(), 1)))
+def _one_minus(bx: BackwardBuilder, t: Any) -> Any:
+    return pointwise(bx, torch.add, pointwise(bx, torch.neg, t), 1)  # (rsub has no kernel template)
+
+
+_unary("tanh", lambda bx, x, out: _one_minus(bx, pointwise(bx, torch.mul, out(), out())))
+_unary("sigmoid", lambda bx, x, out: pointwise(bx, torch.mul, out(), _one_minus(bx, out())))
 _unary("sin", lambda bx, x, out: pointwise(bx, torch.cos, x()))
 _unary("cos", lambda bx, x, out: pointwise(bx, torch.neg, pointwise(bx, torch.sin, x())))
 _unary("square", lambda bx, x, out: pointwise(bx, torch.mul, x(), 2))
@@ -126,7 +130,7 @@ _unary("expm1", lambda bx, x, out: pointwise(bx, torch.add, out(), 1))
 def _silu(bx: BackwardBuilder, x: Any, out: Any) -> Any:
     sig = pointwise(bx, torch.sigmoid, x())
     return pointwise(bx, torch.mul, sig, pointwise(bx, torch.add, pointwise(
-        bx, torch.mul, x(), pointwise(bx, torch.rsub, sig, 1)), 1))
+        bx, torch.mul, x(), _one_minus(bx, sig)), 1))
 
 
 @derivative("silu", params="input inplace", inplace=False)

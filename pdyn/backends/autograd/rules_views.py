@@ -13,6 +13,7 @@ import torch.fx
 
 from pdyn.backends.autograd.builder import BackwardBuilder, sizes_of
 from pdyn.backends.autograd.partition import NotDifferentiable
+from pdyn.ops import op_of
 from pdyn.backends.autograd.rules import derivative, extern_rule, is_tensor, reshape, sum_to
 
 
@@ -101,3 +102,25 @@ def stack(bx: BackwardBuilder, node: torch.fx.Node, a: dict[str, Any], g: Any) -
     for i, x in enumerate(a["tensors"]):
         if bx.partitioner.needs_grad(x):
             bx.accumulate(x, bx.call(torch.select, g, a["dim"], i, sizes=sizes_of(x)))
+
+
+@derivative("split", "split_with_sizes", "chunk", "unbind", params="input arg dim", arg=None, dim=0)
+def split(bx: BackwardBuilder, node: torch.fx.Node, a: dict[str, Any], g: Any) -> None:
+    """The items' gradients joined along the dim (zeros for an item without one); unbind's
+    items lost the dim, so each gets it back first."""
+    unbind = op_of(node).name == "unbind"
+    dim = (a["dim"] if a["arg"] is None else a["arg"]) if unbind else a["dim"]
+    if not isinstance(dim, int):
+        raise NotDifferentiable(f"split along {dim!r}")
+    items = node.meta["example_value"]
+    parts = []
+    for i, grad in enumerate(g):
+        sizes = node.meta["pdyn_sizes"][i]
+        fake = items[i]
+        if grad is None:
+            grad = bx.call(torch.zeros, bx.sizes_arg(sizes), dtype=fake.dtype, device=fake.device, sizes=sizes)
+        if unbind:
+            d = dim % len(sizes_of(a["input"]))
+            grad = bx.call(torch.unsqueeze, grad, d, sizes=(*sizes[:d], sympy.Integer(1), *sizes[d:]))
+        parts.append(grad)
+    bx.accumulate(a["input"], bx.call(torch.cat, parts, dim, sizes=sizes_of(a["input"])))
