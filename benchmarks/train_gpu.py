@@ -32,6 +32,7 @@ import torch
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")  # NOTE: before anything imports triton
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))  # this checkout's pdyn
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # model_cases.py beside this script
 
 import model_cases  # noqa: E402
@@ -43,6 +44,7 @@ COLUMNS = ["eager", "tc_default", "tc_dynamic", "pdyn"]
 TEXT_SHAPES = [(8, 64), (8, 96), (16, 128), (4, 200), (12, 160), (16, 256)]
 IMAGE_SHAPES = [(8, 64), (16, 96), (8, 128), (4, 112)]   # (batch, side): patches of 16
 TRAINED = ("gpt2", "llama", "bert", "vit")
+COUNTERS = ("graphs", "backward_graphs", "compiles", "graphs_on_torch", "kernels")  # "-": a counter this pdyn lacks
 
 
 def with_labels(case: model_cases.Case, classes: int) -> Callable[[int, int, int], dict[str, Any]]:
@@ -126,7 +128,7 @@ def row(name: str, column: str, result: dict[str, Any] | None, eager_loss: float
         return f"| {name} | {column} | error | | | | | |"
     diff = "" if eager_loss is None else f"{abs(result['loss'] - eager_loss):.2e}"
     s = result["stats"]
-    counters = f"{s.get('graphs', '')}/{s.get('backward_graphs', '')}/{s.get('compiles', '')}" if s else ""
+    counters = "/".join(str(s.get(k, "-")) for k in COUNTERS) if s else ""
     return (f"| {name} | {column} | {result['first']:.2f} | {result['total']:.2f} | {result['steady_ms']:.1f} | "
             f"{result['peak_mib']:.0f} | {diff} | {counters} |")
 
@@ -141,7 +143,7 @@ def main() -> None:
     columns = (args.columns or ("eager,pdyn" if args.smoke else ",".join(COLUMNS))).split(",")
     print(f"device: {torch.cuda.get_device_name() if DEVICE == 'cuda' else 'cpu'}, torch {torch.__version__}")
     print("| model | column | first step (s) | total (s) | steady (ms) | peak (MiB) | loss - eager's | "
-          "pdyn graphs/backward/compiles |")
+          "pdyn graphs/backward_graphs/compiles/graphs_on_torch/kernels |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for name in args.only.split(","):
         torch.manual_seed(0)

@@ -50,4 +50,4 @@ def test_training_benchmark_smoke_mode_trains_with_pdyn_and_matches_eagers_loss(
     assert set(rows) == {"eager", "pdyn"}
     pdyn_row = rows["pdyn"]
     assert float(pdyn_row[7]) < 1e-4  # final loss against eager's
-    assert pdyn_row[8].strip() == "1/1/1"  # one graph, its backward, one compile over both shapes
+    assert pdyn_row[8].strip().split("/")[:3] == ["1", "1", "1"]  # one graph, its backward, one compile
