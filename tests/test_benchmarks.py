@@ -39,3 +39,15 @@ def test_models_gpu_quick_mode_runs_pdyn_with_the_cache_on_and_agrees_with_eager
     forward, generate = pdyn_rows  # the forward table's row, then generate()'s
     assert float(forward[5]) == 0.0  # max error against eager (fp32 here)
     assert generate[4].strip() == "True"  # the same tokens as eager
+
+
+def test_training_benchmark_smoke_mode_trains_with_pdyn_and_matches_eagers_loss():
+    result = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "train_gpu.py"), "--smoke", "--only", "llama",
+                             "--steps", "2"], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert result.returncode == 0, result.stderr[-2000:]
+    rows = {line.split("|")[2].strip(): line.split("|") for line in result.stdout.splitlines()
+            if line.startswith("| llama")}
+    assert set(rows) == {"eager", "pdyn"}
+    pdyn_row = rows["pdyn"]
+    assert float(pdyn_row[7]) < 1e-4  # final loss against eager's
+    assert pdyn_row[8].strip().split("/")[:3] == ["1", "1", "1"]  # one graph, its backward, one compile

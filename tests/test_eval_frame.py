@@ -126,7 +126,8 @@ def test_hits_and_misses_are_counted_per_function():
     g(torch.ones(2))
     assert pdyn.stats(f) == {"frames": 4, "compiles": 2, "recompiles": 1, "cache_hits": 2, "graph_breaks": 0,
                              "eager_fallbacks": 0, "graphs": 2, "ops_captured": 2, "frames_without_graph": 0,
-                             "kernels": 0, "graphs_on_torch": 0, "nodes_on_torch": 0, "library_calls": 0}
+                             "kernels": 0, "graphs_on_torch": 0, "nodes_on_torch": 0, "library_calls": 0,
+                             "backward_graphs": 0}
     assert pdyn.stats(g)["frames"] == 1 and pdyn.stats(g)["cache_hits"] == 0
     total = pdyn.stats()
     assert total["frames"] >= 5 and total["compiles"] >= 3

@@ -45,6 +45,7 @@ def _add_topic(record: logging.LogRecord) -> bool:
 
 # frames: calls of the code; graphs: graphs compiled; ops_captured: torch ops in them;
 # frames_without_graph: calls that ran no graph (eagerly, or an entry that broke before its first op);
+# backward_graphs: backward graphs compiled for graphs that train (pdyn/backends/autograd);
 # eager_fallbacks: decisions to run the whole frame eagerly (an untraceable frame, the recompile
 # limit, an internal error). From the backend's report on each graph (pdyn/backends/report.py):
 # kernels: distinct kernels generated; graphs_on_torch: graphs a compiling backend ran wholly with
@@ -52,7 +53,7 @@ def _add_topic(record: logging.LogRecord) -> bool:
 # torch's library kernels by design (matrix products, attention, convolutions)
 COUNTERS = ("frames", "compiles", "recompiles", "cache_hits", "graph_breaks", "eager_fallbacks", "graphs",
             "ops_captured", "frames_without_graph", "kernels", "graphs_on_torch", "nodes_on_torch",
-            "library_calls")
+            "library_calls", "backward_graphs")
 
 
 def empty_counters() -> dict[str, int]:

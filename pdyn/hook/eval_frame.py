@@ -74,6 +74,7 @@ class CodeCache:
             self.counters["graphs"] += 1
             self.counters["ops_captured"] += ops_in(entry.graph_module)
             self.count_backend(report_of(entry.graph_module))
+            self.counters["backward_graphs"] += entry.graph_module.meta.get("pdyn_backward_graphs", 0)
         self.checks.append((entry.guard.check, run))
 
     def count_backend(self, report: BackendReport | None) -> None:

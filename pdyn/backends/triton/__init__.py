@@ -20,6 +20,7 @@ from typing import Any, Callable
 import torch
 import torch.fx
 
+from pdyn.backends.autograd import trains, training_backend
 from pdyn.backends.report import REPORT, BackendReport
 from pdyn.backends.triton.runtime import prepare_interpreter, use_interpreter
 from pdyn.backends.triton.unbacked import bind_unbacked
@@ -50,6 +51,8 @@ class CompiledGraph:
 
 
 def triton_backend(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
+    if trains(example_inputs):  # a forward and a backward graph behind one autograd Function
+        return training_backend(gm, example_inputs, triton_backend)
     eager = gm.forward
     reason = _eager_reason(gm, example_inputs)
     if not use_interpreter() and any(isinstance(t, torch.Tensor) and t.device.type != "cuda"

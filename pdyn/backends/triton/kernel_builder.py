@@ -262,7 +262,7 @@ class KernelBuilder:
 
     def index_value(self, expr: sympy.Expr, dtype: torch.dtype) -> Val:
         text = self.index_text(expr)
-        block = bool(expr.free_symbols & (self.x_syms | self.r_syms))
+        block = bool(expr.free_symbols & (self.x_syms | self.r_syms | self.y_syms))  # a y index is a [YBLOCK, 1] block
         return self.cast(self.emit(f"({text})", torch.int64, block=block), dtype)
 
     def cast(self, v: Val, dtype: torch.dtype) -> Val:

@@ -1,0 +1,81 @@
+"""Training through pdyn's kernels: a captured graph whose inputs require grad becomes a forward
+graph and a backward graph over the same size symbols (joint.py: derivative rules per op row,
+rules*.py; the partitioner, partition.py, decides what the forward saves), each compiled by the
+backend given (Triton's), behind one `torch.autograd.Function` (function.py).
+
+A graph pdyn cannot differentiate (an in-place op, a module call, an autocast block, a
+data-dependent size, a random op without a rule) runs with torch as a whole, with one log line.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable
+
+import torch
+import torch.fx
+
+from pdyn.backends.autograd.function import GraphFunction, TrainingStep
+from pdyn.backends.autograd.joint import build_joint
+from pdyn.backends.autograd.partition import NotDifferentiable
+from pdyn.ops.effects import mutates
+
+log = logging.getLogger("pdyn.lowering")
+
+BACKWARD_GRAPHS = "pdyn_backward_graphs"  # gm.meta key: backward graphs compiled for this graph
+
+
+def trains(example_inputs: list[Any]) -> bool:
+    """Whether a call with these inputs records autograd history (the entry's guard checks grad
+    mode and each input's requires_grad, so this holds on every call the compiled graph serves)."""
+    return torch.is_grad_enabled() and any(isinstance(a, torch.Tensor) and a.requires_grad for a in example_inputs)
+
+
+def training_backend(gm: torch.fx.GraphModule, example_inputs: list[Any],
+                     lower: Callable[[torch.fx.GraphModule, list[Any]], Callable[..., Any]]) -> Callable[..., Any]:
+    """A callable running `gm` through one autograd Function whose forward and backward graphs
+    `lower` compiled (called under no_grad), or `gm` itself where pdyn cannot build the backward."""
+    try:
+        _check(gm)
+        joint = build_joint(gm, example_inputs)
+        with torch.no_grad():
+            forward = lower(joint.forward, list(example_inputs))
+            examples = [n.meta["example_value"] for n in joint.backward.graph.nodes if n.op == "placeholder"]
+            backward = lower(joint.backward, examples)
+    except NotDifferentiable as e:
+        log.info("pdyn autograd: graph runs with torch: %s", e)
+        return _with_torch(gm)
+    except Exception as e:  # noqa: BLE001  # NOTE: never wrong: an internal error runs the graph with torch
+        log.warning("pdyn autograd: running this graph with torch (%s: %s)", type(e).__name__, e)
+        return _with_torch(gm)
+    step = TrainingStep(joint, forward, backward)
+
+    def call(*args: Any) -> Any:
+        return GraphFunction.apply(step, *args)
+
+    call.assumptions = list(getattr(forward, "assumptions", []))  # type: ignore[attr-defined]
+    call.pdyn_triton = getattr(forward, "pdyn_triton", None)  # type: ignore[attr-defined]
+    call.pdyn_backward = getattr(backward, "pdyn_triton", None)  # type: ignore[attr-defined]
+    call.pdyn_joint = joint  # type: ignore[attr-defined]
+    gm.meta[BACKWARD_GRAPHS] = 1
+    return call
+
+
+def _check(gm: torch.fx.GraphModule) -> None:
+    for node in gm.graph.nodes:
+        if node.op == "call_module":
+            raise NotDifferentiable(f"module call {node.target}")
+        if node.target is torch.amp._enter_autocast:
+            raise NotDifferentiable("an autocast block")
+        if mutates(node):
+            raise NotDifferentiable(f"in-place op {node.name}")
+
+
+def _with_torch(gm: torch.fx.GraphModule) -> Callable[..., Any]:
+    eager = gm.forward
+
+    def run_with_torch(*args: Any) -> Any:
+        return eager(*args)
+
+    run_with_torch.pdyn_triton = None  # type: ignore[attr-defined]  # marker for tests
+    return run_with_torch
