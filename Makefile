@@ -20,12 +20,13 @@ demo: $(STAMP)
 # the second run: z3 checks every symbolic size step of the shape, view and size-arithmetic tests,
 # the model suite and a size-fuzz slice (PDYN_TRANSLATION_VALIDATION=1; docs/correctness.md)
 VALIDATED_TESTS := tests/test_shape_rules_views.py tests/test_shape_rules.py tests/test_symbolic_shapes.py \
-	tests/e2e/test_never_wrong_size_arith.py tests/e2e/test_never_wrong_sizes.py tests/models \
+	tests/e2e/test_never_wrong_size_arith.py tests/e2e/test_never_wrong_sizes.py tests/models/test_models.py \
 	tests/fuzz/test_fuzz_sizes.py
 
+# one worker per core (pytest-xdist): the suite runs Triton's interpreter and is CPU-bound
 test: $(STAMP)
-	$(PY) -m pytest tests
-	PDYN_TRANSLATION_VALIDATION=1 $(PY) -m pytest -q $(VALIDATED_TESTS)
+	$(PY) -m pytest -n auto tests
+	PDYN_TRANSLATION_VALIDATION=1 $(PY) -m pytest -n auto -q $(VALIDATED_TESTS)
 
 bench: $(STAMP)
 	$(PY) benchmarks/overhead.py

@@ -35,10 +35,12 @@ def test_explain_lists_each_torch_call_and_why():
 
 
 def test_a_graph_run_wholly_with_torch_is_counted_and_warns_once():
-    def g(x):
-        return x * 2 + 1
+    def g(x):  # a training graph that writes in place: the backward is not built, torch runs it
+        y = x * 2
+        y.add_(1)
+        return y
     opt = pdyn.optimize(g, backend="triton")
-    with pytest.warns(UserWarning, match="runs wholly with torch on the triton backend: an input requires grad"):
+    with pytest.warns(UserWarning, match="runs wholly with torch on the triton backend: training: in-place op"):
         opt(randn(3, 4).requires_grad_())
     with warnings.catch_warnings():
         warnings.simplefilter("error")

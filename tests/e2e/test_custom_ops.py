@@ -73,5 +73,5 @@ def test_a_fake_kernel_that_assumes_sizes_equal_specializes():
     pdyn.reset()
     calls = [(torch.randn(3), torch.randn(3)), (torch.randn(4), torch.randn(4)), (torch.randn(1), torch.randn(5)),
              (torch.randn(5), torch.randn(1))]
-    check_calls(broadcast_kernel, *calls)
-    assert by_code()["broadcast_kernel"]["compiles"] >= 3
+    check_calls(broadcast_kernel, *calls)  # eager's results: the rule's assumption was not taken as true
+    assert by_code()["broadcast_kernel"]["compiles"] >= 2  # the sizes specialized (one entry per kind)

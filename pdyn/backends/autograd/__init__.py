@@ -18,6 +18,7 @@ import torch.fx
 from pdyn.backends.autograd.function import GraphFunction, TrainingStep
 from pdyn.backends.autograd.joint import build_joint
 from pdyn.backends.autograd.partition import NotDifferentiable
+from pdyn.backends.report import REPORT, BackendReport, report_of
 from pdyn.ops.effects import mutates
 
 log = logging.getLogger("pdyn.lowering")
@@ -44,11 +45,12 @@ def training_backend(gm: torch.fx.GraphModule, example_inputs: list[Any],
             backward = lower(joint.backward, examples)
     except NotDifferentiable as e:
         log.info("pdyn autograd: graph runs with torch: %s", e)
-        return _with_torch(gm)
+        return _with_torch(gm, f"training: {e}")
     except Exception as e:  # noqa: BLE001  # NOTE: never wrong: an internal error runs the graph with torch
         log.warning("pdyn autograd: running this graph with torch (%s: %s)", type(e).__name__, e)
-        return _with_torch(gm)
+        return _with_torch(gm, f"training: {type(e).__name__}: {e}")
     step = TrainingStep(joint, forward, backward)
+    gm.meta[REPORT] = _joint_report(report_of(joint.forward), report_of(joint.backward))
 
     def call(*args: Any) -> Any:
         return GraphFunction.apply(step, *args)
@@ -71,7 +73,18 @@ def _check(gm: torch.fx.GraphModule) -> None:
             raise NotDifferentiable(f"in-place op {node.name}")
 
 
-def _with_torch(gm: torch.fx.GraphModule) -> Callable[..., Any]:
+def _joint_report(forward: BackendReport | None, backward: BackendReport | None) -> BackendReport | None:
+    """The counters of a training graph: its forward's and its backward's kernels and torch calls."""
+    if forward is None or backward is None:
+        return forward or backward
+    on_torch = forward.on_torch or (f"its backward graph: {backward.on_torch}" if backward.on_torch else None)
+    return BackendReport(forward.backend, forward.kernels + backward.kernels, on_torch,
+                         forward.externs + backward.externs, forward.lowered + backward.lowered,
+                         forward.notes + backward.notes)
+
+
+def _with_torch(gm: torch.fx.GraphModule, reason: str) -> Callable[..., Any]:
+    gm.meta[REPORT] = BackendReport("triton", on_torch=reason)  # counted and warned as graphs_on_torch
     eager = gm.forward
 
     def run_with_torch(*args: Any) -> Any:
