@@ -31,8 +31,8 @@ def test_an_empty_batch():
 
 def test_an_empty_cache_joined_with_new_keys_as_transformers_does():
     def f(q, k, v):
-        keys = torch.cat([torch.tensor([]), k], dim=-2)  # DynamicCache's first update
-        values = torch.cat([torch.tensor([]), v], dim=-2)
+        keys = torch.cat([torch.tensor([], device=k.device), k], dim=-2)  # DynamicCache's first update
+        values = torch.cat([torch.tensor([], device=v.device), v], dim=-2)
         out = torch.nn.functional.scaled_dot_product_attention(q, keys, values, is_causal=True)
         return out * 2, keys, values
     rec = check(f, (randn(2, 2, 5, 4), randn(2, 2, 5, 4), randn(2, 2, 5, 4)),

@@ -8,7 +8,7 @@ from __future__ import annotations
 import torch
 
 import pdyn
-from tests.backends.util import Recorder, assert_matches, randn
+from tests.backends.util import DEVICE, Recorder, assert_matches, randn
 
 
 def _run(fn, *args, calls=1):
@@ -67,7 +67,7 @@ def test_index_copy_into_a_cache_then_read():
     def f(cache, pos, k):
         cache.index_copy_(1, pos, k)
         return (cache * 2).sum(-1)
-    assert _run(f, randn(2, 5, 4), torch.tensor([1, 3]), randn(2, 2, 4)) == [("index_copy_", "write")]
+    assert _run(f, randn(2, 5, 4), torch.tensor([1, 3], device=DEVICE), randn(2, 2, 4)) == [("index_copy_", "write")]
 
 
 def test_a_write_through_a_view_of_a_computed_tensor_is_seen_by_its_other_views():
@@ -87,7 +87,7 @@ def test_an_in_place_op_torch_rejects_raises_as_eager():
         x += b
         return x
     compiled = pdyn.optimize(f, backend=Recorder())
-    a, b = torch.arange(6).reshape(2, 3), randn(2, 3)
+    a, b = torch.arange(6, device=DEVICE).reshape(2, 3), randn(2, 3)
     try:
         f(a, b)
     except RuntimeError as e:

@@ -362,9 +362,13 @@ class KernelLauncher:
         """The general path: through Triton (binding, specialization, compile on a miss); where the
         call qualifies for the bound path, the compiled kernel's launcher is kept for later calls."""
         fn = self.choose(fn, consts, warps, ints, len(ptrs))
-        if self.interpret:  # NOTE: the interpreter crashes on a masked load of an empty tensor
+        # NOTE: an empty tensor's pointer may be null or dangling: the interpreter crashes on a masked
+        # load of it, and a GPU kernel over an empty dim hit an illegal address. A one-element
+        # stand-in is a real allocation; such a launch is not kept for the bound path.
+        empty = any(t.numel() == 0 for t in ptrs)
+        if empty:
             ptrs = tuple(t if t.numel() else _one_element(t) for t in ptrs)
-        fast = None if self.interpret else _fast()
+        fast = None if self.interpret or empty else _fast()
         try:
             kernel = self._slow(fn, grid, ptrs, ints, consts, warps, names)
         except Exception as e:
