@@ -14,7 +14,7 @@ import torch.nn.functional as F
 import pdyn
 from pdyn.backends.cudagraphs import runner_for
 from pdyn.backends.cudagraphs.pad import PadPlan, pad_args, padded_sizes, plan, unpad_outputs
-from pdyn.backends.cudagraphs.runner import GraphRunner
+from pdyn.backends.cudagraphs.runner import UNPAID_CAPTURES, GraphRunner
 
 CUDA = torch.cuda.is_available()
 # a padded run that fails raises inside the compiled graph, which pdyn then reruns eagerly with a
@@ -262,6 +262,31 @@ def test_runner_captures_per_shape_where_nothing_pads() -> None:
     runner = runners[-1]
     assert all(b.dim != 0 for b in runner.plan.symbols.values())
     assert runner.captured == 2  # 3 and 5; 6 and 7 are past the limit of 2 and run uncaptured
+
+
+def test_runner_stops_capturing_new_shapes_while_captures_go_unreplayed() -> None:
+    """A decode loop: every step a new length, each length seen again only in the next loop. The
+    first loop runs uncaptured, the second captures UNPAID_CAPTURES lengths and runs the rest
+    uncaptured; the third replays those, which pays for capturing more."""
+    runners: list[GraphRunner] = []
+
+    def backend(gm: torch.fx.GraphModule, ex: list[Any]) -> Callable[..., Any]:
+        runners.append(runner_for(gm.forward, gm, ex, None, 64, cls=SimulatedRunner))
+        return runners[-1]
+
+    f = lambda x: x.softmax(0) * 2  # noqa: E731  # captured per size
+    compiled = pdyn.optimize(f, backend=backend)
+    counts = []
+    for _ in range(3):
+        for n in range(3, 13):
+            x = torch.randn(n, 4)
+            pdyn.mark_dynamic(x, 0)
+            torch.testing.assert_close(compiled(x), f(x))
+        counts.append((runners[-1].captured, runners[-1].replays))
+    assert counts[0] == (0, 0)
+    assert counts[1] == (UNPAID_CAPTURES, 0)
+    # the third loop replays the first 4 lengths, then captures while replays keep up
+    assert counts[2][1] >= UNPAID_CAPTURES and counts[2][0] > UNPAID_CAPTURES
 
 
 def test_runner_copies_an_input_that_moves() -> None:

@@ -30,6 +30,10 @@ _foreach_copy = torch._foreach_copy_
 _empty_like = torch.empty_like
 _CUDAGraph = torch._C._CUDAGraph if hasattr(torch._C, "_CUDAGraph") else torch.cuda.CUDAGraph
 WARMUP = 1
+# Captures must pay for themselves: a capture costs several uncaptured calls, so once this many
+# captures stand and they were replayed fewer times in all than there are captures (every step of
+# a decode loop is a new key length), new shapes run uncaptured until the replays catch up.
+UNPAID_CAPTURES = 4
 
 
 @dataclass
@@ -77,6 +81,7 @@ class GraphRunner:
         self.pool: Any = None
         self.disabled: str | None = None
         self.captured = 0  # captures made (for tests and benchmarks)
+        self.replays = 0  # replays of a standing capture
 
     def key(self, args: tuple[Any, ...], sizes: dict[sympy.Symbol, tuple[int, int]]) -> Any:
         values = [sizes[s][1] if s in sizes else args[p].shape[d] if d is not None else args[p]
@@ -99,12 +104,14 @@ class GraphRunner:
                 del self.captures[key]
                 self.seen[key] = 0
                 return self._uncaptured(args)
+            self.replays += 1
             return self._replay(cap, args, sizes)
         count = self.seen.get(key, 0) + 1
         self.seen[key] = count
-        if count <= WARMUP or len(self.captures) >= self.limit:
-            if len(self.captures) >= self.limit and count == WARMUP + 1:
-                log.debug("capture limit %d reached: shape %s runs uncaptured", self.limit, key)
+        if count <= WARMUP or len(self.captures) >= self.limit or self._unpaid():
+            if count == WARMUP + 1:
+                log.debug("shape %s runs uncaptured: %s", key, "the capture limit %d is reached" % self.limit
+                          if len(self.captures) >= self.limit else "the captures made were replayed too little")
             return self._uncaptured(args)
         try:
             cap = self._capture(args, sizes)
@@ -120,6 +127,9 @@ class GraphRunner:
         self.captured += 1
         log.debug("captured shape %s (%d captures)", key, len(self.captures))
         return self._replay(cap, args, sizes)
+
+    def _unpaid(self) -> bool:
+        return self.captured >= UNPAID_CAPTURES and self.replays < self.captured
 
     def _uncaptured(self, args: tuple[Any, ...]) -> Any:
         self.last_ptrs = [a.data_ptr() if isinstance(a, torch.Tensor) else 0 for a in args]

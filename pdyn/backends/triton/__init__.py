@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 import torch
 import torch.fx
+from torch.utils._pytree import tree_leaves
 
 from pdyn.backends.autograd import trains, training_backend
 from pdyn.backends.report import REPORT, BackendReport
@@ -55,12 +56,12 @@ def triton_backend(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Calla
         return training_backend(gm, example_inputs, triton_backend)
     eager = gm.forward
     reason = _eager_reason(gm, example_inputs)
-    if not use_interpreter() and any(isinstance(t, torch.Tensor) and t.device.type != "cuda"
-                                     for t in example_inputs):
+    on_cpu = {} if use_interpreter() else _reading_cpu_tensors(gm)
+    if on_cpu and all(n.op in ("placeholder", "output", "get_attr") or n in on_cpu for n in gm.graph.nodes):
         reason = "CPU tensors on a machine whose kernels run on the GPU"
     compiled = None
     if reason is None:
-        compiled, reason = _compile_with_retries(gm, example_inputs)
+        compiled, reason = _compile_with_retries(gm, example_inputs, on_cpu)
     if compiled is None:
         log.info("pdyn triton backend: graph runs with torch: %s", reason)
         gm.meta[REPORT] = BackendReport("triton", on_torch=reason)
@@ -78,11 +79,27 @@ def triton_backend(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Calla
 MAX_RETRIES = 8  # compiles of one graph, each sending the nodes the last one failed on to torch
 
 
-def _compile_with_retries(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> tuple[CompiledGraph | None, str]:
+def _reading_cpu_tensors(gm: torch.fx.GraphModule) -> dict[torch.fx.Node, str]:
+    """The nodes that read or make a tensor off the GPU (a generator's state kept for a backward,
+    a CPU buffer): torch runs them, as eager would, and the GPU's nodes around them stay kernels."""
+    def off_gpu(value: Any) -> bool:
+        return any(isinstance(t, torch.Tensor) and t.device.type != "cuda" for t in tree_leaves(value))
+
+    forced = {}
+    for node in gm.graph.nodes:
+        if node.op in ("call_function", "call_method", "call_module") and (
+                off_gpu(node.meta.get("example_value"))
+                or any(off_gpu(a.meta.get("example_value")) for a in node.all_input_nodes)):
+            forced[node] = "it reads or makes a CPU tensor"
+    return forced
+
+
+def _compile_with_retries(gm: torch.fx.GraphModule, example_inputs: list[Any],
+                          forced: dict[torch.fx.Node, str]) -> tuple[CompiledGraph | None, str]:
     """Compile; where compiling fails for some nodes (their lowering, their kernel), those nodes
     run as torch calls and the graph compiles again. The whole graph runs with torch only where a
     failure names no node, or names the same nodes again."""
-    forced: dict[torch.fx.Node, str] = {}
+    forced = dict(forced)
     for _ in range(MAX_RETRIES):
         try:
             return compile_graph(gm, example_inputs, forced), ""
