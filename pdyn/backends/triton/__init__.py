@@ -14,6 +14,7 @@ carries as `assumptions`, guards the hook adds to the entry's guard function.
 from __future__ import annotations
 
 import logging
+import operator
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -87,7 +88,7 @@ def _reading_cpu_tensors(gm: torch.fx.GraphModule) -> dict[torch.fx.Node, str]:
 
     forced = {}
     for node in gm.graph.nodes:
-        if node.op in ("call_function", "call_method", "call_module") and (
+        if node.op in ("call_function", "call_method", "call_module") and node.target is not operator.getitem and (
                 off_gpu(node.meta.get("example_value"))
                 or any(off_gpu(a.meta.get("example_value")) for a in node.all_input_nodes)):
             forced[node] = "it reads or makes a CPU tensor"

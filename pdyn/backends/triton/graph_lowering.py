@@ -323,6 +323,9 @@ class GraphLowering:
         """A wrapper expression holding `value` as a real tensor or Python number."""
         if isinstance(value, Scalar):
             return pexpr(value.expr)
+        if isinstance(value, (tuple, list)):  # a multi-output value a torch call reads whole (a getitem of it)
+            items = "".join(f"{self.runtime(v)}, " for v in value)
+            return f"({items})" if isinstance(value, tuple) else f"[{items}]"
         if not isinstance(value, Pointwise):
             return repr(value)
         if id(value) in self.runtime_names:
