@@ -30,10 +30,10 @@ _foreach_copy = torch._foreach_copy_
 _empty_like = torch.empty_like
 _CUDAGraph = torch._C._CUDAGraph if hasattr(torch._C, "_CUDAGraph") else torch.cuda.CUDAGraph
 WARMUP = 1
-# Captures must pay for themselves: a capture costs several uncaptured calls, so once this many
-# captures stand and they were replayed fewer times in all than there are captures (every step of
-# a decode loop is a new key length), new shapes run uncaptured until the replays catch up.
-UNPAID_CAPTURES = 4
+# Captures must pay for themselves: once half the capture limit stands and the captures were
+# replayed fewer times in all than there are captures (a decode loop whose prompts differ: every
+# step a new key length, never seen again), new shapes run uncaptured until the replays catch up.
+UNPAID_SHARE = 2
 
 
 @dataclass
@@ -82,6 +82,7 @@ class GraphRunner:
         self.disabled: str | None = None
         self.captured = 0  # captures made (for tests and benchmarks)
         self.replays = 0  # replays of a standing capture
+        self.ran_unpadded: set[Any] = set()  # keys that ran uncaptured at their own sizes
 
     def key(self, args: tuple[Any, ...], sizes: dict[sympy.Symbol, tuple[int, int]]) -> Any:
         values = [sizes[s][1] if s in sizes else args[p].shape[d] if d is not None else args[p]
@@ -109,12 +110,14 @@ class GraphRunner:
         count = self.seen.get(key, 0) + 1
         self.seen[key] = count
         if count <= WARMUP or len(self.captures) >= self.limit or self._unpaid():
+            if all(actual == padded for actual, padded in sizes.values()):
+                self.ran_unpadded.add(key)
             if count == WARMUP + 1:
                 log.debug("shape %s runs uncaptured: %s", key, "the capture limit %d is reached" % self.limit
                           if len(self.captures) >= self.limit else "the captures made were replayed too little")
             return self._uncaptured(args)
         try:
-            cap = self._capture(args, sizes)
+            cap = self._capture(args, sizes, key)
         except Exception as e:  # noqa: BLE001  # NOTE: never wrong: a graph that cannot be captured runs as compiled
             self.disabled = f"capture failed: {type(e).__name__}: {e}"
             log.debug("graph runs uncaptured: %s", self.disabled)
@@ -129,13 +132,13 @@ class GraphRunner:
         return self._replay(cap, args, sizes)
 
     def _unpaid(self) -> bool:
-        return self.captured >= UNPAID_CAPTURES and self.replays < self.captured
+        return self.captured >= max(1, self.limit // UNPAID_SHARE) and self.replays < self.captured
 
     def _uncaptured(self, args: tuple[Any, ...]) -> Any:
         self.last_ptrs = [a.data_ptr() if isinstance(a, torch.Tensor) else 0 for a in args]
         return self.compiled(*args)
 
-    def _capture(self, args: tuple[Any, ...], sizes: dict[sympy.Symbol, tuple[int, int]]) -> Capture:
+    def _capture(self, args: tuple[Any, ...], sizes: dict[sympy.Symbol, tuple[int, int]], key: Any) -> Capture:
         static_args: list[Any] = list(args)
         in_place: dict[int, int] = {}
         copied: list[int] = []
@@ -155,7 +158,8 @@ class GraphRunner:
                 copied.append(i)
             elif i in self.plan.ints:
                 static_args[i] = sizes[self.plan.ints[i]][1]
-        replay, out = self.record(static_args)
+        # a key that ran uncaptured unpadded has made its lazy inits: no warm-up run
+        replay, out = self.record(static_args, warm=self.captured == 0 or key not in self.ran_unpadded)
         flat = list(out) if isinstance(out, (tuple, list)) else [out]
         if not all(isinstance(o, torch.Tensor) for o in flat):
             raise ValueError("the graph returns a value that is not a tensor")
@@ -164,17 +168,18 @@ class GraphRunner:
             raise ValueError("an output aliases an input")
         return Capture(replay, static_args, in_place, copied, flat, type(out) if isinstance(out, (tuple, list)) else None)
 
-    def record(self, static_args: list[Any]) -> tuple[Callable[[], Any], Any]:
-        """Capture one call on `static_args`: (replay, its static outputs)."""
+    def record(self, static_args: list[Any], warm: bool = True) -> tuple[Callable[[], Any], Any]:
+        """Capture one call on `static_args`: (replay, its static outputs); `warm`: run it once on
+        the capture stream first, outside capture, for lazy inits (cuBLAS workspaces, new launch plans)."""
         if self.pool is None:
-            self.pool = torch.cuda.graph_pool_handle()
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):  # a run outside capture: lazy inits (cuBLAS workspaces) happen here
-            self.compiled(*static_args)
-        torch.cuda.current_stream().wait_stream(side)
+            self.pool, self.stream = torch.cuda.graph_pool_handle(), torch.cuda.Stream()
+        if warm:
+            self.stream.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(self.stream):
+                self.compiled(*static_args)
+            torch.cuda.current_stream().wait_stream(self.stream)
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, pool=self.pool):
+        with torch.cuda.graph(graph, pool=self.pool, stream=self.stream):
             out = self.compiled(*static_args)
         return _CUDAGraph.replay.__get__(graph), out  # the C method: no Python frame per replay
 
