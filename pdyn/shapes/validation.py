@@ -21,6 +21,7 @@ import sympy
 
 from pdyn.base.errors import InternalError, SourceLoc, UserError
 from pdyn.shapes import sym_float
+from pdyn.shapes.exprs import substitute
 
 TIMEOUT_MS = 2000
 
@@ -258,13 +259,13 @@ class Validator:
             for expr in emitted:
                 solver.add(translate(expr))
             for expr in [*asserts, *(f.expr for f in self.facts if f.given)]:
-                solver.add(translate(sympy.sympify(expr).xreplace(by_origin)))
+                solver.add(translate(substitute(sympy.sympify(expr), by_origin)))
         except Untranslatable:
             self.skipped += 1
             return
         for fact in self.facts:
             try:
-                claim = translate(sympy.sympify(fact.expr).xreplace(by_origin))
+                claim = translate(substitute(sympy.sympify(fact.expr), by_origin))
             except Untranslatable:
                 self.skipped += 1
                 continue

@@ -22,6 +22,7 @@ from pdyn.base.errors import SourceLoc, Unsupported
 from pdyn.ops import canonical
 from pdyn.ops.shape_rules import SymTensor
 from pdyn.shapes import graph_meta
+from pdyn.shapes.exprs import substitute
 from pdyn.shapes.runtime_asserts import runtime_assert
 from pdyn.shapes.shape_env import CeilDiv, FloorDiv, ShapeEnv, to_python
 
@@ -189,7 +190,7 @@ def emit_asserts(output: OutputGraph, loc: SourceLoc | None) -> None:
             if "example_value" not in value.meta:
                 graph_meta.stamp_size_node(value, s, env.hints.get(s, env.vehicles.get(s)))
                 value.meta[graph_meta.EXPR] = s
-        code = to_python(fact.expr.xreplace({s: sympy.Symbol(f"v{i}") for i, s in enumerate(syms)}))
+        code = to_python(substitute(fact.expr, {s: sympy.Symbol(f"v{i}") for i, s in enumerate(syms)}))
         where = f" (at {fact.loc.filename}:{fact.loc.lineno})" if fact.loc is not None else ""
         node = output.graph.call_function(runtime_assert, (code, fact.error.__name__, fact.message + where, *values))
         output.annotate(node, fact.loc or loc)

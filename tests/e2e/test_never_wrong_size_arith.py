@@ -90,3 +90,15 @@ def test_four_pads_and_views_compile_in_well_under_a_second():
             assert torch.equal(optimized(torch.ones(shape)), four(torch.ones(shape)))
             times.append(time.process_time() - start)
     assert max(times) < 1.5, times   # before: 2.8 s of sympy gcd/expand for the symbolic compile
+
+
+def test_a_nested_mod_of_sizes_is_printed_as_written():
+    """`(numel % 6) % (w + 1)` as a slice start: sympy re-evaluates `Mod(Mod(4*n, 6), 5)` on a
+    symbol rename as `Mod(2*Mod(2*n, 3)**2, 5)`; the result's size was printed from that and read 1
+    where eager has 0 (found by `python -m tests.fuzz --kind sizes`, seed 201779)."""
+    def f(x):
+        x = x.reshape(-1).view(-1, 4)
+        k = (x.numel() % 6) % (x.shape[1] + 1)
+        return x[k:].shape, x[k:]
+
+    check_calls(f, *[(torch.randn(n, 4),) for n in (4, 5, 7, 3, 6, 9)])

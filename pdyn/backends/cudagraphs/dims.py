@@ -29,6 +29,7 @@ import torch.fx
 from pdyn.ops.catalogue import BINARY, CONVERSIONS, REDUCTIONS, UNARY
 from pdyn.ops.effects import draws_random
 from pdyn.ops.table import op_of
+from pdyn.shapes.exprs import substitute
 from pdyn.shapes.graph_meta import EXPR, SIZE_NODE, SIZES, SYMBOLS
 from pdyn.shapes.shape_env import FloorDiv
 
@@ -436,7 +437,7 @@ def _subs(value: Any, subs: dict[sympy.Symbol, sympy.Symbol]) -> Any:
     if isinstance(value, list):
         return [_subs(v, subs) for v in value]
     if isinstance(value, sympy.Basic):
-        return value.xreplace(subs).replace(lambda e: isinstance(e, FloorDiv), _cancel)
+        return substitute(value, subs).replace(lambda e: isinstance(e, FloorDiv), _cancel)
     return value
 
 

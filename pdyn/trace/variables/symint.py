@@ -18,6 +18,7 @@ import torch.fx
 
 from pdyn.ops import plain_operator
 from pdyn.shapes import graph_meta, sym_float
+from pdyn.shapes.exprs import substitute
 from pdyn.base.errors import SourceLoc, UserException
 from pdyn.shapes.shape_env import FloorDiv, ShapeEnv, to_python
 from pdyn.sources import Source
@@ -155,7 +156,7 @@ class SymIntVariable(VariableTracker):
             if not origins:
                 return None
             reads[sym] = sympy.Symbol(f"({codegen.source_expr(origins[0])})")  # printed as its read
-        return f"({to_python(expr.xreplace(reads))})"
+        return f"({to_python(substitute(expr, reads))})"
 
     def __repr__(self) -> str:
         return f"SymIntVariable({self.expr}: {self.pytype.__name__})"
