@@ -6,10 +6,11 @@ compile and no break."""
 from __future__ import annotations
 
 import pytest
+import torch
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 import pdyn
-from tests.distributed.workers import Net, clone_pair, counters, launch, train_and_compare
+from tests.distributed.workers import Net, batches, clone_pair, counters, launch, same_grads, train_and_compare
 
 COUNTED = ("compiles", "graphs", "graph_breaks", "frames_without_graph", "backward_graphs", "graphs_on_torch")
 
@@ -28,6 +29,27 @@ def ddp_worker(rank: int, wrap: str, backend: str) -> None:
                                   "backward_graphs": backward_graphs, "graphs_on_torch": 0}
 
 
+def twice(ddp: DDP, x: torch.Tensor) -> torch.Tensor:
+    return ddp(x) * 2
+
+
+def nested_worker(rank: int) -> None:
+    """A DDP called inside an optimized function runs as it is (a break at the call: pdyn does not
+    trace DDP's forward), then the function's graph continues; gradients as eager's."""
+    model, ref = clone_pair(lambda: Net(depth=1))
+    ddp, ref_ddp = DDP(model), DDP(ref)
+    step = pdyn.optimize(twice, backend="eager")
+    for i, x in enumerate(batches(rank)):
+        loss, want = step(ddp, x), twice(ref_ddp, x)
+        torch.testing.assert_close(loss, want)
+        loss.backward()
+        want.backward()
+        same_grads(ddp, ref_ddp, i)
+    # twice(): no graph before the call (3 calls), its resume function: `* 2` (old code: 19 breaks inside DDP)
+    assert counters("compiles", "graphs", "graph_breaks", "frames_without_graph", "ops_captured") == \
+        {"compiles": 2, "graphs": 1, "graph_breaks": 1, "frames_without_graph": 3, "ops_captured": 1}
+
+
 @pytest.mark.parametrize("wrap", ["outer", "inner"])
 def test_ddp_trains_as_eager_ddp_with_one_compile(wrap: str) -> None:
     launch(ddp_worker, wrap, "triton")
@@ -35,3 +57,4 @@ def test_ddp_trains_as_eager_ddp_with_one_compile(wrap: str) -> None:
 
 def test_ddp_on_the_eager_backend() -> None:
     launch(ddp_worker, "outer", "eager")
+    launch(nested_worker)

@@ -67,8 +67,10 @@ def same_grads(model: torch.nn.Module, ref: torch.nn.Module, step: int) -> None:
         torch.testing.assert_close(got, want, **TOLERANCE, msg=lambda m: f"step {step}, {name}: {m}")
 
 
-def train_and_compare(model: torch.nn.Module, ref: torch.nn.Module, rank: int) -> None:
-    """SGD steps of both over this rank's batches; gradients compared after each backward."""
+def train_and_compare(model: torch.nn.Module, ref: torch.nn.Module, rank: int,
+                      check: Callable[[torch.nn.Module], None] | None = None) -> None:
+    """SGD steps of both over this rank's batches; gradients compared after each backward (and
+    `check(model)`)."""
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     ref_opt = torch.optim.SGD(ref.parameters(), lr=0.1)
     for step, x in enumerate(batches(rank)):
@@ -77,6 +79,8 @@ def train_and_compare(model: torch.nn.Module, ref: torch.nn.Module, rank: int) -
         loss.backward()
         want.backward()
         same_grads(model, ref, step)
+        if check is not None:
+            check(model)
         for o in (opt, ref_opt):
             o.step()
             o.zero_grad(set_to_none=True)
