@@ -95,9 +95,11 @@ def to_device(batch: dict[str, Any]) -> dict[str, Any]:
 
 
 def run_column(column: str, base: torch.nn.Module, make: Callable[..., dict[str, Any]],
-               steps: list[tuple[int, int]]) -> dict[str, Any]:
+               steps: list[tuple[int, int]],
+               wrap: Callable[[torch.nn.Module], torch.nn.Module] = lambda m: m) -> dict[str, Any]:
+    """`wrap` goes around the model before the frontend (distributed_gpu.py: DDP)."""
     model = copy.deepcopy(base).to(DEVICE).train()
-    step_fn = frontend(column, model)
+    step_fn = frontend(column, wrap(model))
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
     pdyn.reset()
     if DEVICE == "cuda":

@@ -16,6 +16,7 @@ from pdyn.backends import resolve
 from pdyn.backends.cudagraphs import with_cudagraphs
 from pdyn.base.config import Config, config
 from pdyn.base.errors import RecompileError, Unsupported, UserError
+from pdyn.base.untraced import untraced
 from pdyn.controls import error_on_graph_break, set_stance
 from pdyn.hook.compile_frame import title_of
 from pdyn.hook.eval_frame import CACHES, RECORDERS, CodeCache, Frame, Recorder, make_wrapper
@@ -35,6 +36,8 @@ def optimize(fn: Any = None, *, backend: str | Callable[..., Any] = "auto", dyna
 
     Used bare (`@pdyn.optimize`) or with arguments (`@pdyn.optimize(backend="eager")`). An
     nn.Module is returned itself, with its `forward` optimized: same parameters, same state_dict.
+    A wrapper from torch.distributed or torch.nn.parallel (DDP) keeps its own forward and has the
+    modules it holds optimized instead (`pdyn/base/untraced.py`).
     `mode="reduce-overhead"` replays each compiled graph from CUDA graphs (as torch.compile's);
     `mode=None` (or "default") does so where `pdyn.config.cudagraphs` is on. `recompile_limit`:
     this function's compiles before it runs eagerly (default `pdyn.config.recompile_limit`).
@@ -56,6 +59,10 @@ def _optimize(fn: Any, backend: Callable[..., Any], fullgraph: bool, cache: Code
               dynamic: bool | None = None, limit: int | None = None) -> Any:
     if isinstance(fn, torch.nn.Module):
         forward = type(fn).forward
+        if untraced(forward) is not None:  # DDP: its Python runs as torch runs it (pdyn/base/untraced.py)
+            for child in fn.children():
+                _optimize(child, backend, fullgraph, cache, dynamic, limit)
+            return fn
         if not isinstance(forward, types.FunctionType):
             raise UserError(f"{type(fn).__name__}.forward is not a Python function; pdyn cannot trace it")
         optimized = _optimize(forward, backend, fullgraph, cache, dynamic, limit)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import pdyn.trace.handlers  # noqa: F401  (registers every handler family)
 from pdyn.base.config import Config
 from pdyn.base.errors import BreakPoint, SourceLoc, Unsupported, UserException
+from pdyn.base.untraced import untraced_module
 from pdyn.guards.guards import GlobalNameGuard
 from pdyn.trace.handlers.registry import HANDLERS, handler  # noqa: F401  (handler: the registry's decorator)
 from pdyn.bytecode.instructions import Instruction, decode
@@ -199,6 +200,9 @@ class InstructionTranslator:
             raise Unsupported("graph_break", "pdyn.graph_break() was called", loc=self.loc())
         if fn.f_globals.get("__name__") == "pdyn.shapes.runtime_asserts" and code.co_name in ("check", "check_is_size"):
             return self.output.user_check(code.co_name, args, self.loc())  # pdyn.check: a fact, not code to run
+        if untraced_module(fn.f_globals.get("__name__")):   # the call runs as it is (pdyn/base/untraced.py)
+            raise Unsupported("untraced", f"pdyn does not trace {fn.f_globals['__name__']}.{code.co_qualname}(): "
+                              "it runs as it is", loc=self.loc())
         if code.co_flags & (inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR):
             raise Unsupported("generator", f"pdyn cannot trace coroutine {code.co_name}() yet", loc=self.loc())
         if self.depth >= self.config.inline_depth_limit:

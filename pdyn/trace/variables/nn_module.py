@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import torch
 
 from pdyn.base.errors import Unsupported, UserException
+from pdyn.base.untraced import untraced
 from pdyn.guards.guards import DictKeysGuard, HasAttrGuard, IdGuard, KeyPresenceGuard, LenGuard
 from pdyn.guards.module_guards import NoGlobalHooksGuard, NoHooksGuard
 from pdyn.sources import AttrSource, ItemSource, ModuleMemberSource, Source
@@ -87,6 +88,16 @@ def _no_hook_changes_in_trace(tx: Tracer, m: torch.nn.Module) -> None:
     if any(_changed_in_trace(tx, table) for table in tables):
         raise Unsupported("module_hooks", f"pdyn cannot trace calling {type(m).__name__} after its hooks "
                           "changed in the same graph", loc=tx.loc())
+
+
+def _untraced_hook(m: torch.nn.Module) -> str | None:
+    """The library of a hook of `m` pdyn does not trace (FSDP2's), else None."""
+    for table in HOOK_TABLES:
+        for hook in (getattr(m, table, None) or {}).values():
+            library = untraced(hook)
+            if library is not None:
+                return library
+    return None
 
 
 MEMBER_TABLES = ("_parameters", "_buffers", "_modules")
@@ -229,14 +240,9 @@ class NNModuleVariable(VariableTracker):
         """nn.Module's own `__call__`: no hooks (guarded), then forward. An overriding `__call__`
         reaches it through `super().__call__(...)`."""
         m = self.value
-        hooks = torch.nn.modules.module
         _no_hook_changes_in_trace(tx, m)
-        if m._backward_hooks or m._backward_pre_hooks or hooks._global_forward_hooks or \
-                hooks._global_forward_pre_hooks or hooks._global_backward_hooks or hooks._global_backward_pre_hooks \
-                or (m._forward_hooks or m._forward_pre_hooks) and self.source is None:
-            e = Unsupported("module_hooks", f"pdyn cannot trace {type(m).__name__} with backward or global "
-                            "module hooks yet: the module runs with them, its forward optimized on its own",
-                            hint="remove the hook, or optimize the module's submodules separately", loc=tx.loc())
+        e = self._hooks_run_for_real(tx)
+        if e is not None:
             forward = mro_lookup(type(m), "forward")
             if isinstance(forward, types.FunctionType):
                 e.in_call = forward.__code__  # the frame code calls it through its hooks (ModuleCall)
@@ -247,6 +253,22 @@ class NNModuleVariable(VariableTracker):
         if self.source is not None:  # a module the trace made has no hooks, and nothing else holds it
             tx.ctx.add_guard(NoHooksGuard(self.source, loc=tx.loc()))
         return self.call_method(tx, "forward", args, kwargs)
+
+    def _hooks_run_for_real(self, tx: Tracer) -> Unsupported | None:
+        """The break of a call whose hooks pdyn does not trace (the module runs with them, its
+        forward optimized on its own), else None."""
+        m, hooks = self.value, torch.nn.modules.module
+        library = _untraced_hook(m)
+        if library is not None:   # FSDP2's sharding hooks run as torch runs them (pdyn/base/untraced.py)
+            return Unsupported("module_hooks", f"{type(m).__name__} has hooks of {library}, which pdyn does not "
+                               "trace: the module runs with them, its forward optimized on its own", loc=tx.loc())
+        if m._backward_hooks or m._backward_pre_hooks or hooks._global_forward_hooks or \
+                hooks._global_forward_pre_hooks or hooks._global_backward_hooks or hooks._global_backward_pre_hooks \
+                or (m._forward_hooks or m._forward_pre_hooks) and self.source is None:
+            return Unsupported("module_hooks", f"pdyn cannot trace {type(m).__name__} with backward or global "
+                               "module hooks yet: the module runs with them, its forward optimized on its own",
+                               hint="remove the hook, or optimize the module's submodules separately", loc=tx.loc())
+        return None
 
     def _call_with_forward_hooks(self, tx: Tracer, args: list[VariableTracker],
                                  kwargs: dict[str, VariableTracker]) -> VariableTracker:
