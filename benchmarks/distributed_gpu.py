@@ -85,7 +85,8 @@ def overlap(column: str, base: torch.nn.Module, make: Callable[..., dict[str, An
     its buckets after the first), as a share of that backward's wall time (0: its start, 1: its end);
     small buckets make several. The model is a new copy: pdyn's compiled entries serve it."""
     model = copy.deepcopy(base).to(train_gpu.DEVICE).train()
-    ddp = wrapper(0.05)(model)
+    # on the GPU at least DDP's first bucket (1 MB): dynamo's DDPOptimizer asserts it; tiny smoke models need less
+    ddp = wrapper(1.0 if train_gpu.DEVICE == "cuda" else 0.05)(model)
     launched: list[float] = []
 
     def hook(state, bucket):  # type: ignore[no-untyped-def]  # NOTE: DDP rejects a string annotation here
