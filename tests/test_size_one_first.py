@@ -6,6 +6,8 @@ Each adversarial program here would return a wrong value (or not raise) if that 
 
 from __future__ import annotations
 
+import io
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -15,6 +17,7 @@ from pdyn.hook.eval_frame import RECORDERS, Recorder
 from tests.helpers import check_calls
 
 W1, W2 = torch.randn(16, 32), torch.randn(32, 8)
+SINK = io.StringIO()
 
 
 def mlp(x):
@@ -199,3 +202,14 @@ def test_int_tensor_of_batch_one_with_its_mask():
 
     calls = [(torch.randint(0, 16, (b, s)), torch.ones(b, s)) for b, s in ((1, 5), (2, 7), (1, 1), (3, 4))]
     check_calls(f, *calls, compiles=1)
+
+
+def test_a_size_of_one_crossing_a_graph_break_stays_symbolic():
+    def f(x):
+        new = x.size()[:-1] + (2, 2)
+        print("break", file=SINK)
+        return x.view(*new) * 2
+
+    check_calls(f, *[(torch.randn(2, n, 4),) for n in (1, 3, 1, 5)])
+    stats = pdyn.stats()   # the frame and its resume function, once each
+    assert (stats["compiles"], stats["recompiles"], stats["graph_breaks"]) == (2, 0, 1), stats
