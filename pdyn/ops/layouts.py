@@ -11,6 +11,7 @@ tensors. Anything else is "not known", and the caller asks no stride question of
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import torch
@@ -28,6 +29,7 @@ FRESH = frozenset({"linear", "matmul", "__rmatmul__", "mm", "bmm", "addmm", "bad
 FOLLOWS = frozenset({*UNARY, *BINARY, *REDUCTIONS, *CONVERSIONS, *LIKE, "where", "softmax", "log_softmax",
                      "rms_norm", "__rsub__", "__rtruediv__", "__rfloordiv__", "__rmod__", "__rpow__"})
 # views whose result of a contiguous tensor is contiguous
+SPLITS = frozenset({"split", "split_with_sizes", "chunk", "unbind"})
 KEEPS = frozenset({"view", "reshape", "view_as", "reshape_as", "flatten", "unflatten", "unsqueeze", "squeeze"})
 
 
@@ -42,6 +44,8 @@ def contiguous_always(node: Any) -> bool:
 
 
 def _decide(node: torch.fx.Node) -> bool:
+    if node.op == "call_function" and node.target is operator.getitem and len(node.args) == 2:
+        return _outer_part(node)   # an item of a tuple result has no example of its own
     example = node.meta.get("example_value")
     if not isinstance(example, torch.Tensor):
         return False
@@ -50,6 +54,8 @@ def _decide(node: torch.fx.Node) -> bool:
     if node.op not in ("call_function", "call_method") or LAYOUT_KWARGS & set(node.kwargs):
         return False
     name = op_of(node).name
+    if name == "narrow":
+        return _dim_arg(node, 1) == 0 and contiguous_always(node.args[0])
     if name in FRESH:
         return True
     if name == "contiguous":
@@ -61,6 +67,28 @@ def _decide(node: torch.fx.Node) -> bool:
                     and isinstance(a.meta.get("example_value"), torch.Tensor)]
         return all(contiguous_always(a) for a in operands)
     return False
+
+
+def _outer_part(node: torch.fx.Node) -> bool:
+    """`x[i]`, `x[a:b]`, or a piece of `split`/`chunk`/`unbind` along dim 0: a contiguous run of a
+    contiguous tensor's storage is contiguous."""
+    base, key = node.args[0], node.args[1]
+    if not isinstance(base, torch.fx.Node):
+        return False
+    if isinstance(base.meta.get("example_value"), (tuple, list)):
+        split_like = base.op in ("call_function", "call_method") and op_of(base).name in SPLITS
+        position = 1 if split_like and op_of(base).name == "unbind" else 2
+        return split_like and isinstance(key, int) and _dim_arg(base, position) == 0 \
+            and contiguous_always(base.args[0])
+    outer = isinstance(key, int) or (isinstance(key, slice) and key.step in (None, 1))
+    return outer and isinstance(base.meta.get("example_value"), torch.Tensor) and contiguous_always(base)
+
+
+def _dim_arg(node: torch.fx.Node, position: int) -> Any:
+    """The `dim` argument of a split-like op or narrow (0 when not given)."""
+    if "dim" in node.kwargs:
+        return node.kwargs["dim"]
+    return node.args[position] if len(node.args) > position else 0
 
 
 def strides_fixed(node: Any, sizes: tuple[Any, ...]) -> bool:
