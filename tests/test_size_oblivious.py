@@ -1,7 +1,8 @@
-"""Size-oblivious 0/1 (issue 31, items 1 and 2; a dim first seen as 1: test_size_one_first.py): a dim seen >= 2 is symbolic with a guard of
+"""Size-oblivious 0/1 (issue 31, items 1 and 2): a dim seen >= 2 is symbolic with a guard of
 `1 <= size` until a decision of the trace needs it >= 2 (a broadcast that happens, a squeeze, a
 branch on `size > 1`, an expand from 1); elsewhere size 1 shares the entry. `mark_unbacked` makes a
-dim symbolic at 0 and 1 too; a list of lengths with 0 and 1 elements compiles once."""
+dim symbolic at 0 and 1 too; a list of lengths with 0 and 1 elements compiles once. A dim first
+seen as 1: test_size_one_first.py."""
 
 from __future__ import annotations
 
