@@ -213,3 +213,21 @@ def test_a_size_of_one_crossing_a_graph_break_stays_symbolic():
     check_calls(f, *[(torch.randn(2, n, 4),) for n in (1, 3, 1, 5)])
     stats = pdyn.stats()   # the frame and its resume function, once each
     assert (stats["compiles"], stats["recompiles"], stats["graph_breaks"]) == (2, 0, 1), stats
+
+
+@pytest.mark.parametrize("backend", ["eager", "triton"])
+def test_item_of_a_one_element_tensor_raises_as_eager_at_three(backend):
+    def f(x):
+        return torch.arange(4) * x.item()
+
+    check_calls(f, *[(torch.tensor([2] * n),) for n in (1, 3, 1)], backend=backend)
+
+
+@pytest.mark.parametrize("backend", ["eager", "triton"])
+def test_in_place_write_into_an_expanded_row_raises_as_eager_at_three(backend):
+    def f(y):
+        z = torch.zeros(1, 4).expand(y.size(0), 4)   # a constant 1 stretches without a question
+        z.add_(y)   # at 3 rows every row is one memory location: eager raises
+        return z
+
+    check_calls(f, *rows(1, 3, 1), backend=backend)
