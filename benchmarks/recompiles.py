@@ -162,6 +162,15 @@ def _lengths(n: int) -> list[int]:
 W1, W2, WC, WL = torch.randn(16, 32), torch.randn(32, 8), torch.randn(4, 3, 3, 3), torch.randn(16, 16)
 SIZES = [3, 5, 8, 13, 21, 34]
 BATCHES = [2, 1, 3, 5, 1, 7]
+ONE_FIRST = [1, 2, 3, 5, 1, 7]
+
+
+def squeeze_rows(x):
+    return x.squeeze(0) * 2
+
+
+def batched_attention(q, k, v):
+    return attention(q, k, v).transpose(1, 2).reshape(q.size(0), q.size(2), -1)
 # (name, function, arguments for one size, ideal compiles, sizes if not SIZES). The ideal: the fewest
 # graphs a frontend needs that specializes only where the program's result differs (no 0/1
 # specialization): one per branch Python takes, per trip count of a loop it unrolls, and per piece
@@ -186,6 +195,13 @@ WORKLOADS: list[tuple[Any, ...]] = [
     ("break in a **kwargs callee", break_in_kwargs_callee, lambda n: (torch.randn(n),), 3),
     ("list of sizes crosses a break", sizes_in_list_cross_break, lambda n: (torch.randn(n, 3), torch.randn(3, n)), 1),
     ("mlp over batch 2, 1, 3, 5, 1, 7", mlp, lambda n: (torch.randn(n, 16), W1, W2), 1, BATCHES),
+    ("mlp over batch 1, 2, 3, 5, 1, 7", mlp, lambda n: (torch.randn(n, 16), W1, W2), 1, ONE_FIRST),
+    ("attention over batch 1, 2, 3, 5, 1, 7", batched_attention,
+     lambda n: tuple(torch.randn(n, 2, 9, 8) for _ in range(3)), 1, ONE_FIRST),
+    ("squeeze(0) over batch 1, 2, 3, 5, 1, 7", squeeze_rows, lambda n: (torch.randn(n, 4),), 2, ONE_FIRST),
+    ("torch.Size crosses a break, 1 first", size_crosses_break, lambda n: (torch.randn(2, n, 32),), 1, ONE_FIRST),
+    ("list of sizes crosses a break, 1 first", sizes_in_list_cross_break,
+     lambda n: (torch.randn(n, 3), torch.randn(3, n)), 1, ONE_FIRST),
     ("KJT lengths.tolist() with 0 and 1", kjt_pool, lambda n: (torch.randn(sum(_lengths(n)), 4),
                                                              torch.tensor(_lengths(n))), 1),
     ("split sizes with 0 and 1", split_sizes, lambda n: (torch.randn(sum(_lengths(n)), 4), _lengths(n)), 1),

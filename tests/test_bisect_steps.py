@@ -46,11 +46,11 @@ def test_a_wrong_rewrite_rule_is_named_as_the_step(monkeypatch, request, z3_rout
     assert report.fault == "frontend", str(report)
     step = report.step
     assert step.kind == "rewrite" and report.step_alone
-    assert step.before == "FloorDiv(s1 - s4 + 2, 2)" and step.after == "FloorDiv(s1, 2) + FloorDiv(-s4, 2) + 1"
+    assert step.before == "FloorDiv(s2 - s5 + 2, 2)" and step.after == "FloorDiv(s2, 2) + FloorDiv(-s5, 2) + 1"
     assert step.loc.lineno == report.loc.lineno == lineno(strided_branch, 1)
     assert step.id == f"rewrite#1@planted_faults.py:{lineno(strided_branch, 1)}"
     text = str(report)
-    assert "first wrong: the rewrite FloorDiv(s1 - s4 + 2, 2)" in text and "kept as written" in text
+    assert "first wrong: the rewrite FloorDiv(s2 - s5 + 2, 2)" in text and "kept as written" in text
     assert "conv1d(x, w, stride=2, padding=1)" in text
     check_z3_agrees(report, z3_route)
 

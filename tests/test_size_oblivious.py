@@ -1,7 +1,8 @@
 """Size-oblivious 0/1 (issue 31, items 1 and 2): a dim seen >= 2 is symbolic with a guard of
 `1 <= size` until a decision of the trace needs it >= 2 (a broadcast that happens, a squeeze, a
 branch on `size > 1`, an expand from 1); elsewhere size 1 shares the entry. `mark_unbacked` makes a
-dim symbolic at 0 and 1 too; a list of lengths with 0 and 1 elements compiles once."""
+dim symbolic at 0 and 1 too; a list of lengths with 0 and 1 elements compiles once. A dim first
+seen as 1: test_size_one_first.py."""
 
 from __future__ import annotations
 
@@ -79,7 +80,7 @@ def test_mark_unbacked_compiles_once_from_batch_one():
 
     check_calls(mlp, *[marked(b) for b in (1, 2, 0, 5, 1)], compiles=1)
     pdyn.reset()
-    check_calls(mlp, *[(torch.randn(b, 16),) for b in (1, 2, 5)], compiles=2)   # unmarked: 1 is a constant
+    check_calls(mlp, *[(torch.randn(b, 16),) for b in (0, 2, 5)], compiles=2)   # unmarked: 0 is a constant
 
 
 def test_mark_unbacked_still_guards_a_broadcast():
@@ -113,3 +114,34 @@ def test_list_of_lengths_compiles_once():
         return torch.stack([F.pad(p, (0, 0, 0, m - p.size(0))) for p in pieces]) * len(sizes)
 
     check_calls(dense, *[(torch.randn(sum(n), 3), n) for n in LENGTHS], compiles=1)
+
+
+FEATURES, DIM = 3, 2
+# per (feature, sample) lengths of 3 features over 4 samples: 0s and 1s in every call, a feature of
+# no rows at all, a first call of one row in all (its values' size 1 is symbolic), every length 1;
+# the list's length (12) is what is guarded
+KJT_LENGTHS = [[0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0], [1, 0, 2, 1, 0, 0, 0, 1, 3, 1, 1, 0],
+               [0, 0, 0, 0, 1, 1, 1, 1, 2, 0, 5, 1], [2, 2, 2, 2, 0, 3, 0, 0, 1, 1, 1, 1], [1] * 12]
+
+
+def kjt_features(values, lengths, weights):
+    """KeyedJaggedTensor-style: each feature's rows (`lengths.tolist()` sums), each sample's rows in
+    it, sum-pooled, weighted per feature."""
+    per_sample = lengths.view(FEATURES, -1)
+    out = []
+    for f, rows in enumerate(values.split(per_sample.sum(1).tolist())):
+        pieces = rows.split(per_sample[f].tolist())
+        out.append(torch.stack([p.sum(0) for p in pieces]) * weights[f])
+    return torch.stack(out).sum(0)
+
+
+def test_kjt_features_with_empty_and_one_row_pieces_compile_once():
+    calls = [(torch.randn(sum(n), DIM), torch.tensor(n), torch.randn(FEATURES)) for n in KJT_LENGTHS]
+    check_calls(kjt_features, *calls, compiles=1)
+
+
+def test_split_sizes_list_with_zeros_and_ones_compiles_once():
+    def f(values, sizes):
+        return [p.sum(0) * (i + 1) for i, p in enumerate(torch.split(values, sizes))]
+
+    check_calls(f, *[(torch.randn(sum(n), DIM), n) for n in KJT_LENGTHS], compiles=1)

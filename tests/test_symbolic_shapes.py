@@ -24,10 +24,12 @@ def env_with(*hints):
     return env, syms
 
 
-def test_create_symbol_specializes_zero_and_one():
+def test_create_symbol_specializes_zero_and_keeps_one_symbolic_from_one():
     env = ShapeEnv()
-    assert env.create_symbol(0, SizeSource(X, 0)) == 0 and env.create_symbol(1, SizeSource(X, 1)) == 1
-    assert env.hints == {} and env.origins == {}
+    assert env.create_symbol(0, SizeSource(X, 0)) == 0 and env.hints == {}
+    one = env.create_symbol(1, SizeSource(X, 1))   # a symbol in [1, inf): nothing says it is 1
+    assert one.is_Symbol and env.hints == {one: 1} and env.ranges[one] == env.initial_range(one) == (1, math.inf)
+    assert env.ones_first() == [one]
 
 
 def test_create_symbol_records_hint_origin_and_range():

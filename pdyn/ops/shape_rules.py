@@ -40,6 +40,7 @@ class SymTensor:
     sizes: tuple[sympy.Expr, ...]
     dtype: torch.dtype
     owns_storage: bool = False   # contiguous at every size, alone in its storage from offset 0
+    layout_known: bool = False   # contiguous at every size, or of fixed strides (a view's validity)
 
     @property
     def ndim(self) -> int:
@@ -184,6 +185,8 @@ class OpCall:
             self.env.assume(sympy.Or(sympy.Eq(have, want), sympy.Eq(have, 1)), self.loc, RuntimeError,
                             f"{self.name()}: {what}")
             return want
+        if have == 1:
+            return want   # a constant 1 stretches to any size: no question (at a size of 1 either)
         if have == want or _same_hint(self.env, have, want):
             return self.equal(have, want, what)  # equal: no question of stretching a 1
         return want if self.is_one(have) else self.equal(have, want, what)
@@ -277,10 +280,14 @@ def broadcast(c: OpCall, *shapes: Sizes) -> Sizes:
                 continue
             elif _same_hint(c.env, size, dim):  # equal sizes broadcast to themselves, 1 or not
                 size = c.equal(size, dim, f"sizes of dim {i} must broadcast")
-            elif c.is_one(size):
-                size = dim
-            elif not c.is_one(dim):
-                size = c.equal(size, dim, f"sizes of dim {i} must broadcast")
+            else:   # the side that is 1 here is asked first: the other's 0/1 question is then moot
+                one, other = (size, dim) if c.env.hint(size) == 1 else (dim, size)
+                if c.is_one(one):
+                    size = other
+                elif not c.is_one(other):
+                    size = c.equal(size, dim, f"sizes of dim {i} must broadcast")
+                else:
+                    size = one
         out.append(size if size is not None else sympy.Integer(1))
     return tuple(out)
 

@@ -251,8 +251,13 @@ def setitem(c: OpCall) -> list[Sizes] | None:
         sizes = list(value.sizes)
         while len(sizes) > len(region) and c.is_one(sizes[0]):
             sizes.pop(0)
-        if len(sizes) > len(region) or broadcast(c, region, tuple(sizes)) != tuple(region):
+        if len(sizes) > len(region):
             return None   # torch raises, or not, by its own checks: specialized
+        for got, want in zip(broadcast(c, region, tuple(sizes)), region):
+            if got != want and (c.env.unbacked_in(got) or c.env.unbacked_in(want)
+                                or c.env.hint(got) != c.env.hint(want)):
+                return None
+            c.equal(got, want, "the value broadcasts to the region")   # a size-1 value dim stays 1
     elif not (is_size(value) or isinstance(value, (bool, float, complex))):
         return None
     return []

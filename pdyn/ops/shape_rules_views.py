@@ -76,14 +76,46 @@ def view(c: OpCall) -> list[Sizes] | None:
     rest = list(c.args[1:]) or [c.kwargs.get("shape", c.kwargs.get("size"))]
     if len(rest) == 1 and isinstance(rest[0], torch.dtype):
         return None  # x.view(torch.int32) reinterprets the bytes
-    return [reshape_sizes(c, x.sizes, sizes_arg(rest))]
+    out = reshape_sizes(c, x.sizes, sizes_arg(rest))
+    _valid_view_at_every_size(c, x, out)
+    return [out]
 
 
 @register("view_as", "reshape_as")
 def view_as(c: OpCall) -> list[Sizes] | None:
     a = c.bind("self", "other")
-    other = as_tensor(a["other"], "other").sizes
-    return [reshape_sizes(c, as_tensor(a["self"], "self").sizes, list(other))]
+    x = as_tensor(a["self"], "self")
+    out = reshape_sizes(c, x.sizes, list(as_tensor(a["other"], "other").sizes))
+    _valid_view_at_every_size(c, x, out)
+    return [out]
+
+
+def _valid_view_at_every_size(c: OpCall, x: SymTensor, out: Sizes) -> None:
+    """A `view` that merges dims is valid only where their strides line up, which the fake run
+    checked at this call's sizes. A size first seen as 0 or 1 has a free stride there (and the
+    strides of other dims may have involved it), so a merge of dims of a tensor whose layout the
+    sizes do not decide (`x.t().view(-1)`) pins those sizes: at 3 eager raises. Splits and kept
+    dims are valid at any strides; `reshape` never raises."""
+    env = c.env
+    ones = env.ones_first()
+    if not ones or x.layout_known or c.name() not in ("view", "view_as") or not _merges(env, x.sizes, out, ones):
+        return
+    for sym in ones:   # a guard `s == 1` (an equality, not a value read: the policy keeps it a guard)
+        env.evaluate_bool(sympy.Eq(sym, env.hints[sym], evaluate=False), c.loc,
+                          "a view merging dims of a tensor whose strides may depend on it")
+
+
+def _merges(env: ShapeEnv, src: Sizes, dst: Sizes, ones: list[sympy.Symbol]) -> bool:
+    """Whether some group of `view_groups` joins two input dims that are not the constant 1, with
+    the sizes first seen at 1 taken large (at 1 every grouping around them looks like a merge)."""
+    if any(env.unbacked_in(s) for s in (*src, *dst)):
+        return True
+    large = ShapeEnv(hints={**env.hints, **{s: 1009 + 2 * i for i, s in enumerate(ones)}})
+    try:
+        groups = view_groups(large, src, dst)
+    except (TypeError, ValueError):   # a size that does not evaluate (a float, a symbol of no hint)
+        return True
+    return any(sum(1 for i in ins if src[i] != 1) > 1 for ins, _ in groups)
 
 
 def view_groups(env: ShapeEnv, src: Sizes, dst: Sizes) -> list[tuple[list[int], list[int]]]:

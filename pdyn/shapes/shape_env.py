@@ -102,19 +102,21 @@ class ShapeEnv:
 
     # -- symbols ---------------------------------------------------------------------------------
     def create_symbol(self, hint: int, origin: SizeSource, size_like: bool = False) -> Expr:
-        """A new symbol for `hint`; 0 and 1 stay constants (they change broadcasting), except for
-        a `size_like` value (an element of a list of ints, such as split lengths): a symbol in
-        [0, inf) whatever its value, so that a 0 or a 1 in the list is no specialization; a
-        question that does depend on it being 0 or 1 is a guard like any other. A symbol for a
-        value >= 2 is size-oblivious (see `oblivious_check`)."""
-        if hint in (0, 1) and not (size_like and hint >= 0):
+        """A new symbol for `hint`. A value >= 2 is size-oblivious (see `oblivious_check`). A value
+        of 1 is a symbol in [1, inf) (`ones_first`): nothing in its range says it is 1, so each
+        question whose answer depends on it (a broadcast that happens, squeeze, a branch) is a
+        guard from the hint, `s == 1` where it pins it, and the entry serves every other size
+        where no question did. 0 stays a constant (an empty tensor changes too much: strides,
+        reductions' identities), except for a `size_like` value (an element of a list of ints,
+        such as split lengths, or a `mark_unbacked` dim): a symbol in [0, inf) whatever its value."""
+        if hint == 0 and not size_like:
             return sympy.Integer(hint)
         sym = sympy.Symbol(f"s{len(self.hints)}", integer=True)
         self.hints[sym] = hint
         self.origins[sym] = [origin]
-        if size_like and hint >= 0:
-            self.ranges[sym] = (0, INF)
-            self.initial_ranges[sym] = (0, INF)
+        if hint >= 0 and (size_like or hint == 1):
+            self.ranges[sym] = (0 if size_like else 1, INF)
+            self.initial_ranges[sym] = self.ranges[sym]
         else:
             self.ranges[sym] = (2, INF) if hint >= 2 else (-INF, -1)
             if hint >= 2:
@@ -129,6 +131,11 @@ class ShapeEnv:
         if sym in self.oblivious:
             return (1, INF)
         return self.initial_ranges.get(sym) or ((2, INF) if self.hints[sym] >= 2 else (-INF, -1))
+
+    def ones_first(self) -> list[sympy.Symbol]:
+        """Live backed symbols whose hint is 0 or 1 (first seen at that size): facts the fake run
+        learned at this hint, and no shape rule states, may not hold at other sizes."""
+        return [s for s, h in self.hints.items() if h in (0, 1) and s not in self.replacements]
 
     def oblivious_check(self, cond: sympy.Basic, decided: bool | None,
                          decide: Callable[[dict[sympy.Symbol, tuple[float, float]]], bool | None]) -> bool | None:

@@ -35,7 +35,7 @@ from pdyn.ops import canonical
 from pdyn.ops.shape_definitions import definitions as shape_definitions
 from pdyn.ops.shape_rules import SymTensor, infer_sizes
 from pdyn.ops.shape_rules_custom import fake_kernel_sizes, is_custom_op
-from pdyn.sources import SizeSource, Source
+from pdyn.sources import ModuleMemberSource, SizeSource, Source
 from pdyn.trace.fx_targets import exact_target
 from pdyn.trace.context import TraceContext
 from pdyn.trace import unbacked as data_sizes
@@ -126,8 +126,9 @@ class OutputGraph:
         return vt
 
     def _input_sizes(self, value: torch.Tensor, source: Source) -> tuple[sympy.Expr, ...]:
-        """One symbol per dim, except sizes 0/1 (unless marked unbacked), dims marked static, parameters (their sizes are the
-        model's, as in torch.compile), and everything under dynamic=False."""
+        """One symbol per dim, except size 0 (unless marked unbacked), a buffer's size 1, dims marked
+        static, parameters (their sizes are the model's, as in torch.compile), and everything under
+        dynamic=False. A size 1 is a symbol in [1, inf) (ShapeEnv.create_symbol)."""
         unbacked = getattr(value, "_pdyn_unbacked_dims", ())
         dynamic = frozenset(getattr(value, "_pdyn_dynamic_dims", ())) | frozenset(unbacked)
         static = range(value.dim()) if isinstance(value, torch.nn.Parameter) and not dynamic else \
@@ -140,6 +141,9 @@ class OutputGraph:
                 continue
             if dim in dynamic:
                 self.ctx.dynamic_marks.add(origin)
+            elif size == 1 and isinstance(source, ModuleMemberSource):   # a buffer's 1 is the model's
+                sizes.append(sympy.Integer(1))
+                continue
             # mark_unbacked: a symbol in [0, inf) at any size, 0 and 1 included (as a list's lengths)
             sizes.append(self.ctx.shape_env.create_symbol(size, origin, size_like=dim in unbacked))
         return tuple(sizes)

@@ -353,8 +353,8 @@ def test_losses_activations_and_dropout_made_in_forward_are_traced():
         actual = opt(x, lab)
         for a, e in zip(actual, expected):
             torch.testing.assert_close(a, e)
-    stats = pdyn.stats(opt)
-    assert (stats["compiles"], stats["graph_breaks"], stats["eager_fallbacks"]) == (2, 0, 0), stats
+    stats = pdyn.stats(opt)   # batch 1 first: one entry serves batches 1, 2 and 3
+    assert (stats["compiles"], stats["graph_breaks"], stats["eager_fallbacks"]) == (1, 0, 0), stats
 
 
 def test_module_made_in_forward_over_shapes_compares_with_eager():

@@ -18,10 +18,10 @@ import torch
 import pdyn
 from tests.helpers import CountingBackend
 
-# Batch sizes 1, 2, 3, 4, 7 and sequence lengths 7, 16, 33, 64. The first call is not batch 1 (a
-# dim first seen at size 1 is a constant), so the entry it compiles is the dynamic one, which batch 1
-# shares (size-oblivious 0/1, docs/dynamic-shapes.md); (7, 7) checks that an entry compiled for
-# unequal batch and seq still serves equal ones.
+# Batch sizes 1, 2, 3, 4, 7 and sequence lengths 7, 16, 33, 64. The first call is batch 2: the entry
+# it compiles, which batch 1 shares (size-oblivious 0/1, docs/dynamic-shapes.md), is the one checked
+# here; tests/models/test_batch_one_first.py starts at batch 1. (7, 7) checks that an entry compiled
+# for unequal batch and seq still serves equal ones.
 CALLS: list[tuple[int, int]] = [(2, 16), (3, 33), (1, 7), (4, 64), (7, 7), (2, 64), (1, 33), (3, 16), (4, 7),
                                 (7, 64)]
 VOCAB = 100

@@ -114,5 +114,5 @@ WIDE = [
 
 # Not captured whole yet, with the first reason (tests/models/sweep.py prints them all).
 NOT_CAPTURED: dict[str, str] = {}
-# A shorter sequence than the suite's, still crossing batch 1's specialization: 2 compiles.
+# A shorter sequence than the suite's, batch 1 included.
 WIDE_CALLS: list[tuple[int, int]] = [(2, 16), (3, 33), (1, 7), (4, 64)]

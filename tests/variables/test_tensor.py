@@ -4,6 +4,7 @@ metadata as constants, methods and operators as graph nodes (pdyn/variables/tens
 import pytest
 import torch
 
+import pdyn
 from pdyn.base.errors import Unsupported, UserException
 from pdyn.trace.variables.constant import ConstantVariable
 from pdyn.trace.variables.containers import SizeVariable
@@ -16,11 +17,18 @@ def exprs(vt):
     return [str(i.expr) if isinstance(i, SymIntVariable) else i.as_python_constant() for i in vt.items]
 
 
+def static_middle() -> torch.Tensor:
+    """A (4, 1, 6) tensor whose size-1 dim is marked static (a size 1 is otherwise a symbol)."""
+    x = torch.ones(4, 1, 6)
+    pdyn.mark_static(x, 1)
+    return x
+
+
 def test_shape_has_sym_ints_for_dynamic_dims_and_constants_for_static_ones():
     def f(x):
         return x.shape, x.size()
 
-    tx = trace(f, torch.ones(4, 1, 6))
+    tx = trace(f, static_middle())
     shape, size = tx.result.items
     assert isinstance(shape, SizeVariable) and isinstance(size, SizeVariable)
     assert exprs(shape) == ["s0", 1, "s1"] and exprs(size) == ["s0", 1, "s1"]
@@ -31,7 +39,7 @@ def test_size_of_a_dim_and_negative_dims():
     def f(x):
         return x.size(0), x.size(-1), x.size(1), x.shape[-2]
 
-    tx = trace(f, torch.ones(4, 1, 6))
+    tx = trace(f, static_middle())
     first, last, one, middle = tx.result.items
     assert isinstance(first, SymIntVariable) and str(first.expr) == "s0" and str(last.expr) == "s1"
     assert isinstance(one, ConstantVariable) and one.value == 1 and middle.as_python_constant() == 1
@@ -62,7 +70,7 @@ def test_numel_and_len_are_symbolic_for_dynamic_dims():
     def f(x):
         return x.numel(), len(x), x.dim(), x.ndim
 
-    tx = trace(f, torch.ones(4, 1, 6))
+    tx = trace(f, static_middle())
     numel, length, dim, ndim = tx.result.items
     assert str(numel.expr) == "s0*s1" and numel.hint() == 24
     assert str(length.expr) == "s0"

@@ -133,7 +133,15 @@ def _wrap_size(tx: Tracer, value: torch.Size, source: Source) -> VariableTracker
     """A torch.Size is a tuple of sizes: each an int input, symbolic until Python reads it (a size
     that crossed a graph break stays a size)."""
     _guard(tx, LenGuard, source, torch.Size, len(value))
-    return SizeVariable([wrap(tx, v, ItemSource(source, i)) for i, v in enumerate(value)], source)
+    return SizeVariable([_wrap_size_item(tx, v, ItemSource(source, i)) for i, v in enumerate(value)], source)
+
+
+def _wrap_size_item(tx: Tracer, value: int, source: Source) -> VariableTracker:
+    """A size of 1 is a symbol in [1, inf), as a tensor's dim first seen as 1 (ShapeEnv.create_symbol)."""
+    if value != 1 or type(value) is not int or tx.ctx.plan.static_inputs:
+        return wrap(tx, value, source)
+    _guard(tx, TypeGuard, source, int)
+    return tx.output.add_int_input(value, source, tx.loc())
 
 
 def _wrap_int(tx: Tracer, value: int, source: Source) -> VariableTracker:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from pdyn.base.errors import Unsupported
+from pdyn.ops.layouts import contiguous_always, strides_fixed
 from pdyn.ops.shape_rules import SymTensor
 from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.constant import ConstantVariable
@@ -23,7 +24,9 @@ def _leaf(vt: VariableTracker, form: str) -> Any:
     if isinstance(vt, TensorVariable):
         if form != "symbolic":
             return getattr(vt, form)
-        return SymTensor(vt.sizes, vt.example.dtype, owns_storage=owns_contiguous(vt.node))
+        owns = owns_contiguous(vt.node)
+        return SymTensor(vt.sizes, vt.example.dtype, owns_storage=owns, layout_known=owns or contiguous_always(vt.node)
+                         or strides_fixed(vt.node, vt.sizes))
     assert isinstance(vt, SymIntVariable)
     if form == "node":
         return vt.node
