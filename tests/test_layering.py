@@ -59,7 +59,7 @@ NO_LAZY_IMPORTS = frozenset({"translator", "handlers", "variables", "context"})
 @dataclass(frozen=True)
 class Import:
     importer: str      # the importing module, e.g. pdyn.trace.variables.builder
-    imported: str      # the imported pdyn module, e.g. pdyn.trace.variables.tensor
+    imported: str      # the imported pdyn module, e.g. pdyn.trace.variables.torch.tensor
     where: str         # file:line
     lazy: bool         # inside a function
 
@@ -235,9 +235,9 @@ def test_variables_never_import_handlers_or_the_translator():
     ("import pdyn.trace.handlers\n", ["pdyn.trace.handlers"], False),
     ("def f():\n    from pdyn.trace.variables import builder\n", ["pdyn.trace.variables.builder"], True),
     ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pdyn.trace.output_graph import OutputGraph\n", [], False),
-    ("from ...base.errors import Unsupported\nfrom . import tensor\n", ["pdyn.base.errors", "pdyn.trace.variables.tensor"], False),
+    ("from ....base.errors import Unsupported\nfrom . import tensor\n", ["pdyn.base.errors", "pdyn.trace.variables.torch.tensor"], False),
 ])
 def test_the_reader_sees_imports_as_python_resolves_them(source, imported, lazy):
-    found = imports_of(source, "pdyn.trace.variables.probe", "probe.py", False, set(MODULES))
+    found = imports_of(source, "pdyn.trace.variables.torch.probe", "probe.py", False, set(MODULES))
     assert [i.imported for i in found] == imported
     assert all(i.lazy == lazy for i in found)

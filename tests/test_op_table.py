@@ -20,7 +20,7 @@ from pdyn.base.errors import Unsupported
 from pdyn.bytecode.instructions import BINARY_OPS, COMPARE_OPS
 from pdyn.ops import OPS, canonical, in_place_operator, op_of, plain_operator
 from pdyn.ops.shape_rules import RULES
-from pdyn.trace.variables.symint import SYMPY_OPS, UNARY_FLOAT_OPS, UNARY_SYMPY_OPS
+from pdyn.trace.variables.values.symint import SYMPY_OPS, UNARY_FLOAT_OPS, UNARY_SYMPY_OPS
 
 
 def _tracer_targets() -> list:

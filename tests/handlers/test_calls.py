@@ -6,7 +6,7 @@ import torch
 
 import pdyn
 from pdyn.base.errors import Unsupported, UserException
-from pdyn.trace.variables.functions import UserFunctionVariable
+from pdyn.trace.variables.functions.user_functions import UserFunctionVariable
 from tests.tracing import assert_graph, assert_ran, trace
 
 

@@ -5,8 +5,8 @@ import pytest
 import torch
 
 from pdyn.base.errors import Unsupported, UserException
-from pdyn.trace.variables.containers import DictVariable, ListVariable, TupleVariable
-from pdyn.trace.variables.sets import SetVariable
+from pdyn.trace.variables.containers.core import DictVariable, ListVariable, TupleVariable
+from pdyn.trace.variables.containers.sets import SetVariable
 from tests.tracing import assert_graph, assert_ran, trace
 
 

@@ -8,7 +8,7 @@ import torch
 
 from pdyn.base.config import Config
 from pdyn.base.errors import Unsupported, UserException
-from pdyn.trace.variables.constant import ConstantVariable
+from pdyn.trace.variables.values.constant import ConstantVariable
 from tests.tracing import assert_graph, assert_ran, opnames, trace
 
 

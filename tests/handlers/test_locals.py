@@ -9,9 +9,9 @@ import torch
 from pdyn.base.errors import Unsupported, UserException
 from pdyn.guards.guards import GlobalNameGuard, IdGuard, TypeGuard
 from pdyn.sources import AttrSource, GlobalSource, LocalSource
-from pdyn.trace.variables.constant import ConstantVariable
-from pdyn.trace.variables.symint import SymIntVariable
-from pdyn.trace.variables.tensor import TensorVariable
+from pdyn.trace.variables.values.constant import ConstantVariable
+from pdyn.trace.variables.values.symint import SymIntVariable
+from pdyn.trace.variables.torch.tensor import TensorVariable
 from tests.tracing import assert_graph, assert_ran, guards_of, trace
 
 SCALE = torch.full((3,), 2.0)

@@ -4,8 +4,8 @@ import pytest
 import torch
 
 from pdyn.base.errors import Unsupported, UserException
-from pdyn.trace.variables.constant import ConstantVariable
-from pdyn.trace.variables.symint import SymIntVariable
+from pdyn.trace.variables.values.constant import ConstantVariable
+from pdyn.trace.variables.values.symint import SymIntVariable
 from tests.tracing import assert_graph, assert_ran, trace
 
 

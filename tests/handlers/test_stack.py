@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from pdyn.base.errors import Unsupported
-from pdyn.trace.variables.symint import SymIntVariable
-from pdyn.trace.variables.tensor import TensorVariable
+from pdyn.trace.variables.values.symint import SymIntVariable
+from pdyn.trace.variables.torch.tensor import TensorVariable
 from tests.tracing import assert_graph, assert_ran, trace
 
 

@@ -1,4 +1,4 @@
-"""torch.autograd.Function.apply traced as one graph node (pdyn/trace/variables/autograd_function.py):
+"""torch.autograd.Function.apply traced as one graph node (pdyn/trace/variables/torch/autograd_function.py):
 values and gradients equal eager's over calls with changing sizes, one graph, no break."""
 
 import pytest

@@ -18,15 +18,15 @@ from pdyn.trace.context import TraceContext
 from pdyn.shapes.trace_plan import TracePlan
 from pdyn.sources import AttrSource, ItemSource, LocalSource
 from pdyn.trace.variables.builder import wrap, wrap_constant_result
-from pdyn.trace.variables.constant import ConstantVariable, ObjectConstantVariable
-from pdyn.trace.variables.containers import DictVariable, ListVariable, SizeVariable, TupleVariable
-from pdyn.trace.variables.sets import SetVariable
+from pdyn.trace.variables.values.constant import ConstantVariable, ObjectConstantVariable
+from pdyn.trace.variables.containers.core import DictVariable, ListVariable, SizeVariable, TupleVariable
+from pdyn.trace.variables.containers.sets import SetVariable
 from pdyn.trace.variables.builtins import BuiltinVariable, ClassVariable
-from pdyn.trace.variables.functions import PartialVariable, UserFunctionVariable, UserMethodVariable
-from pdyn.trace.variables.nn_module import NNModuleVariable, UserObjectVariable
-from pdyn.trace.variables.symint import SymIntVariable
-from pdyn.trace.variables.tensor import TensorUnboundMethodVariable, TensorVariable
-from pdyn.trace.variables.torch import PythonModuleVariable, TorchFunctionVariable
+from pdyn.trace.variables.functions.user_functions import PartialVariable, UserFunctionVariable, UserMethodVariable
+from pdyn.trace.variables.objects.nn_module import NNModuleVariable, UserObjectVariable
+from pdyn.trace.variables.values.symint import SymIntVariable
+from pdyn.trace.variables.torch.tensor import TensorUnboundMethodVariable, TensorVariable
+from pdyn.trace.variables.torch.torch_functions import PythonModuleVariable, TorchFunctionVariable
 
 X = LocalSource("x")
 

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from pdyn.base.errors import Unsupported, UserException
-from pdyn.trace.variables.containers import IteratorVariable, ListVariable
-from pdyn.trace.variables.symint import SymIntVariable
+from pdyn.trace.variables.containers.core import IteratorVariable, ListVariable
+from pdyn.trace.variables.values.symint import SymIntVariable
 from tests.tracing import assert_graph, trace
 
 

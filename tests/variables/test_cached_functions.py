@@ -1,5 +1,5 @@
 """functools.lru_cache / functools.cache functions called in the trace
-(pdyn/trace/variables/cached_functions.py): the cache filled and read as eager does, no break."""
+(pdyn/trace/variables/stdlib/cached_functions.py): the cache filled and read as eager does, no break."""
 
 import functools
 import typing

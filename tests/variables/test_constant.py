@@ -1,5 +1,5 @@
 """ConstantVariable and ObjectConstantVariable: values fixed at trace time, folded, guarded by
-value when read from the frame (pdyn/variables/constant.py)."""
+value when read from the frame (pdyn/variables/values/constant.py)."""
 
 import math
 
@@ -10,7 +10,7 @@ from pdyn.base.errors import Unsupported, UserException
 from pdyn.trace.frame_codegen import FrameCodegen
 from pdyn.guards.guards import EqualsGuard
 from pdyn.sources import LocalSource
-from pdyn.trace.variables.constant import ConstantVariable, ObjectConstantVariable, is_constant_value
+from pdyn.trace.variables.values.constant import ConstantVariable, ObjectConstantVariable, is_constant_value
 from pdyn.trace.variables.builtins import BuiltinVariable
 from tests.tracing import assert_graph, guards_of, trace
 

@@ -1,5 +1,5 @@
 """Trackers for tuples, torch.Size, lists, dicts, sets and iterators: Python semantics over
-trackers, mutations recorded as side effects (pdyn/variables/containers.py)."""
+trackers, mutations recorded as side effects (pdyn/variables/containers/core.py)."""
 
 import operator
 
@@ -7,10 +7,10 @@ import pytest
 import torch
 
 from pdyn.base.errors import Unsupported, UserException
-from pdyn.trace.variables.constant import ConstantVariable
-from pdyn.trace.variables.containers import (DictVariable, IteratorVariable, ListVariable, SizeVariable,
+from pdyn.trace.variables.values.constant import ConstantVariable
+from pdyn.trace.variables.containers.core import (DictVariable, IteratorVariable, ListVariable, SizeVariable,
                                        TupleVariable)
-from pdyn.trace.variables.sets import SetVariable
+from pdyn.trace.variables.containers.sets import SetVariable
 from tests.tracing import trace
 
 

@@ -1,5 +1,5 @@
 """Trackers for callables: user functions (inlined, with Python's argument binding), bound methods,
-partials, super(), builtins and classes (pdyn/variables/functions.py)."""
+partials, super(), builtins and classes (pdyn/variables/functions/user_functions.py)."""
 
 import functools
 
@@ -9,8 +9,8 @@ import torch
 from pdyn.base.errors import Unsupported, UserException
 from pdyn.guards.guards import EqualsGuard
 from pdyn.sources import AttrSource, DefaultSource, GlobalSource, ItemSource
-from pdyn.trace.variables.constant import ConstantVariable
-from pdyn.trace.variables.functions import PartialVariable, UserFunctionVariable, bind_arguments
+from pdyn.trace.variables.values.constant import ConstantVariable
+from pdyn.trace.variables.functions.user_functions import PartialVariable, UserFunctionVariable, bind_arguments
 from tests.tracing import assert_graph, guards_of, trace
 
 

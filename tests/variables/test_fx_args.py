@@ -1,5 +1,5 @@
 """Op arguments in their three forms: fx node arguments, fake values, symbolic values
-(pdyn/variables/fx_args.py)."""
+(pdyn/variables/torch/fx_args.py)."""
 
 import pytest
 import sympy
@@ -8,10 +8,10 @@ from torch._subclasses.fake_tensor import FakeTensor
 
 from pdyn.base.errors import Unsupported
 from pdyn.ops.shape_rules import SymTensor
-from pdyn.trace.variables.constant import ConstantVariable
-from pdyn.trace.variables.containers import DictVariable, ListVariable, SizeVariable, SliceVariable, TupleVariable
-from pdyn.trace.variables.fx_args import as_fake, as_node, as_symbolic
-from pdyn.trace.variables.nn_module import UserObjectVariable
+from pdyn.trace.variables.values.constant import ConstantVariable
+from pdyn.trace.variables.containers.core import DictVariable, ListVariable, SizeVariable, SliceVariable, TupleVariable
+from pdyn.trace.variables.torch.fx_args import as_fake, as_node, as_symbolic
+from pdyn.trace.variables.objects.nn_module import UserObjectVariable
 from tests.tracing import trace
 
 

@@ -1,6 +1,6 @@
 """NNModuleVariable and UserObjectVariable: nn.Module attribute lookup, calls that inline forward,
 containers of modules, member methods, and plain objects from the inputs
-(pdyn/variables/nn_module.py)."""
+(pdyn/variables/objects/nn_module.py)."""
 
 import pytest
 import torch
@@ -9,8 +9,8 @@ from pdyn.base.errors import Unsupported, UserException
 from pdyn.guards.guards import DictKeysGuard, IdGuard, LenGuard, TypeGuard
 from pdyn.guards.module_guards import NoHooksGuard
 from pdyn.sources import AttrSource, ItemSource, LocalSource, ModuleMemberSource
-from pdyn.trace.variables.nn_module import NNModuleVariable, UserObjectVariable
-from pdyn.trace.variables.symint import SymIntVariable
+from pdyn.trace.variables.objects.nn_module import NNModuleVariable, UserObjectVariable
+from pdyn.trace.variables.values.symint import SymIntVariable
 from tests.tracing import assert_graph, guards_of, trace
 
 M = LocalSource("m")

@@ -9,11 +9,11 @@ import torch
 from pdyn.base.errors import Unsupported, UserException
 from pdyn.trace.variables.base import fold
 from pdyn.trace.variables.semantics import binary, contains, identity, is_same
-from pdyn.trace.variables.constant import ConstantVariable
-from pdyn.trace.variables.containers import ListVariable, TupleVariable
-from pdyn.trace.variables.sets import SetVariable
-from pdyn.trace.variables.symint import SymIntVariable
-from pdyn.trace.variables.tensor import TensorVariable
+from pdyn.trace.variables.values.constant import ConstantVariable
+from pdyn.trace.variables.containers.core import ListVariable, TupleVariable
+from pdyn.trace.variables.containers.sets import SetVariable
+from pdyn.trace.variables.values.symint import SymIntVariable
+from pdyn.trace.variables.torch.tensor import TensorVariable
 from tests.tracing import assert_graph, trace
 
 

@@ -1,5 +1,5 @@
 """SymIntVariable: ints computed from sizes and int inputs stay symbolic; a bool read guards the
-expression, a value read specializes it (pdyn/variables/symint.py)."""
+expression, a value read specializes it (pdyn/variables/values/symint.py)."""
 
 import math
 import operator
@@ -11,9 +11,9 @@ import torch
 from pdyn.base.errors import UserException
 from pdyn.trace.frame_codegen import FrameCodegen
 from pdyn.shapes.sym_float import Sqrt, TrueDiv
-from pdyn.trace.variables.constant import ConstantVariable
-from pdyn.trace.variables.containers import is_known, python_value
-from pdyn.trace.variables.symint import SymIntVariable, is_boolean, sym_binary
+from pdyn.trace.variables.values.constant import ConstantVariable
+from pdyn.trace.variables.containers.core import is_known, python_value
+from pdyn.trace.variables.values.symint import SymIntVariable, is_boolean, sym_binary
 from tests.tracing import assert_graph, trace
 
 

@@ -1,14 +1,14 @@
 """TensorVariable: sizes as SymIntVariables for dynamic dims and constants for static ones,
-metadata as constants, methods and operators as graph nodes (pdyn/variables/tensor.py)."""
+metadata as constants, methods and operators as graph nodes (pdyn/variables/torch/tensor.py)."""
 
 import pytest
 import torch
 
 from pdyn.base.errors import Unsupported, UserException
-from pdyn.trace.variables.constant import ConstantVariable
-from pdyn.trace.variables.containers import SizeVariable
-from pdyn.trace.variables.symint import SymIntVariable
-from pdyn.trace.variables.tensor import NamedTupleVariable, TensorVariable, is_tensor_method
+from pdyn.trace.variables.values.constant import ConstantVariable
+from pdyn.trace.variables.containers.core import SizeVariable
+from pdyn.trace.variables.values.symint import SymIntVariable
+from pdyn.trace.variables.torch.tensor import NamedTupleVariable, TensorVariable, is_tensor_method
 from tests.tracing import assert_graph, trace
 
 

@@ -1,5 +1,5 @@
 """`x.requires_grad = flag`, `x.requires_grad_()` and `x.is_inference()` in the trace
-(pdyn/trace/variables/tensor.py): outputs' requires_grad and the errors equal eager's, no break."""
+(pdyn/trace/variables/torch/tensor.py): outputs' requires_grad and the errors equal eager's, no break."""
 
 import pytest
 import torch

@@ -1,5 +1,5 @@
 """Trackers for torch's API and Python modules: torch functions record nodes, modules are
-namespaces (pdyn/variables/torch.py)."""
+namespaces (pdyn/variables/torch/torch_functions.py)."""
 
 import math
 
@@ -10,7 +10,7 @@ import torch.nn.functional as F
 from pdyn.base.errors import Unsupported, UserException
 from pdyn.guards.guards import EqualsGuard, IdGuard
 from pdyn.sources import AttrSource, GlobalSource
-from pdyn.trace.variables.torch import PythonModuleVariable, TorchFunctionVariable, is_torch_function
+from pdyn.trace.variables.torch.torch_functions import PythonModuleVariable, TorchFunctionVariable, is_torch_function
 from tests.tracing import assert_graph, guards_of, trace
 
 

@@ -23,26 +23,26 @@ from pdyn.guards.guards import CallResultGuard, HasAttrGuard
 from pdyn.sources import AttrSource
 from pdyn.trace.variables.base import VariableTracker, fold
 from pdyn.trace.variables.semantics import contains
-from pdyn.trace.variables.collections_more import dict_items
-from pdyn.trace.variables.stdlib import STDLIB_RULES
-from pdyn.trace.variables.symint import UNARY_SYMPY_OPS, SymIntVariable, sym_binary
-from pdyn.trace.variables.deleted import is_deleted
-from pdyn.trace.variables.constant import CONSTANT_TYPES, ConstantVariable, ObjectConstantVariable, is_constant_value
-from pdyn.trace.variables.functions import PartialVariable, UserFunctionVariable, UserMethodVariable
-from pdyn.trace.variables.nn_module import NNModuleVariable
-from pdyn.trace.variables.ranges import RangeVariable
-from pdyn.trace.variables.nn_module_made import construct_module
-from pdyn.trace.variables.user_objects import (bind_class_attr, class_attr, construct_object, mro_lookup,
+from pdyn.trace.variables.containers.collections_types import dict_items
+from pdyn.trace.variables.stdlib.helpers import STDLIB_RULES
+from pdyn.trace.variables.values.symint import UNARY_SYMPY_OPS, SymIntVariable, sym_binary
+from pdyn.trace.variables.values.deleted import is_deleted
+from pdyn.trace.variables.values.constant import CONSTANT_TYPES, ConstantVariable, ObjectConstantVariable, is_constant_value
+from pdyn.trace.variables.functions.user_functions import PartialVariable, UserFunctionVariable, UserMethodVariable
+from pdyn.trace.variables.objects.nn_module import NNModuleVariable
+from pdyn.trace.variables.values.ranges import RangeVariable
+from pdyn.trace.variables.objects.nn_module_made import construct_module
+from pdyn.trace.variables.objects.user_objects import (bind_class_attr, class_attr, construct_object, mro_lookup,
                                                  shared_class_value, traces_lookup)
-from pdyn.trace.variables.user_tuples import construct_with_new
-from pdyn.trace.variables.user_dicts import construct_user_dict, is_user_dict_class
-from pdyn.trace.variables.user_lists import construct_user_list, is_user_list_class
-from pdyn.trace.variables.tensor import TensorMethodVariable
-from pdyn.trace.variables.torch import TorchFunctionVariable
-from pdyn.trace.variables.containers import (DictVariable, IteratorVariable, ListVariable, SizeVariable, TupleVariable,
+from pdyn.trace.variables.objects.user_tuples import construct_with_new
+from pdyn.trace.variables.objects.user_dicts import construct_user_dict, is_user_dict_class
+from pdyn.trace.variables.objects.user_lists import construct_user_list, is_user_list_class
+from pdyn.trace.variables.torch.tensor import TensorMethodVariable
+from pdyn.trace.variables.torch.torch_functions import TorchFunctionVariable
+from pdyn.trace.variables.containers.core import (DictVariable, IteratorVariable, ListVariable, SizeVariable, TupleVariable,
                                              is_known, python_value)
-from pdyn.trace.variables.sets import SetVariable
-from pdyn.trace.variables.live_iterators import EnumerateIterator, ReversedListIterator, ZipIterator, make_iterator
+from pdyn.trace.variables.containers.sets import SetVariable
+from pdyn.trace.variables.iterators.live_iterators import EnumerateIterator, ReversedListIterator, ZipIterator, make_iterator
 
 if TYPE_CHECKING:
     from pdyn.trace.translator import InstructionTranslator as Tracer
