@@ -12,7 +12,8 @@ import torch
 import pdyn
 from pdyn.base.errors import SourceLoc
 from pdyn.guards.codegen import build
-from pdyn.guards.guards import AliasGuard, DictKeysGuard, EqualsGuard, GradModeGuard, GuardSet, IdGuard, TensorGuard
+from pdyn.guards.guards import AliasGuard, DictKeysGuard, EqualsGuard, GradModeGuard, GuardSet, IdGuard
+from pdyn.guards.tensor_guards import TensorGuard
 from pdyn.sources import AttrSource, ItemSource, LocalSource
 
 HERE = Path(__file__)

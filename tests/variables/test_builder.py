@@ -12,7 +12,8 @@ import torch
 from pdyn.trace.translator import InstructionTranslator
 from pdyn.base.config import Config
 from pdyn.base.errors import Unsupported
-from pdyn.guards.guards import AliasGuard, DictKeysGuard, EqualsGuard, IdGuard, LenGuard, TensorGuard, TypeGuard
+from pdyn.guards.guards import AliasGuard, DictKeysGuard, EqualsGuard, IdGuard, LenGuard, TypeGuard
+from pdyn.guards.tensor_guards import TensorGuard
 from pdyn.trace.output_graph import OutputGraph
 from pdyn.trace.context import TraceContext
 from pdyn.shapes.trace_plan import TracePlan

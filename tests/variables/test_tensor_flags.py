@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import pdyn
-from pdyn.guards.guards import InferenceTensorGuard
+from pdyn.guards.tensor_guards import InferenceTensorGuard
 from tests.helpers import CountingBackend, assert_same, check_calls
 
 

@@ -16,6 +16,7 @@ from pdyn.base.errors import Unsupported, UserException
 from pdyn.guards.guards import DictKeysGuard, EqualsGuard, LenGuard
 from pdyn.sources import AttrSource, ItemSource, Source
 from pdyn.trace.variables.base import VariableTracker
+from pdyn.trace.variables.registry import rule
 from pdyn.trace.variables.values.constant import ConstantVariable, is_constant_value
 from pdyn.trace.variables.containers.core import DictVariable, SequenceVariable, python_value
 
@@ -200,6 +201,7 @@ def dict_items(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, Variab
     return items
 
 
+@rule(collections.defaultdict)
 def build_defaultdict(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
     """`defaultdict(factory, *dict_args, **kwargs)`."""
     factory = args[0] if args else NONE
@@ -208,6 +210,7 @@ def build_defaultdict(tx: Tracer, args: list[VariableTracker], kwargs: dict[str,
     return DefaultDictVariable(factory, dict_items(tx, args[1:], kwargs))
 
 
+@rule(collections.deque)
 def build_deque(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
     """`deque(iterable=(), maxlen=None)`."""
     if len(args) > 2 or set(kwargs) - {"iterable", "maxlen"}:
@@ -236,5 +239,3 @@ def wrap_deque(tx: Tracer, value: collections.deque[Any], source: Source) -> Var
     tx.ctx.add_guard(EqualsGuard(AttrSource(source, "maxlen"), value.maxlen, loc=tx.loc()))
     return DequeVariable([tx.wrap(v, ItemSource(source, i)) for i, v in enumerate(value)], source, value.maxlen)
 
-
-COLLECTION_RULES = {collections.defaultdict: build_defaultdict, collections.deque: build_deque}

@@ -21,7 +21,7 @@ from pdyn.sources import Source
 from pdyn.trace.variables.contexts.amp_modes import amp_object, is_amp_object
 from pdyn.trace.variables.torch.amp_state import preserved_amp_state
 from pdyn.trace.variables.base import VariableTracker
-from pdyn.trace.variables.builtins import rule
+from pdyn.trace.variables.registry import rule
 from pdyn.trace.variables.values.constant import ConstantVariable
 from pdyn.trace.variables.contexts.context_base import (BUILDERS, BoundHook, ContextClassVariable,  # noqa: F401
                                                ContextManagerVariable)

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any
 from pdyn.base.errors import Unsupported
 from pdyn.sources import AttrSource
 from pdyn.trace.variables.base import VariableTracker
-from pdyn.trace.variables.builtins import call_unruled, rule
+from pdyn.trace.variables.functions.unruled import call_unruled
+from pdyn.trace.variables.registry import rule
 from pdyn.trace.variables.values.constant import ConstantVariable
 from pdyn.trace.variables.containers.core import TupleVariable, is_known, python_value
 from pdyn.trace.variables.exceptions.exc_fields import assume_none_handled_at_start

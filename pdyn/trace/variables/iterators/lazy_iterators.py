@@ -7,18 +7,16 @@ runs in eager's order, and an iterator consumed halfway calls it only for the it
 from __future__ import annotations
 
 import itertools
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING
 
 from pdyn.base.errors import Unsupported
 from pdyn.trace.variables.base import VariableTracker
+from pdyn.trace.variables.registry import Rule, register
 from pdyn.trace.variables.containers.core import IteratorVariable
 from pdyn.trace.variables.iterators.live_iterators import make_iterator
 
 if TYPE_CHECKING:
     from pdyn.trace.translator import InstructionTranslator as Tracer
-
-Rule = Callable[["Tracer", list[VariableTracker], dict[str, VariableTracker]], VariableTracker]
-
 
 class LazyIterator(IteratorVariable):
     """An iterator whose next item is computed by a call at the moment it is taken."""
@@ -69,4 +67,6 @@ def _lazy(kind: type, arity: int | None) -> Rule:
     return build
 
 
-LAZY_RULES: dict[Any, Rule] = {map: _lazy(map, None), filter: _lazy(filter, 2), itertools.starmap: _lazy(itertools.starmap, 2)}
+register(map, _lazy(map, None))
+register(filter, _lazy(filter, 2))
+register(itertools.starmap, _lazy(itertools.starmap, 2))

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from pdyn.base.errors import Unsupported, UserException
 from pdyn.trace.variables.base import VariableTracker
-from pdyn.trace.variables.builtins import rule
+from pdyn.trace.variables.registry import rule
 from pdyn.trace.variables.values.constant import ConstantVariable
 from pdyn.trace.variables.containers.core import DictVariable, IteratorVariable, TupleVariable
 from pdyn.trace.variables.iterators.live_iterators import make_iterator

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from pdyn.base.errors import Unsupported, UserException
 from pdyn.trace.variables.base import VariableTracker
-from pdyn.trace.variables.builtins import rule
+from pdyn.trace.variables.registry import rule
 from pdyn.trace.variables.values.constant import ConstantVariable
 from pdyn.trace.variables.containers.core import IteratorVariable, ListVariable
 from pdyn.trace.variables.objects.user_lists import UserListVariable

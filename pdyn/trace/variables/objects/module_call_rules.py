@@ -11,7 +11,7 @@ import torch
 
 from pdyn.base.errors import Unsupported
 from pdyn.trace.variables.base import VariableTracker
-from pdyn.trace.variables.builtins import rule
+from pdyn.trace.variables.registry import rule
 from pdyn.trace.variables.objects.nn_module import NNModuleVariable
 
 if TYPE_CHECKING:

@@ -8,11 +8,10 @@ import collections
 import typing
 from typing import TYPE_CHECKING
 
-import pdyn.trace.variables.exceptions.exc_values  # noqa: F401  (registers str, repr, sys.exc_info)
-import pdyn.trace.variables.objects.module_call_rules  # noqa: F401  (and nn.Module.__call__ as a function)
 from pdyn.base.errors import Unsupported, UserException
 from pdyn.trace.variables.base import VariableTracker
-from pdyn.trace.variables.builtins import _fold_object, call_unruled, rule
+from pdyn.trace.variables.functions.unruled import call_unruled, fold_object
+from pdyn.trace.variables.registry import rule
 from pdyn.trace.variables.containers.core import is_known
 from pdyn.trace.variables.values.constant import ConstantVariable
 from pdyn.trace.variables.objects.user_objects import UserObjectVariable, python_hook
@@ -72,7 +71,7 @@ def _namedtuple(tx: Tracer, args: Args, kwargs: Kwargs) -> VariableTracker:
         raise Unsupported("namedtuple", "pdyn defines namedtuple classes from constants only", loc=tx.loc())
     if "module" not in kwargs:
         kwargs = {**kwargs, "module": ConstantVariable(tx.f_globals.get("__name__"))}
-    return _fold_object(tx, collections.namedtuple, args, kwargs)  # type: ignore[arg-type]
+    return fold_object(tx, collections.namedtuple, args, kwargs)  # type: ignore[arg-type]
 
 
 @rule(typing.NamedTuple)
@@ -82,7 +81,7 @@ def _typing_namedtuple(tx: Tracer, args: Args, kwargs: Kwargs) -> VariableTracke
     the traced code's module, as eager's does."""
     if not all(is_known(a) for a in [*args, *kwargs.values()]):
         raise Unsupported("namedtuple", "pdyn defines NamedTuple classes from constants only", loc=tx.loc())
-    made = _fold_object(tx, typing.NamedTuple, args, kwargs)  # type: ignore[arg-type]
+    made = fold_object(tx, typing.NamedTuple, args, kwargs)  # type: ignore[arg-type]
     made.as_python_constant().__module__ = tx.f_globals.get("__name__", "__main__")
     return made
 

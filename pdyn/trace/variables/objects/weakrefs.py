@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from pdyn.base.errors import Unsupported
 from pdyn.sources import WeakRefTargetSource
 from pdyn.trace.variables.base import VariableTracker
-from pdyn.trace.variables.builtins import rule
+from pdyn.trace.variables.registry import rule
 
 if TYPE_CHECKING:
     from pdyn.trace.translator import InstructionTranslator as Tracer

@@ -1,8 +1,8 @@
-"""Rules for the standard library's iteration and reduction helpers (itertools, functools.reduce,
-math.prod, dict.fromkeys, collections.OrderedDict; defaultdict and deque in collections_more.py,
-operator's getters, starmap and groupby in stdlib_more.py), `copy.copy`/`copy.deepcopy` (copying.py) and
-`id`, over trackers. `builtins.py` adds
-them to its rule table. Like `zip`, the iterators here read finite inputs when made.
+"""Rules for the standard library's iteration and reduction helpers over trackers: itertools,
+functools.reduce, math.prod, dict.fromkeys, collections.OrderedDict, `copy.copy`/`copy.deepcopy`
+(the copying itself is `objects/copying.py`), `delattr` and `id`. defaultdict and deque are
+`containers/collections_types.py`, map/filter/starmap `iterators/lazy_iterators.py`, operator's
+getters `operator_getters.py`. Like `zip`, the iterators here read finite inputs when made.
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from __future__ import annotations
 import collections
 import copy
 import functools
-import inspect
 import itertools
 import math
 import operator
@@ -19,12 +18,10 @@ from typing import TYPE_CHECKING, Any, Callable
 from pdyn.base.errors import Unsupported, UserException
 from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.objects.attr_delete import delete_attr
-from pdyn.trace.variables.containers.collections_types import COLLECTION_RULES, dict_items
-from pdyn.trace.variables.iterators.lazy_iterators import LAZY_RULES
-from pdyn.trace.variables.stdlib.getters import MORE_RULES
+from pdyn.trace.variables.containers.collections_types import dict_items
+from pdyn.trace.variables.registry import rule
 from pdyn.trace.variables.objects.copying import deep_copy, shallow_copy
-from pdyn.trace.variables.values.constant import ConstantVariable, ObjectConstantVariable
-from pdyn.trace.variables.functions.user_functions import UserFunctionVariable, UserMethodVariable
+from pdyn.trace.variables.values.constant import ConstantVariable
 from pdyn.trace.variables.containers.core import DictVariable, IteratorVariable, TupleVariable, python_value
 from pdyn.trace.variables.iterators.live_iterators import make_iterator
 from pdyn.trace.variables.iterators.itertools_live import ChainIterator, IsliceIterator, PairwiseIterator, ZipLongestIterator
@@ -34,18 +31,7 @@ from pdyn.trace.variables.torch.tensor import TensorVariable
 if TYPE_CHECKING:
     from pdyn.trace.translator import InstructionTranslator as Tracer
 
-Rule = Callable[["Tracer", list[VariableTracker], dict[str, VariableTracker]], VariableTracker]
-STDLIB_RULES: dict[Any, Rule] = {**COLLECTION_RULES, **MORE_RULES, **LAZY_RULES}
 NONE = ConstantVariable(None)
-
-
-def rule(*fns: Any) -> Callable[[Rule], Rule]:
-    def register(r: Rule) -> Rule:
-        for fn in fns:
-            STDLIB_RULES[fn] = r
-        return r
-
-    return register
 
 
 class ObjectIdVariable(VariableTracker):
@@ -67,22 +53,6 @@ class ObjectIdVariable(VariableTracker):
 @rule(id)
 def _id(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
     return ObjectIdVariable(args[0])
-
-
-@rule(inspect.signature)
-def _signature(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
-    """The signature of a user function or bound method, computed at trace time: a function read
-    from the frame is guarded by identity, so its signature is fixed with it."""
-    fn = args[0] if len(args) == 1 and not kwargs else None
-    bound = isinstance(fn, UserMethodVariable)
-    function = fn.fn if bound else fn
-    if not isinstance(function, UserFunctionVariable) or function.value is None:
-        raise Unsupported("signature", f"pdyn computes inspect.signature() of user functions only, not {fn}",
-                          loc=tx.loc())
-    sig = inspect.signature(function.value)
-    if bound:  # the object fills the first parameter, as for a bound method
-        sig = sig.replace(parameters=tuple(sig.parameters.values())[1:])
-    return ObjectConstantVariable(sig)
 
 
 @rule(itertools.chain)
@@ -131,6 +101,29 @@ def _repeat(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableT
     if times is None:
         raise Unsupported("infinite_iterator", "pdyn traces itertools.repeat() with a count only", loc=tx.loc())
     return IteratorVariable([args[0]] * python_value(times, "repeat()", tx.loc()))
+
+
+@rule(itertools.groupby)
+def _groupby(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    """Runs of equal keys, each a (key, iterator over the run) pair; keys compared with `==` as
+    groupby does (a guarded comparison on sizes)."""
+    items = tx.iterate(args[0] if args else kwargs["iterable"])
+    key_fn = args[1] if len(args) > 1 else kwargs.get("key", NONE)
+    plain = key_fn.is_python_constant() and key_fn.as_python_constant() is None
+    groups: list[VariableTracker] = []
+    current: list[VariableTracker] = []
+    current_key: VariableTracker | None = None
+    for item in items:
+        key = item if plain else key_fn.call(tx, [item], {})
+        if current_key is not None and tx.binary(operator.eq, current_key, key).truth(tx):
+            current.append(item)
+            continue
+        if current_key is not None:
+            groups.append(TupleVariable([current_key, IteratorVariable(current)]))
+        current_key, current = key, [item]
+    if current_key is not None:
+        groups.append(TupleVariable([current_key, IteratorVariable(current)]))
+    return IteratorVariable(groups)
 
 
 def _fold_with(tx: Tracer, fn: VariableTracker | None, acc: VariableTracker, item: VariableTracker) -> VariableTracker:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from pdyn.base.errors import Unsupported, UserException
 from pdyn.trace.variables.base import VariableTracker
-from pdyn.trace.variables.builtins import rule
+from pdyn.trace.variables.registry import rule
 from pdyn.trace.variables.values.constant import ObjectConstantVariable
 from pdyn.trace.variables.containers.core import ContainerMethodVariable, DictVariable, IteratorVariable
 from pdyn.trace.variables.functions.user_functions import UserFunctionVariable, UserMethodVariable

@@ -15,7 +15,7 @@ import torch
 import torch.fx
 
 from pdyn.base.errors import Unsupported, UserException
-from pdyn.guards.guards import ExactStridesGuard, InferenceTensorGuard
+from pdyn.guards.tensor_guards import ExactStridesGuard, InferenceTensorGuard
 from pdyn.ops import canonical
 from pdyn.sources import Source
 from pdyn.trace.variables.base import VariableTracker

@@ -28,8 +28,8 @@ from pdyn.trace.variables.functions.user_functions import UserFunctionVariable
 from pdyn.trace.variables.torch.fx_args import as_fake
 from pdyn.trace.variables.values.symint import SymIntVariable
 from pdyn.trace.variables.torch.tensor import TensorVariable
-from pdyn.trace.variables.torch.torch_queries import RULES as QUERY_RULES
-from pdyn.trace.variables.torch.torch_queries import state_rule
+from pdyn.trace.variables.registry import rule_of
+from pdyn.trace.variables.torch.torch_queries import QUERIES, state_rule
 
 if TYPE_CHECKING:
     from pdyn.trace.translator import InstructionTranslator as Tracer
@@ -75,7 +75,7 @@ def is_torch_function(value: Any) -> bool:
 
 def _is_query(value: Any) -> bool:
     try:
-        return value in QUERY_RULES
+        return value in QUERIES
     except TypeError:   # unhashable
         return False
 
@@ -94,9 +94,12 @@ class TorchFunctionVariable(ObjectConstantVariable):
             return TorchFunctionVariable(_overload_called(tx, self.value, args, kwargs)).call(tx, args, kwargs)
         name = getattr(self.value, "__name__", repr(self.value))
         module = getattr(self.value, "__module__", "") or ""
-        rule = QUERY_RULES.get(self.value) or state_rule(tx, self.value, args, kwargs)
+        rule = rule_of(self.value)
         if rule is not None:  # not an op: a query of torch's state, or a check
-            return rule(tx, self.value, args, kwargs)
+            return rule(tx, args, kwargs)
+        state = state_rule(tx, self.value, args, kwargs)
+        if state is not None:  # a torch._C getter (answered) or setter (a break)
+            return state(tx, self.value, args, kwargs)
         op = canonical(self.value)
         if op.refused is not None:
             refused = op.refused

@@ -18,6 +18,7 @@ from pdyn.base.errors import Unsupported, UserException
 from pdyn.guards.guards import CallResultGuard
 from pdyn.trace.variables.torch.amp_state import AUTOCAST_QUERIES, autocast_query
 from pdyn.trace.variables.base import VariableTracker
+from pdyn.trace.variables.registry import GivenRule, rule_given
 from pdyn.trace.variables.values.constant import ConstantVariable
 from pdyn.trace.variables.containers.core import ListVariable, TupleVariable, is_known, python_value
 from pdyn.trace.variables.torch.tensor import TensorVariable
@@ -70,7 +71,7 @@ def _c_builtin(fn: Any) -> bool:
 
 
 def state_rule(tx: Tracer, fn: Any, args: list[VariableTracker],
-               kwargs: dict[str, VariableTracker]) -> QueryRule | None:
+               kwargs: dict[str, VariableTracker]) -> GivenRule | None:
     """The rule for a torch._C getter or setter of global state called on constants, or None."""
     if not _c_builtin(fn) or kwargs or not all(a.is_python_constant() for a in args):
         return None
@@ -82,6 +83,7 @@ def state_rule(tx: Tracer, fn: Any, args: list[VariableTracker],
     return None
 
 
+@rule_given(*READ_ONLY_QUERIES)
 def query(tx: Tracer, fn: Callable[..., Any], args: list[VariableTracker],
           kwargs: dict[str, VariableTracker]) -> VariableTracker:
     """`fn(*args)` of a read-only query: its answer now, guarded to be the answer at each call."""
@@ -111,6 +113,7 @@ def _bind(args: list[VariableTracker], kwargs: dict[str, VariableTracker],
     return bound
 
 
+@rule_given(torch._assert)
 def _assert(tx: Tracer, fn: Callable[..., Any], args: list[VariableTracker],
             kwargs: dict[str, VariableTracker]) -> VariableTracker:
     """`torch._assert(cond, message)`: the message (perhaps an f-string of symbolic sizes) is read
@@ -123,6 +126,10 @@ def _assert(tx: Tracer, fn: Callable[..., Any], args: list[VariableTracker],
     raise UserException(AssertionError(python_value(message, "an assert message", tx.loc())), tx.loc())
 
 
+CHECKS = frozenset(_present("_check", "_check_index", "_check_value", "_check_type", "_check_not_implemented"))
+
+
+@rule_given(*CHECKS)
 def _check(tx: Tracer, fn: Callable[..., Any], args: list[VariableTracker],
            kwargs: dict[str, VariableTracker]) -> VariableTracker:
     """`torch._check(cond, lambda: message)` and kin: the message function runs only on failure."""
@@ -166,6 +173,7 @@ def _stand_in(tx: Tracer, vt: VariableTracker) -> Any:
                       loc=tx.loc())
 
 
+@rule_given(*HAS_TORCH_FUNCTION)
 def _has_torch_function(tx: Tracer, fn: Callable[..., Any], args: list[VariableTracker],
                         kwargs: dict[str, VariableTracker]) -> VariableTracker:
     """`has_torch_function(args)`: depends on the arguments' types, which their guards pin, and on
@@ -182,9 +190,5 @@ def _has_torch_function(tx: Tracer, fn: Callable[..., Any], args: list[VariableT
     return ConstantVariable(result)
 
 
-QueryRule = Callable[["Tracer", Callable[..., Any], list[VariableTracker], dict[str, VariableTracker]], VariableTracker]
-RULES: dict[Any, QueryRule] = {fn: query for fn in READ_ONLY_QUERIES}
-RULES[torch._assert] = _assert
-RULES.update({fn: _check for fn in _present("_check", "_check_index", "_check_value", "_check_type",
-                                              "_check_not_implemented")})
-RULES.update({fn: _has_torch_function for fn in HAS_TORCH_FUNCTION})
+# the torch functions these rules answer (is_torch_function: they are torch's, though not in its namespaces)
+QUERIES = READ_ONLY_QUERIES | {torch._assert} | CHECKS | HAS_TORCH_FUNCTION

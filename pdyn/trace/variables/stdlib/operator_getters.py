@@ -1,23 +1,19 @@
-"""`operator.itemgetter` / `attrgetter` / `methodcaller` objects made in the trace, and
-`itertools.groupby` (starmap is lazy: lazy_iterators.py). Like the iterators in stdlib.py, these read finite inputs when made.
-"""
+"""`operator.itemgetter` / `attrgetter` / `methodcaller` objects, made in the trace or read from the
+frame: a call reads the item, attribute or method it names."""
 
 from __future__ import annotations
 
-import itertools
 import operator
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from pdyn.base.errors import UserException
 from pdyn.trace.variables.base import VariableTracker
-from pdyn.trace.variables.values.constant import ConstantVariable
-from pdyn.trace.variables.containers.core import IteratorVariable, TupleVariable
+from pdyn.trace.variables.registry import Rule, register
+from pdyn.trace.variables.containers.core import TupleVariable
 
 if TYPE_CHECKING:
     from pdyn.trace.translator import InstructionTranslator as Tracer
 
-Rule = Callable[["Tracer", list[VariableTracker], dict[str, VariableTracker]], VariableTracker]
-NONE = ConstantVariable(None)
 
 
 class OperatorGetterVariable(VariableTracker):
@@ -74,28 +70,6 @@ def _getter(kind: type) -> Rule:
     return build
 
 
-def _groupby(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
-    """Runs of equal keys, each a (key, iterator over the run) pair; keys compared with `==` as
-    groupby does (a guarded comparison on sizes)."""
-    items = tx.iterate(args[0] if args else kwargs["iterable"])
-    key_fn = args[1] if len(args) > 1 else kwargs.get("key", NONE)
-    plain = key_fn.is_python_constant() and key_fn.as_python_constant() is None
-    groups: list[VariableTracker] = []
-    current: list[VariableTracker] = []
-    current_key: VariableTracker | None = None
-    for item in items:
-        key = item if plain else key_fn.call(tx, [item], {})
-        if current_key is not None and tx.binary(operator.eq, current_key, key).truth(tx):
-            current.append(item)
-            continue
-        if current_key is not None:
-            groups.append(TupleVariable([current_key, IteratorVariable(current)]))
-        current_key, current = key, [item]
-    if current_key is not None:
-        groups.append(TupleVariable([current_key, IteratorVariable(current)]))
-    return IteratorVariable(groups)
-
-
 GETTER_TYPES = (operator.itemgetter, operator.attrgetter, operator.methodcaller)
 
 
@@ -109,7 +83,5 @@ def getter_of(tx: Tracer, value: Any) -> VariableTracker:
                                   {k: tx.wrap_constant(v) for k, v in kwargs.items()})
 
 
-MORE_RULES: dict[Any, Rule] = {
-    operator.itemgetter: _getter(operator.itemgetter), operator.attrgetter: _getter(operator.attrgetter),
-    operator.methodcaller: _getter(operator.methodcaller), itertools.groupby: _groupby,
-}
+for _kind in GETTER_TYPES:
+    register(_kind, _getter(_kind))
