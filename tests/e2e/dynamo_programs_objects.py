@@ -1,5 +1,5 @@
-"""The second half of the dynamo-style programs (see dynamo_programs.py): generators, types and
-objects, exceptions, tensor attributes and dtype/device queries, control flow."""
+"""The dynamo-style programs over generators, types and objects, exceptions, tensor attributes and
+dtype/device queries, and control flow (the rest are dynamo_programs.py)."""
 
 from __future__ import annotations
 
