@@ -9,8 +9,8 @@ from typing import Any
 import torch
 import transformers
 
-from tests.models.harness import VOCAB, ModelCase, padding_mask, text_inputs, token_ids
-from tests.models.wide_cases import NOT_CAPTURED, WIDE
+from model_suite.case import VOCAB, ModelCase, padding_mask, text_inputs, token_ids
+from model_suite.wide_cases import NOT_CAPTURED, WIDE
 
 HIDDEN, HEADS, LAYERS, FFN, POSITIONS = 64, 4, 2, 128, 128
 SPECIAL = {"bos_token_id": 0, "eos_token_id": 0, "pad_token_id": 0}  # inside the small vocabulary
@@ -116,6 +116,6 @@ TRAINING = [
     ModelCase("bert_mlm_train", bert_mlm, masked_lm_labels),
 ]
 CASES = {case.name: case for case in INFERENCE + TRAINING}
-# The second, wider group: more architectures at smaller sizes (tests/models/wide_cases.py), those
+# The second, wider group: more architectures at smaller sizes (wide_cases.py), those
 # captured whole; tests/models/test_wide.py checks each.
 WIDE_CAPTURED = [case for case in WIDE if case.name not in NOT_CAPTURED]

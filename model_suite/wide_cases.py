@@ -10,7 +10,7 @@ from typing import Any, Callable
 import torch
 import transformers
 
-from tests.models.harness import VOCAB, ModelCase, text_inputs, token_ids
+from model_suite.case import VOCAB, ModelCase, text_inputs, token_ids
 
 HIDDEN, HEADS, LAYERS, FFN, POSITIONS = 32, 4, 2, 64, 128
 IMAGE, PATCH, CHANNELS = 32, 8, 3
