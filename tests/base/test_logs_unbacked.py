@@ -16,7 +16,7 @@ import pdyn
 from pdyn.base import logs
 from pdyn.base.config import Config
 
-ROOT = pathlib.Path(__file__).parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def split_sums(values, lengths):

@@ -8,8 +8,9 @@ import pytest
 import torch
 
 from pdyn.guards.guards import (AliasGuard, DictKeysGuard, EqualsGuard, GlobalNameGuard, GradModeGuard, GuardSet,
-                         IdGuard, LenGuard, TensorGuard, TypeGuard)
+                               IdGuard, LenGuard, TypeGuard)
 from pdyn.guards.module_guards import NoHooksGuard
+from pdyn.guards.tensor_guards import TensorGuard
 from pdyn.sources import LocalSource
 
 X = LocalSource("x")

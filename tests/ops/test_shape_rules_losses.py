@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pdyn.shapes.shape_env import ShapeEnv
-from tests.shape_rules_harness import check_rule, sym_tensor
+from tests.ops.shape_rules_harness import check_rule, sym_tensor
 
 FAST = settings(max_examples=60, deadline=None)
 seeds = st.integers(0, 2**16)

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from pdyn.ops.shape_rules import infer_sizes
 from pdyn.shapes.shape_env import ShapeEnv
-from tests.shape_rules_harness import check_rule, sym_int, sym_tensor
+from tests.ops.shape_rules_harness import check_rule, sym_int, sym_tensor
 
 FAST = settings(max_examples=40, deadline=None)
 sizes = st.integers(0, 5)

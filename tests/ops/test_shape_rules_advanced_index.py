@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pdyn.shapes.shape_env import ShapeEnv
-from tests.shape_rules_harness import check_rule, sym_tensor
+from tests.ops.shape_rules_harness import check_rule, sym_tensor
 
 sizes = st.integers(1, 4)
 seeds = st.integers(0, 2**16)

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from pdyn.ops.shape_rules import SymTensor, infer_sizes
 from pdyn.ops.shape_rules_views import view_groups
 from pdyn.shapes.shape_env import FloorDiv, ShapeEnv
-from tests.shape_rules_harness import check_rule, sym_int, sym_tensor
+from tests.ops.shape_rules_harness import check_rule, sym_int, sym_tensor
 
 FAST = settings(max_examples=30, deadline=None)
 sizes = st.integers(0, 5)
