@@ -2,7 +2,8 @@
 
 A builtin with a rule here works on any trackers (`len` of a list of tensors, `zip` of two lists,
 `isinstance` of a tensor); the rest of the pure ones (math, operator, methods of constants) are
-folded when every argument is a constant. Anything else (print, open, id, ...) is a graph break.
+folded when every argument is a constant (`functions/unruled.py`). Anything else (print, open, ...)
+is a graph break. Each rule is declared with `@rule` (`registry.py`).
 """
 
 from __future__ import annotations
@@ -414,7 +415,7 @@ def construct(tx: Tracer, cls: type, args: list[VariableTracker], kwargs: dict[s
 
 class BuiltinVariable(ObjectConstantVariable):
     """A builtin function or type (`len`, `range`, `math.sqrt`, `operator.add`, `str.upper` of a
-    constant): a rule in `pdyn.trace.variables.builtins`, or folded when pure and given constants."""
+    constant): its rule in `pdyn.trace.variables.registry`, or folded when pure and given constants."""
 
     def call(self, tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         return call_builtin(tx, self.value, args, kwargs)

@@ -3,7 +3,8 @@ lists, tuples, dicts and sets are new containers of copied items, and an instanc
 class (no copy hook of its own: `__copy__`, `__deepcopy__`, `__reduce__`, `__getstate__`, ...) is a
 new object made in the trace with its attributes copied, as `copy`'s `__reduce_ex__` path makes it
 (`cls.__new__`, then the instance dict updated past `__setattr__`). Anything else (tensors,
-modules, classes with hooks) is a graph break. `stdlib.py` registers the rules.
+modules, classes with hooks) is a graph break. The rules of `copy.copy`/`copy.deepcopy` are in
+`stdlib/helpers.py`.
 """
 
 from __future__ import annotations
