@@ -82,13 +82,13 @@ def test_small_frame_guard_source_is_golden():
             if type(opts) is not _dict or tuple(opts) != _keys or tuple(map(type, opts)) != _key_types:  # argument of forward() at test_guard_codegen.py:18
                 return 'L[\\'opts\\'] is a dict with keys [\\'scale\\', \\'it\\\\\\'s "quoted"\\']'
             opts_scale = opts['scale']
-            if type(opts_scale) is not float or opts_scale != 2.5:  # test_guard_codegen.py:20  USER_LINE = "y = x * opts['scale']"
+            if type(opts_scale) is not float or opts_scale != 2.5:  # test_guard_codegen.py:21  USER_LINE = "y = x * opts['scale']"
                 return "L['opts']['scale'] == 2.5"
             opts_it_s_quoted = opts['it\\'s "quoted"']
-            if type(opts_it_s_quoted) is not str or opts_it_s_quoted != 'a\\'b"c\\n':  # test_guard_codegen.py:20  USER_LINE = "y = x * opts['scale']"
+            if type(opts_it_s_quoted) is not str or opts_it_s_quoted != 'a\\'b"c\\n':  # test_guard_codegen.py:21  USER_LINE = "y = x * opts['scale']"
                 return 'L[\\'opts\\'][\\'it\\\\\\'s "quoted"\\'] == \\'a\\\\\\'b"c\\\\n\\''
             x_class = x.__class__
-            if x_class is not _Tensor:  # test_guard_codegen.py:20  USER_LINE = "y = x * opts['scale']"
+            if x_class is not _Tensor:  # test_guard_codegen.py:21  USER_LINE = "y = x * opts['scale']"
                 return "L['x'].__class__ is the same class (Tensor)"
         except Exception as e:  # an attribute or item that is gone: the entry does not apply
             return f'a guard raised {type(e).__name__}: {e}'
