@@ -19,7 +19,7 @@ demo: $(STAMP)
 
 # the second run: z3 checks every symbolic size step of the shape, view and size-arithmetic tests,
 # the model suite and a size-fuzz slice (PDYN_TRANSLATION_VALIDATION=1; docs/correctness.md)
-VALIDATED_TESTS := tests/test_shape_rules_views.py tests/test_shape_rules.py tests/test_symbolic_shapes.py \
+VALIDATED_TESTS := tests/ops/test_shape_rules_views.py tests/ops/test_shape_rules.py tests/shapes/test_symbolic_shapes.py \
 	tests/e2e/test_never_wrong_size_arith.py tests/e2e/test_never_wrong_sizes.py tests/models/test_models.py \
 	tests/fuzz/test_fuzz_sizes.py
 

@@ -1,4 +1,4 @@
-"""The model suite (tests/models) under pdyn beside torch.compile(backend="eager") with dynamic=None
+"""The model suite (model_suite/, checked by tests/models) under pdyn beside torch.compile(backend="eager") with dynamic=None
 and dynamic=True, all measured in this one run; prints a markdown table.
 
 Both frontends hand their graphs to an eager backend, so the table compares what the frontends do
@@ -28,11 +28,11 @@ from typing import Any, Callable
 import torch
 from torch._dynamo.utils import counters
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))  # the suite lives in tests/models
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))  # model_suite/, shared with tests/models
 
 import pdyn  # noqa: E402
-from tests.models.cases import INFERENCE  # noqa: E402
-from tests.models.harness import CALLS, ModelCase, assert_close_outputs  # noqa: E402
+from model_suite.case import CALLS, ModelCase, assert_close_outputs  # noqa: E402
+from model_suite.cases import INFERENCE  # noqa: E402
 
 QUICK_CALLS = [(2, 16), (1, 7), (3, 33)]
 

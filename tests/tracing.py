@@ -17,7 +17,7 @@ from pdyn.shapes.trace_plan import TracePlan
 from pdyn.hook.resume_entry import CLOSURE_KEY
 from pdyn.sources import ItemSource, LocalSource
 from pdyn.trace.variables.builder import wrap
-from pdyn.trace.variables.cell import CellVariable, real_cell
+from pdyn.trace.variables.values.cell import CellVariable, real_cell
 
 
 def trace(fn: Any, *args: Any, config: Config | None = None, plan: TracePlan | None = None,
@@ -108,7 +108,7 @@ def guards_of(tx: InstructionTranslator, kind: type[Guard]) -> list[Any]:
 def run_graph(tx: InstructionTranslator, *inputs: Any) -> Any:
     """Run the recorded graph on real inputs (placeholders in order), returning the traced result's
     value (a tensor, or a tuple/list of them)."""
-    from pdyn.trace.variables.tensor import TensorVariable
+    from pdyn.trace.variables.torch.tensor import TensorVariable
 
     result = tx.result  # type: ignore[attr-defined]
     graph = tx.output.graph

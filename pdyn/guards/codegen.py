@@ -17,7 +17,8 @@ from typing import Any, Callable
 
 from pdyn.guards import fast_check
 from pdyn.guards.fast_check import Step, full_body
-from pdyn.guards.guards import Guard, GuardSet, TensorGuard
+from pdyn.guards.guards import Guard, GuardSet
+from pdyn.guards.tensor_guards import TensorGuard
 from pdyn.guards.tensor_batch import TensorBatch, batchable
 from pdyn.sources import AttrSource, DefaultSource, ItemSource, LocalSource, Source
 

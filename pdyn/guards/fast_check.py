@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from pdyn.guards.guards import Guard, TensorGuard
+from pdyn.guards.guards import Guard
+from pdyn.guards.tensor_guards import TensorGuard
 from pdyn.guards.tensor_batch import TensorBatch
 
 @dataclass

@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 import torch
 
-from pdyn.guards.guards import TensorGuard
+from pdyn.guards.tensor_guards import TensorGuard
 from pdyn.sources import AttrSource, GlobalSource, ModuleSource, Source
 
 try:  # internal to torch: used where it exists and behaves (checked on the first tensors it sees)

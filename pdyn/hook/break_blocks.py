@@ -26,14 +26,14 @@ import torch
 from pdyn.base.errors import Unsupported
 from pdyn.trace.frame_codegen import ResumeCodegen
 from pdyn.trace.translator import InstructionTranslator
-from pdyn.trace.variables.amp_modes import AutocastVariable, InferenceModeVariable
-from pdyn.trace.variables.amp_resume import ResumedMode
-from pdyn.trace.variables.amp_state import AMP_DEVICES
+from pdyn.trace.variables.contexts.amp_modes import AutocastVariable, InferenceModeVariable
+from pdyn.trace.variables.contexts.amp_resume import ResumedMode
+from pdyn.trace.variables.torch.amp_state import AMP_DEVICES
 from pdyn.trace.variables.base import VariableTracker
-from pdyn.trace.variables.constant import is_constant_value
-from pdyn.trace.variables.context_managers import (BoundHook, GeneratorContextVariable, GradModeVariable,
+from pdyn.trace.variables.values.constant import is_constant_value
+from pdyn.trace.variables.contexts.context_managers import (BoundHook, GeneratorContextVariable, GradModeVariable,
                                                    NullContextVariable)
-from pdyn.trace.variables.exc_slot import ExcInfoSlot
+from pdyn.trace.variables.exceptions.exc_slot import ExcInfoSlot
 from pdyn.trace.variables.restart import RestartTrace
 from pdyn.trace.handlers.exceptions import value_of
 
@@ -73,7 +73,7 @@ def exit_hook(codegen: ResumeCodegen, vt: VariableTracker) -> str | None:
 
 def _resumed_mode(codegen: ResumeCodegen, manager: AutocastVariable | InferenceModeVariable) -> str:
     """The graph leaves the block at its end; the frame code enters it again (the step runs in it)
-    and hands the resume function that mode's `__exit__` (pdyn/trace/variables/amp_resume.py)."""
+    and hands the resume function that mode's `__exit__` (pdyn/trace/variables/contexts/amp_resume.py)."""
     node, _ = manager.entered[-1]
     if isinstance(manager, AutocastVariable):
         if manager.args[0] not in AMP_DEVICES:

@@ -34,13 +34,13 @@ from pdyn.guards.guard_validation import validate_guards
 from pdyn.guards.shape_guards import shape_guards
 from pdyn.shapes import validation
 from pdyn.sources import ItemSource, LocalSource, SizeSource
-from pdyn.trace.variables.carried_iterators import replay_dict
+from pdyn.trace.variables.iterators.carried_iterators import replay_dict
 from pdyn.trace.variables.base import VariableTracker
-from pdyn.trace.variables.cell import CellVariable, real_cell
-from pdyn.trace.variables.containers import DictVariable, ListVariable
-from pdyn.trace.variables.deleted import is_deleted, replay_delete
+from pdyn.trace.variables.values.cell import CellVariable, real_cell
+from pdyn.trace.variables.containers.core import DictVariable, ListVariable
+from pdyn.trace.variables.values.deleted import is_deleted, replay_delete
 from pdyn.trace.variables.restart import MAX_RESTARTS, RestartTrace, force_break
-from pdyn.trace.variables.user_objects import UserObjectVariable
+from pdyn.trace.variables.objects.user_objects import UserObjectVariable
 
 __all__ = ["CLOSURE_KEY", "EMPTY_CELL", "CacheEntry", "closure_at_call", "compile_frame", "title_of"]
 

@@ -430,6 +430,36 @@ def _make_caller(fn: types.FunctionType, caller: str) -> Callable[[dict[str, Any
 NESTING_LIMIT = 64
 
 
+def _closure_items(fn: types.FunctionType, fn_at_call: bool, params: str, taken: set[str],
+                   scope: dict[str, Any], items: list[str]) -> tuple[str, str]:
+    """The closure cells' entries of L, added to `items` (their constants to `scope`): passed by
+    the caller (a resume function), read from the function object the call passes (`fn_at_call`),
+    or `fn`'s own. Returns the parameter list with what the caller passes first, and the name of
+    the function object before a default's name (`fn_at_call`), else ""."""
+    code = fn.__code__
+    if closure_at_call(fn):  # a resume function: the caller passes the frame's cells first
+        closure = _unused("closure", taken)
+        scope[_unused("contents", taken)] = _contents
+        items += [f"{name!r}: {_unused('contents', taken)}({closure}[{i}])" for i, name in enumerate(code.co_freevars)]
+        items.append(f"{CLOSURE_KEY!r}: {closure}")
+        return (f"{closure}, {params}" if params else closure), ""
+    if fn_at_call:
+        function = _unused("function", taken)
+        if code.co_freevars:
+            scope[_unused("contents", taken)] = _contents
+            items += [f"{name!r}: {_unused('contents', taken)}({function}.__closure__[{i}])"
+                      for i, name in enumerate(code.co_freevars)]
+            items.append(f"{CLOSURE_KEY!r}: {function}.__closure__")
+        return (f"{function}, {params}" if params else function), f"{function}, "
+    if code.co_freevars:
+        for i, (name, cell) in enumerate(zip(code.co_freevars, fn.__closure__ or ())):
+            scope[_unused(f"cell{i}", taken)] = cell
+            items.append(f"{name!r}: {_unused(f'cell{i}', taken)}.cell_contents")
+        scope[_unused("closure", taken)] = fn.__closure__
+        items.append(f"{CLOSURE_KEY!r}: {_unused('closure', taken)}")
+    return params, ""
+
+
 def make_wrapper(frame: Frame, nesting_limit: int | None = None, fn_at_call: bool = False) -> types.FunctionType:
     """A function with the same signature as `frame.fn`: the first entry whose guard holds runs, else
     `frame.miss`. With `nesting_limit` (resume functions), a call nested that deep in calls of the
@@ -452,28 +482,9 @@ def make_wrapper(frame: Frame, nesting_limit: int | None = None, fn_at_call: boo
                              names["counters"]: frame.cache.counters, names["miss"]: frame.miss,
                              names["unset"]: UNSET, names["default"]: functools.partial(current_default, fn)}
     items = [f"{n!r}: {n}" for n in local_names]
-    first = ""  # with fn_at_call: the function object, before a default's name
-    if closure_at_call(fn):  # a resume function: the caller passes the frame's cells first
-        closure = _unused("closure", taken)
-        params = f"{closure}, {params}" if params else closure
-        scope[_unused("contents", taken)] = _contents
-        items += [f"{name!r}: {_unused('contents', taken)}({closure}[{i}])" for i, name in enumerate(code.co_freevars)]
-        items.append(f"{CLOSURE_KEY!r}: {closure}")
-    elif fn_at_call:
-        function = _unused("function", taken)
-        params = f"{function}, {params}" if params else function
-        scope[names["default"]], first = current_default, f"{function}, "
-        if code.co_freevars:
-            scope[_unused("contents", taken)] = _contents
-            items += [f"{name!r}: {_unused('contents', taken)}({function}.__closure__[{i}])"
-                      for i, name in enumerate(code.co_freevars)]
-            items.append(f"{CLOSURE_KEY!r}: {function}.__closure__")
-    elif code.co_freevars:
-        for i, (name, cell) in enumerate(zip(code.co_freevars, fn.__closure__ or ())):
-            scope[_unused(f"cell{i}", taken)] = cell
-            items.append(f"{name!r}: {_unused(f'cell{i}', taken)}.cell_contents")
-        scope[_unused("closure", taken)] = fn.__closure__
-        items.append(f"{CLOSURE_KEY!r}: {_unused('closure', taken)}")
+    params, first = _closure_items(fn, fn_at_call, params, taken, scope, items)
+    if first:  # a default is read from the function object the call passes
+        scope[names["default"]] = current_default
     defaulted = _defaulted(fn)
     dispatch = [
         f"    for {names['check']}, {names['run']} in {names['checks']}:",

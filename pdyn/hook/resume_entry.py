@@ -28,17 +28,17 @@ from pdyn.trace.frame_codegen import ResumeCodegen
 from pdyn.trace.output_graph import OutputGraph
 from pdyn.trace.translator import InstructionTranslator, decoded
 from pdyn.trace.variables.base import NULL, VariableTracker
-from pdyn.trace.variables.constant import is_constant_value
-from pdyn.trace.variables.containers import DictVariable, IteratorVariable, ListVariable, TupleVariable
-from pdyn.trace.variables.exc_slot import ExcInfoSlot
-from pdyn.trace.variables.functions import UserFunctionVariable, UserMethodVariable
-from pdyn.trace.variables.generator import GeneratorVariable
-from pdyn.trace.variables.iterator_inputs import AheadIterator
-from pdyn.trace.variables.nn_module import NNModuleVariable
-from pdyn.trace.variables.ranges import FIELDS as RANGE_FIELDS, RangeVariable
-from pdyn.trace.variables.symint import SymIntVariable
-from pdyn.trace.variables.tensor import TensorVariable
-from pdyn.trace.variables.user_objects import UserObjectVariable, mro_lookup
+from pdyn.trace.variables.values.constant import is_constant_value
+from pdyn.trace.variables.containers.core import DictVariable, IteratorVariable, ListVariable, TupleVariable
+from pdyn.trace.variables.exceptions.exc_slot import ExcInfoSlot
+from pdyn.trace.variables.functions.user_functions import UserFunctionVariable, UserMethodVariable
+from pdyn.trace.variables.iterators.generator import GeneratorVariable
+from pdyn.trace.variables.iterators.iterator_inputs import AheadIterator
+from pdyn.trace.variables.objects.nn_module import NNModuleVariable
+from pdyn.trace.variables.values.ranges import FIELDS as RANGE_FIELDS, RangeVariable
+from pdyn.trace.variables.values.symint import SymIntVariable
+from pdyn.trace.variables.torch.tensor import TensorVariable
+from pdyn.trace.variables.objects.user_objects import UserObjectVariable, mro_lookup
 
 if TYPE_CHECKING:
     from pdyn.hook.compile_frame import CacheEntry

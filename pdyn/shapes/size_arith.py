@@ -20,7 +20,7 @@ back as 0). So nothing here calls them, and nothing here rebuilds a function app
   (`f*a / (f*b) = a/b` and `f*b | f*a <=> b | a` for integer `f != 0`), as does the gcd of their
   integer coefficients.
 
-Every result is checked by z3 over random size expressions in tests/test_size_arith.py.
+Every result is checked by z3 over random size expressions in tests/shapes/test_size_arith.py.
 """
 
 from __future__ import annotations

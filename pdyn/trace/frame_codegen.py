@@ -19,12 +19,12 @@ from pdyn.base.errors import InternalError, Unsupported
 from pdyn.sources import AttrSource, IteratorAheadSource, ModuleMemberSource, Source
 from pdyn.shapes.shape_env import to_python
 from pdyn.trace.variables.base import VariableTracker
-from pdyn.trace.variables.containers import IteratorVariable, ListVariable
-from pdyn.trace.variables.cell import CellVariable
-from pdyn.trace.variables.functions import UserFunctionVariable, UserMethodVariable
-from pdyn.trace.variables.generator import GeneratorVariable
-from pdyn.trace.variables.symint import SymIntVariable
-from pdyn.trace.variables.tensor import TensorMethodVariable
+from pdyn.trace.variables.containers.core import IteratorVariable, ListVariable
+from pdyn.trace.variables.values.cell import CellVariable
+from pdyn.trace.variables.functions.user_functions import UserFunctionVariable, UserMethodVariable
+from pdyn.trace.variables.iterators.generator import GeneratorVariable
+from pdyn.trace.variables.values.symint import SymIntVariable
+from pdyn.trace.variables.torch.tensor import TensorMethodVariable
 
 SIMPLE_LITERALS = (type(None), bool, int, str, bytes)
 

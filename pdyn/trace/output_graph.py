@@ -39,14 +39,14 @@ from pdyn.sources import ModuleMemberSource, SizeSource, Source
 from pdyn.trace.fx_targets import exact_target
 from pdyn.trace.context import TraceContext
 from pdyn.trace import unbacked as data_sizes
-from pdyn.trace.variables.amp_state import pin_op_state
+from pdyn.trace.variables.torch.amp_state import pin_op_state
 from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.builder import wrap_constant_result
-from pdyn.trace.variables.containers import ListVariable
-from pdyn.trace.variables.fx_args import as_fake, as_node, as_symbolic
-from pdyn.trace.variables.symint import SymIntVariable
-from pdyn.trace.variables.tensor import TensorVariable, wrap_fx_result
-from pdyn.trace.variables.torch import pin_sizes_read
+from pdyn.trace.variables.containers.core import ListVariable
+from pdyn.trace.variables.torch.fx_args import as_fake, as_node, as_symbolic
+from pdyn.trace.variables.values.symint import SymIntVariable
+from pdyn.trace.variables.torch.tensor import TensorVariable, wrap_fx_result
+from pdyn.trace.variables.torch.torch_functions import pin_sizes_read
 
 dynamic_log = logs.topic("dynamic")
 DATA_DEPENDENT = (DataDependentOutputException, DynamicOutputShapeException)

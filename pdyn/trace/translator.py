@@ -25,10 +25,10 @@ from pdyn.bytecode.instructions import Instruction, decode
 from pdyn.sources import AttrSource, GlobalSource, ModuleSource, Source
 from pdyn.trace.variables import builder, semantics
 from pdyn.trace.variables.base import VariableTracker
-from pdyn.trace.variables.cell import CellVariable
-from pdyn.trace.variables.context_managers import preserved_global_state
-from pdyn.trace.variables.functions import bind_arguments
-from pdyn.trace.variables.generator import GeneratorVariable, check_no_pending_cleanup
+from pdyn.trace.variables.values.cell import CellVariable
+from pdyn.trace.variables.contexts.context_managers import preserved_global_state
+from pdyn.trace.variables.functions.user_functions import bind_arguments
+from pdyn.trace.variables.iterators.generator import GeneratorVariable, check_no_pending_cleanup
 from pdyn.trace.variables.restart import BreakSite, forced_breaks
 
 if TYPE_CHECKING:

@@ -54,7 +54,7 @@ def test_mlp_with_dropout_trains_as_eager_over_batch_sizes_with_one_compile():
 
 @pytest.mark.parametrize("name", ["gpt2_train", "bert_mlm_train"])
 def test_transformer_training_step_gradients_match_eager_for_every_parameter(name):
-    from tests.models.cases import CASES
+    from model_suite.cases import CASES
 
     case = CASES[name]
     torch.manual_seed(0)

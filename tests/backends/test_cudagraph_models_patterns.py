@@ -14,8 +14,8 @@ from pdyn.backends.cudagraphs.pad import padded_sizes
 from tests.backends.test_cudagraph_buckets import PaddingBackend, run
 
 pytest.importorskip("transformers")
-from tests.models import cases  # noqa: E402  (needs transformers)
-from tests.models.harness import text_inputs  # noqa: E402
+from model_suite import cases  # noqa: E402  (needs transformers)
+from model_suite.case import text_inputs  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("error::UserWarning")  # a padded run that raises would rerun eagerly, with a warning
 

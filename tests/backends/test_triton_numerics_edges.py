@@ -1,5 +1,4 @@
-"""Edge cases of the Triton backend's lowerings (a third set after test_triton_numerics_edge.py and
-test_triton_numerics_more.py): the partial sums inside float16 norms and variances, which eager keeps
+"""Edge cases of the Triton backend's lowerings (a second set after test_triton_numerics_edge.py): the partial sums inside float16 norms and variances, which eager keeps
 in float32; torch.logsumexp's sum, which eager rounds to the result dtype; `to(copy=True)`; arange's
 keyword bounds; result layouts where the eager check's small sizes differ from the call's. Tiny
 inputs; the phased form (one kernel per reduction, partials stored) is forced where a long row

@@ -15,7 +15,8 @@ from pdyn.base import logs
 from pdyn.base.config import Config
 from pdyn.guards import tensor_batch
 from pdyn.guards.codegen import GuardCode, build
-from pdyn.guards.guards import ClassAttrGuard, GuardSet, TensorGuard
+from pdyn.guards.guards import ClassAttrGuard, GuardSet
+from pdyn.guards.tensor_guards import TensorGuard
 from pdyn.sources import AttrSource, LocalSource, ModuleMemberSource
 
 M = LocalSource("m")

@@ -2,7 +2,7 @@
 eager fallbacks of the first call, compiles over the call sequence, outputs equal to eager, seconds)
 and, where it is not captured whole, the first break reasons.
 
-    python -m tests.models.sweep              # the wider group (tests/models/wide_cases.py)
+    python -m tests.models.sweep              # the wider group (model_suite/wide_cases.py)
     python -m tests.models.sweep --all        # the suite's models too
     python -m tests.models.sweep bart vit     # the named ones
 
@@ -15,9 +15,10 @@ import argparse
 import time
 import traceback
 
-from tests.models.cases import INFERENCE
-from tests.models.harness import ModelCase, first_breaks, run_inference
-from tests.models.wide_cases import WIDE, WIDE_CALLS
+from model_suite.case import ModelCase
+from model_suite.cases import INFERENCE
+from model_suite.wide_cases import WIDE, WIDE_CALLS
+from tests.models.harness import first_breaks, run_inference
 
 
 def sweep_one(case: ModelCase) -> tuple[str, str]:

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import pdyn
-from tests.models.cases import CASES, WIDE
+from model_suite.cases import CASES, WIDE
 from tests.models.harness import assert_close_outputs
 
 CALLS = [(1, 16), (2, 16), (3, 7), (4, 33), (5, 16), (6, 7), (7, 33)]

@@ -7,8 +7,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from tests.models.harness import CALLS, ModelCase, assert_close_outputs, check_inference, lengths, padding_mask, \
-    text_inputs
+from model_suite.case import CALLS, ModelCase, assert_close_outputs, lengths, padding_mask, text_inputs
+from tests.models.harness import check_inference
 
 
 class TinyEncoder(torch.nn.Module):

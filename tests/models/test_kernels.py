@@ -14,7 +14,7 @@ import torch
 
 import pdyn
 from pdyn.backends.triton import triton_backend
-from tests.models.harness import assert_close_outputs
+from model_suite.case import assert_close_outputs
 
 transformers = pytest.importorskip("transformers")
 TINY = {"hidden": 32, "heads": 2, "ffn": 64, "vocab": 64, "positions": 64}

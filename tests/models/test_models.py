@@ -6,7 +6,7 @@ first call, that `fullgraph=True` compiles it, and one compile over the sequence
 the entry of the other batches: none of these models branches on the batch).
 """
 
-from tests.models.cases import CASES
+from model_suite.cases import CASES
 from tests.models.harness import check_inference, check_training_step
 
 

@@ -1,6 +1,6 @@
 """The op table's rows this backend leaves to torch, each with the reason: a node of such an op
 runs as a torch call between kernels. Every declared row has a lowering (lowering*.py) or a reason
-here; tests/test_op_table.py checks. Rows that write an argument, that tracing refuses, or whose
+here; tests/ops/test_op_table.py checks. Rows that write an argument, that tracing refuses, or whose
 output size depends on data are covered by their column.
 """
 

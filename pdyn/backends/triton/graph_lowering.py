@@ -21,7 +21,8 @@ from pdyn.backends.triton.ir import (
 )
 from pdyn.backends.triton.symbolic import SymbolicGraph, is_size_node, pexpr
 from pdyn.backends.triton.writes import WritePlan, lower_write
-from pdyn.guards.guards import Guard, StrideGuard
+from pdyn.guards.guards import Guard
+from pdyn.guards.tensor_guards import StrideGuard
 from pdyn.ops import op_of
 from pdyn.ops.effects import mutates
 

@@ -8,8 +8,8 @@ from pdyn.base.errors import Unsupported
 from pdyn.trace.handlers.registry import handler
 from pdyn.bytecode.instructions import Instruction
 from pdyn.trace.variables.base import NULL
-from pdyn.trace.variables.containers import DictVariable
-from pdyn.trace.variables.functions import UserFunctionVariable
+from pdyn.trace.variables.containers.core import DictVariable
+from pdyn.trace.variables.functions.user_functions import UserFunctionVariable
 
 if TYPE_CHECKING:
     from pdyn.trace.translator import InstructionTranslator as Tracer

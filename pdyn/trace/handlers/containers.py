@@ -7,14 +7,14 @@ from typing import TYPE_CHECKING
 from pdyn.base.errors import Unsupported, UserException
 from pdyn.trace.handlers.registry import handler
 from pdyn.bytecode.instructions import Instruction
-from pdyn.trace.variables.formatted import LazyStringVariable, formats_lazily
+from pdyn.trace.variables.containers.formatted import LazyStringVariable, formats_lazily
 from pdyn.trace.variables.base import fold
-from pdyn.trace.variables.constant import ConstantVariable
-from pdyn.trace.variables.containers import (DictVariable, ListVariable, SliceVariable, TupleVariable, is_known,
+from pdyn.trace.variables.values.constant import ConstantVariable
+from pdyn.trace.variables.containers.core import (DictVariable, ListVariable, SliceVariable, TupleVariable, is_known,
                                               python_value, unhashable_type)
-from pdyn.trace.variables.sets import SetVariable
-from pdyn.trace.variables.exc_values import format_exception
-from pdyn.trace.variables.symint import SymIntVariable
+from pdyn.trace.variables.containers.sets import SetVariable
+from pdyn.trace.variables.exceptions.exc_values import format_exception
+from pdyn.trace.variables.values.symint import SymIntVariable
 
 if TYPE_CHECKING:
     from pdyn.trace.translator import InstructionTranslator as Tracer

@@ -9,11 +9,11 @@ from pdyn.base.errors import Unsupported
 from pdyn.trace.handlers.registry import handler
 from pdyn.bytecode.instructions import Instruction
 from pdyn.trace.variables.base import VariableTracker
-from pdyn.trace.variables.constant import ConstantVariable
+from pdyn.trace.variables.values.constant import ConstantVariable
 from pdyn.trace.variables.builtins import ClassVariable
-from pdyn.trace.variables.containers import IteratorVariable
-from pdyn.trace.variables.live_iterators import make_iterator
-from pdyn.trace.variables.generator import GeneratorVariable
+from pdyn.trace.variables.containers.core import IteratorVariable
+from pdyn.trace.variables.iterators.live_iterators import make_iterator
+from pdyn.trace.variables.iterators.generator import GeneratorVariable
 from pdyn.trace.variables.semantics import is_same
 from pdyn.trace.handlers.exceptions import raise_exception
 

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from pdyn.bytecode.instructions import Instruction
 from pdyn.trace.handlers.registry import handler
-from pdyn.trace.variables.attr_delete import delete_attr
+from pdyn.trace.variables.objects.attr_delete import delete_attr
 
 if TYPE_CHECKING:
     from pdyn.trace.translator import InstructionTranslator as Tracer

@@ -17,10 +17,10 @@ from pdyn.bytecode.transform import is_redelivery
 from pdyn.sources import AttrSource, ModuleSource
 from pdyn.trace.handlers.registry import handler
 from pdyn.trace.variables.base import VariableTracker
-from pdyn.trace.variables.constant import ConstantVariable
-from pdyn.trace.variables.context_managers import BoundHook, ContextManagerVariable
-from pdyn.trace.variables.exc_fields import caught_here
-from pdyn.trace.variables.exc_slot import ExcInfoSlot
+from pdyn.trace.variables.values.constant import ConstantVariable
+from pdyn.trace.variables.contexts.context_managers import BoundHook, ContextManagerVariable
+from pdyn.trace.variables.exceptions.exc_fields import caught_here
+from pdyn.trace.variables.exceptions.exc_slot import ExcInfoSlot
 
 if TYPE_CHECKING:
     from pdyn.trace.translator import InstructionTranslator as Tracer

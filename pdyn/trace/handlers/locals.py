@@ -8,8 +8,8 @@ from pdyn.base.errors import Unsupported, UserException
 from pdyn.trace.handlers.registry import handler
 from pdyn.bytecode.instructions import Instruction
 from pdyn.trace.variables.base import NULL
-from pdyn.trace.variables.cell import CellVariable
-from pdyn.trace.variables.deleted import DeletedAttrVariable
+from pdyn.trace.variables.values.cell import CellVariable
+from pdyn.trace.variables.values.deleted import DeletedAttrVariable
 
 if TYPE_CHECKING:
     from pdyn.trace.translator import InstructionTranslator as Tracer

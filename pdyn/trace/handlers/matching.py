@@ -14,8 +14,8 @@ from pdyn.base.errors import UserException
 from pdyn.bytecode.instructions import Instruction
 from pdyn.trace.handlers.registry import handler
 from pdyn.trace.variables.base import VariableTracker
-from pdyn.trace.variables.constant import ConstantVariable
-from pdyn.trace.variables.containers import TupleVariable
+from pdyn.trace.variables.values.constant import ConstantVariable
+from pdyn.trace.variables.containers.core import TupleVariable
 from pdyn.trace.variables.semantics import contains
 
 if TYPE_CHECKING:

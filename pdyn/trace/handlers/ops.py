@@ -12,7 +12,7 @@ from pdyn.trace.handlers.registry import handler
 from pdyn.bytecode.instructions import Instruction
 from pdyn.ops import in_place_operator
 from pdyn.trace.variables.base import fold
-from pdyn.trace.variables.constant import ConstantVariable
+from pdyn.trace.variables.values.constant import ConstantVariable
 from pdyn.trace.variables.semantics import binary, contains, is_same
 
 if TYPE_CHECKING:

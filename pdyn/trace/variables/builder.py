@@ -18,42 +18,39 @@ import torch
 from torch._library.custom_ops import CustomOpDef
 
 from pdyn.base.errors import Unsupported
-from pdyn.guards.guards import AliasGuard, DictKeysGuard, EqualsGuard, IdGuard, LenGuard, TensorGuard, TypeGuard
+from pdyn.guards.guards import AliasGuard, DictKeysGuard, EqualsGuard, IdGuard, LenGuard, TypeGuard
+from pdyn.guards.tensor_guards import TensorGuard
 from pdyn.sources import AttrSource, ItemSource, Source
 from pdyn.trace.context import TrackedObject
 from pdyn.trace.variables.base import VariableTracker
-from pdyn.trace.variables.builtins import RULES, BuiltinVariable, ClassVariable
-from pdyn.trace.variables.constant import (CONSTANT_TYPES, ConstantVariable, ObjectConstantVariable, is_constant_value,
+from pdyn.trace.variables.registry import load_every_rule, rule_of
+from pdyn.trace.variables.builtins import BuiltinVariable, ClassVariable
+from pdyn.trace.variables.values.constant import (CONSTANT_TYPES, ConstantVariable, ObjectConstantVariable, is_constant_value,
                                            is_identity_key)
-from pdyn.trace.variables.amp_modes import AUTOCAST_TYPES, amp_object
-from pdyn.trace.variables.amp_resume import ResumedExitVariable, is_resumed_exit
-from pdyn.trace.variables.autograd_function import (AutogradApplyVariable, AutogradFunctionClassVariable,
+from pdyn.trace.variables.contexts.amp_modes import AUTOCAST_TYPES, amp_object
+from pdyn.trace.variables.contexts.amp_resume import ResumedExitVariable, is_resumed_exit
+from pdyn.trace.variables.torch.autograd_function import (AutogradApplyVariable, AutogradFunctionClassVariable,
                                                     is_autograd_function, is_function_apply)
-from pdyn.trace.variables.cached_functions import CACHE_WRAPPER, LruCacheVariable
-from pdyn.trace.variables.collections_more import wrap_defaultdict, wrap_deque
-from pdyn.trace.variables.numpy_values import NumpyVariable, is_numpy, wrap_numpy
-from pdyn.trace.variables.stdlib_more import GETTER_TYPES, getter_of
-from pdyn.trace.variables.context_managers import (ContextClassVariable, RealGeneratorHook, context_object,
+from pdyn.trace.variables.stdlib.cached_functions import CACHE_WRAPPER, LruCacheVariable
+from pdyn.trace.variables.containers.collections_types import wrap_defaultdict, wrap_deque
+from pdyn.trace.variables.values.numpy_values import NumpyVariable, is_numpy, wrap_numpy
+from pdyn.trace.variables.stdlib.operator_getters import GETTER_TYPES, getter_of
+from pdyn.trace.variables.contexts.context_managers import (ContextClassVariable, RealGeneratorHook, context_object,
                                                    is_context_class, is_context_object, is_real_generator_hook)
-from pdyn.trace.variables.environ import EnvironVariable
-from pdyn.trace.variables.containers import DictVariable, ListVariable, SizeVariable, TupleVariable
-from pdyn.trace.variables.sets import SetVariable
-from pdyn.trace.variables.functions import PartialVariable, UserFunctionVariable, UserMethodVariable
-from pdyn.trace.variables.nn_module import NNModuleVariable
-from pdyn.trace.variables.input_sets import SetInputVariable
-from pdyn.trace.variables.user_dicts import is_user_dict_class, wrap_user_dict
-from pdyn.trace.variables.user_lists import is_user_list_class, wrap_user_list
-from pdyn.trace.variables.user_objects import UserObjectVariable
-from pdyn.trace.variables.user_tuples import TupleSubclassVariable
-from pdyn.trace.variables.ranges import wrap_range
-from pdyn.trace.variables.iterator_inputs import CARRIED_WRAPS, ITERATOR_TYPES, wrap_iterator
-import pdyn.trace.variables.object_rules  # noqa: F401  (registers the rules of object's own methods)
-import pdyn.trace.variables.dict_rules  # noqa: F401  (registers the rules of dict's own methods)
-import pdyn.trace.variables.list_rules  # noqa: F401  (and of list's)
-import pdyn.trace.variables.signatures  # noqa: F401  (inspect.signature, mappingproxy)
-import pdyn.trace.variables.weakrefs  # noqa: F401  (calling a weak reference)
-from pdyn.trace.variables.tensor import TensorUnboundMethodVariable, is_tensor_method
-from pdyn.trace.variables.torch import PythonModuleVariable, TorchFunctionVariable, is_torch_function, op_function
+from pdyn.trace.variables.stdlib.environ import EnvironVariable
+from pdyn.trace.variables.containers.core import DictVariable, ListVariable, SizeVariable, TupleVariable
+from pdyn.trace.variables.containers.sets import SetVariable
+from pdyn.trace.variables.functions.user_functions import PartialVariable, UserFunctionVariable, UserMethodVariable
+from pdyn.trace.variables.objects.nn_module import NNModuleVariable
+from pdyn.trace.variables.containers.input_sets import SetInputVariable
+from pdyn.trace.variables.objects.user_dicts import is_user_dict_class, wrap_user_dict
+from pdyn.trace.variables.objects.user_lists import is_user_list_class, wrap_user_list
+from pdyn.trace.variables.objects.user_objects import UserObjectVariable
+from pdyn.trace.variables.objects.user_tuples import TupleSubclassVariable
+from pdyn.trace.variables.values.ranges import wrap_range
+from pdyn.trace.variables.iterators.iterator_inputs import CARRIED_WRAPS, ITERATOR_TYPES, wrap_iterator
+from pdyn.trace.variables.torch.tensor import TensorUnboundMethodVariable, is_tensor_method
+from pdyn.trace.variables.torch.torch_functions import PythonModuleVariable, TorchFunctionVariable, is_torch_function, op_function
 
 if TYPE_CHECKING:
     from pdyn.trace.translator import InstructionTranslator as Tracer
@@ -349,10 +346,7 @@ WRAP_BY_BASE: list[tuple[type | tuple[type, ...], WrapFn]] = [
 
 
 def _has_rule(value: Any) -> bool:
-    try:
-        return isinstance(value, (types.FunctionType, *CALLABLE_TYPES)) and value in RULES
-    except TypeError:
-        return False
+    return isinstance(value, (types.FunctionType, *CALLABLE_TYPES)) and rule_of(value) is not None
 
 
 def wrap_constant_result(value: Any) -> VariableTracker:
@@ -406,3 +400,8 @@ def wrap_constant_result(value: Any) -> VariableTracker:
     if isinstance(value, (torch.Tensor, torch.nn.Module)):
         raise Unsupported("sourceless", f"pdyn cannot trace a {kind.__name__} it cannot read from the frame")
     return ObjectConstantVariable(value)
+
+
+# NOTE: every rule module is loaded before the first wrap: a rule declared anywhere in
+# pdyn.trace.variables is in the table, and a second rule for one callable raises here, at import.
+load_every_rule()

@@ -2,7 +2,8 @@
 
 A builtin with a rule here works on any trackers (`len` of a list of tensors, `zip` of two lists,
 `isinstance` of a tensor); the rest of the pure ones (math, operator, methods of constants) are
-folded when every argument is a constant. Anything else (print, open, id, ...) is a graph break.
+folded when every argument is a constant (`functions/unruled.py`). Anything else (print, open, ...)
+is a graph break. Each rule is declared with `@rule` (`registry.py`).
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ import abc
 import enum
 import functools
 import inspect
-import math
 import operator
 import types
 from typing import TYPE_CHECKING, Any, Callable
@@ -22,90 +22,37 @@ from pdyn.base.errors import Unsupported, UserException
 from pdyn.guards.guards import CallResultGuard, HasAttrGuard
 from pdyn.sources import AttrSource
 from pdyn.trace.variables.base import VariableTracker, fold
+from pdyn.trace.variables.functions.unruled import PURE_BUILTINS, call_unruled, fold_object
+from pdyn.trace.variables.registry import Rule, register, rule, rule_of
 from pdyn.trace.variables.semantics import contains
-from pdyn.trace.variables.collections_more import dict_items
-from pdyn.trace.variables.stdlib import STDLIB_RULES
-from pdyn.trace.variables.symint import UNARY_SYMPY_OPS, SymIntVariable, sym_binary
-from pdyn.trace.variables.deleted import is_deleted
-from pdyn.trace.variables.constant import CONSTANT_TYPES, ConstantVariable, ObjectConstantVariable, is_constant_value
-from pdyn.trace.variables.functions import PartialVariable, UserFunctionVariable, UserMethodVariable
-from pdyn.trace.variables.nn_module import NNModuleVariable
-from pdyn.trace.variables.ranges import RangeVariable
-from pdyn.trace.variables.nn_module_made import construct_module
-from pdyn.trace.variables.user_objects import (bind_class_attr, class_attr, construct_object, mro_lookup,
+from pdyn.trace.variables.containers.collections_types import dict_items
+from pdyn.trace.variables.values.symint import SymIntVariable, sym_binary
+from pdyn.trace.variables.values.deleted import is_deleted
+from pdyn.trace.variables.values.constant import CONSTANT_TYPES, ConstantVariable, ObjectConstantVariable, is_constant_value
+from pdyn.trace.variables.functions.user_functions import PartialVariable, UserFunctionVariable, UserMethodVariable
+from pdyn.trace.variables.objects.nn_module import NNModuleVariable
+from pdyn.trace.variables.values.ranges import RangeVariable
+from pdyn.trace.variables.objects.nn_module_made import construct_module
+from pdyn.trace.variables.objects.user_objects import (bind_class_attr, class_attr, construct_object, mro_lookup,
                                                  shared_class_value, traces_lookup)
-from pdyn.trace.variables.user_tuples import construct_with_new
-from pdyn.trace.variables.user_dicts import construct_user_dict, is_user_dict_class
-from pdyn.trace.variables.user_lists import construct_user_list, is_user_list_class
-from pdyn.trace.variables.tensor import TensorMethodVariable
-from pdyn.trace.variables.torch import TorchFunctionVariable
-from pdyn.trace.variables.containers import (DictVariable, IteratorVariable, ListVariable, SizeVariable, TupleVariable,
+from pdyn.trace.variables.objects.user_tuples import construct_with_new
+from pdyn.trace.variables.objects.user_dicts import construct_user_dict, is_user_dict_class
+from pdyn.trace.variables.objects.user_lists import construct_user_list, is_user_list_class
+from pdyn.trace.variables.torch.tensor import TensorMethodVariable
+from pdyn.trace.variables.torch.torch_functions import TorchFunctionVariable
+from pdyn.trace.variables.containers.core import (DictVariable, IteratorVariable, ListVariable, SizeVariable, TupleVariable,
                                              is_known, python_value)
-from pdyn.trace.variables.sets import SetVariable
-from pdyn.trace.variables.live_iterators import EnumerateIterator, ReversedListIterator, ZipIterator, make_iterator
+from pdyn.trace.variables.containers.sets import SetVariable
+from pdyn.trace.variables.iterators.live_iterators import EnumerateIterator, ReversedListIterator, ZipIterator, make_iterator
 
 if TYPE_CHECKING:
     from pdyn.trace.translator import InstructionTranslator as Tracer
 
-Rule = Callable[["Tracer", list[VariableTracker], dict[str, VariableTracker]], VariableTracker]
-RULES: dict[Any, Rule] = dict(STDLIB_RULES)
-
-# Builtins that are pure functions of their (constant) arguments.
-PURE_BUILTINS = frozenset({
-    abs, all, any, ascii, bin, bool, bytes, callable, chr, complex, divmod, float, format, frozenset,
-    hash, hex, int, isinstance, issubclass, len, max, min, oct, ord, pow, range, repr, round, slice,
-    sorted, str, sum, tuple, list, dict, set, enumerate, zip, reversed, type,
-})
-PURE_MODULES = ("math", "operator", "_operator", "cmath")
-SIDE_EFFECT_HINTS = {
-    print: ("print", "cannot trace a call to print(): it writes to stdout",
-            "move the print out of the compiled function"),
-}
-
-
-def rule(*fns: Any) -> Callable[[Rule], Rule]:
-    def register(r: Rule) -> Rule:
-        for fn in fns:
-            RULES[fn] = r
-        return r
-
-    return register
-
-
-def _is_pure(fn: Any) -> bool:
-    if fn in PURE_BUILTINS:
-        return True
-    owner = getattr(fn, "__self__", None)
-    if owner is not None and not isinstance(owner, type(math)):
-        return type(owner) in CONSTANT_TYPES or isinstance(owner, (tuple, frozenset))
-    return getattr(fn, "__module__", None) in PURE_MODULES or getattr(owner, "__name__", None) in PURE_MODULES
-
-
 def call_builtin(tx: Tracer, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
-    r = RULES.get(fn)
+    r = rule_of(fn)
     if r is not None:
         return r(tx, args, kwargs)
     return call_unruled(tx, fn, args, kwargs)
-
-
-def call_unruled(tx: Tracer, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
-    """A builtin without a rule (or one whose rule declined): folded where pure and known, else a break."""
-    if fn in UNARY_SYMPY_OPS and len(args) == 1 and not kwargs and isinstance(args[0], SymIntVariable):
-        return args[0].unary_op(tx, fn)  # math.sqrt(x.shape[-1]) stays symbolic, in the graph
-    all_known = all(is_known(a) for a in [*args, *kwargs.values()])
-    if _is_pure(fn) and all_known:  # a symbolic int passed to range(), str(), ... is a value read
-        why = f"{getattr(fn, '__name__', fn)}()"
-        values = [python_value(a, why, tx.loc()) for a in args]
-        keywords = {k: python_value(v, why, tx.loc()) for k, v in kwargs.items()}
-        return fold(tx, lambda: fn(*values, **keywords))
-    if fn in SIDE_EFFECT_HINTS:
-        key, message, hint = SIDE_EFFECT_HINTS[fn]
-        raise Unsupported(key, message, hint=hint, loc=tx.loc())
-    name = getattr(fn, "__qualname__", repr(fn))
-    if _is_pure(fn):
-        raise Unsupported("builtin_args", f"pdyn can call {name}() only on constants here, got {args}", loc=tx.loc())
-    raise Unsupported("builtin", f"cannot trace a call to {name}(): pdyn does not know what it does",
-                      hint="move the call out of the compiled function", loc=tx.loc())
 
 
 def _constants(args: list[VariableTracker]) -> bool:
@@ -382,8 +329,8 @@ def _minmax(pick_left: Callable[[Any, Any], Any]) -> Rule:
     return run
 
 
-RULES[min] = _minmax(operator.lt)
-RULES[max] = _minmax(operator.gt)
+register(min, _minmax(operator.lt))
+register(max, _minmax(operator.gt))
 
 
 def _any_all(want: bool) -> Rule:
@@ -397,8 +344,8 @@ def _any_all(want: bool) -> Rule:
     return run
 
 
-RULES[any] = _any_all(True)
-RULES[all] = _any_all(False)
+register(any, _any_all(True))
+register(all, _any_all(False))
 
 
 @rule(abs)
@@ -426,10 +373,10 @@ for _op in (operator.add, operator.sub, operator.mul, operator.truediv, operator
             operator.pow, operator.matmul, operator.and_, operator.or_, operator.xor, operator.lshift,
             operator.rshift, operator.lt, operator.le, operator.eq, operator.ne, operator.gt, operator.ge,
             operator.iadd, operator.isub, operator.imul, operator.itruediv):
-    RULES[_op] = functools.partial(lambda fn, tx, args, kwargs: tx.binary(fn, *args), _op)
+    register(_op, functools.partial(lambda fn, tx, args, kwargs: tx.binary(fn, *args), _op))
 
-RULES[operator.neg] = lambda tx, args, kwargs: (fold(tx, operator.neg, args[0].as_python_constant())
-                                                 if args[0].is_python_constant() else args[0].unary_op(tx, operator.neg))
+register(operator.neg, lambda tx, args, kwargs: (fold(tx, operator.neg, args[0].as_python_constant())
+                                                 if args[0].is_python_constant() else args[0].unary_op(tx, operator.neg)))
 
 
 @rule(operator.getitem)
@@ -444,17 +391,17 @@ def _contains(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, Variabl
 
 def construct(tx: Tracer, cls: type, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
     """`cls(*args, **kwargs)` for the classes pdyn can build at trace time."""
-    if cls in RULES or cls in PURE_BUILTINS:
+    if rule_of(cls) is not None or cls in PURE_BUILTINS:
         return call_builtin(tx, cls, args, kwargs)
     if cls is torch.Size:
         return SizeVariable(tx.iterate(args[0]) if args else [])
     if all(is_known(a) for a in [*args, *kwargs.values()]) and (
             cls in (torch.device, torch.finfo, torch.iinfo) or issubclass(cls, BaseException)):
-        return _fold_object(tx, cls, args, kwargs)
+        return fold_object(tx, cls, args, kwargs)
     if issubclass(cls, torch.nn.Module):
         return construct_module(tx, cls, args, kwargs)  # a loss or an activation; weights are a break
     if issubclass(cls, enum.Enum) and all(is_known(a) for a in [*args, *kwargs.values()]):
-        return _fold_object(tx, cls, args, kwargs)  # `Color(1)` looks a member up
+        return fold_object(tx, cls, args, kwargs)  # `Color(1)` looks a member up
     if cls.__new__ is object.__new__ and type(cls).__call__ is type.__call__:
         return construct_object(tx, cls, args, kwargs)
     if is_user_dict_class(cls) and type(cls).__call__ is type.__call__:
@@ -466,20 +413,9 @@ def construct(tx: Tracer, cls: type, args: list[VariableTracker], kwargs: dict[s
     raise Unsupported("construct", f"pdyn cannot trace constructing a {cls.__qualname__}", loc=tx.loc())
 
 
-def _fold_object(tx: Tracer, cls: type, args: list[VariableTracker],
-                 kwargs: dict[str, VariableTracker]) -> VariableTracker:
-    try:
-        why = f"constructing a {cls.__name__}"
-        loc = tx.loc()
-        value = cls(*[python_value(a, why, loc) for a in args], **{k: python_value(v, why, loc) for k, v in kwargs.items()})
-    except Exception as e:
-        raise UserException(e) from None
-    return tx.wrap_constant(value)
-
-
 class BuiltinVariable(ObjectConstantVariable):
     """A builtin function or type (`len`, `range`, `math.sqrt`, `operator.add`, `str.upper` of a
-    constant): a rule in `pdyn.trace.variables.builtins`, or folded when pure and given constants."""
+    constant): its rule in `pdyn.trace.variables.registry`, or folded when pure and given constants."""
 
     def call(self, tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         return call_builtin(tx, self.value, args, kwargs)

@@ -13,13 +13,13 @@ from pdyn.base.errors import Unsupported
 from pdyn.guards.guards import AliasGuard, IdGuard
 from pdyn.ops import is_in_place_operator, plain_operator
 from pdyn.trace.variables.base import VariableTracker, fold
-from pdyn.trace.variables.constant import ConstantVariable
-from pdyn.trace.variables.functions import UserFunctionVariable
-from pdyn.trace.variables.containers import DictVariable, ListVariable, SequenceVariable, SizeVariable
-from pdyn.trace.variables.sets import SetVariable
-from pdyn.trace.variables.symint import SymIntVariable, sym_binary
-from pdyn.trace.variables.user_objects import UserObjectVariable, pin_identity, user_binary
-from pdyn.trace.variables.tensor import TensorVariable
+from pdyn.trace.variables.values.constant import ConstantVariable
+from pdyn.trace.variables.functions.user_functions import UserFunctionVariable
+from pdyn.trace.variables.containers.core import DictVariable, ListVariable, SequenceVariable, SizeVariable
+from pdyn.trace.variables.containers.sets import SetVariable
+from pdyn.trace.variables.values.symint import SymIntVariable, sym_binary
+from pdyn.trace.variables.objects.user_objects import UserObjectVariable, pin_identity, user_binary
+from pdyn.trace.variables.torch.tensor import TensorVariable
 
 if TYPE_CHECKING:
     from pdyn.trace.translator import InstructionTranslator as Tracer

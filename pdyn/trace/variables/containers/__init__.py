@@ -1,0 +1,1 @@
+"""Trackers of Python's own containers: tuples, torch.Size, lists, dicts, sets, defaultdict and deque, f-strings."""

@@ -1,0 +1,1 @@
+"""Context managers pdyn models itself: grad mode, autocast and inference_mode, nullcontext, @contextmanager."""

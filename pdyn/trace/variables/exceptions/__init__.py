@@ -1,0 +1,1 @@
+"""Exceptions as values: their fields, `str`/`repr`, and the stack slot an `except` handler holds."""
