@@ -1,6 +1,6 @@
-"""A graph break's cache entry: frame code that runs the graph so far, rebuilds the stack and the
-live locals, runs the breaking instruction in a step function, and calls the resume function of
-the branch it took (`pdyn.bytecode.transform` builds both), optimized on its own.
+"""A graph break's frame code: it runs the graph so far, rebuilds the stack and the live locals,
+runs the breaking instruction in a step function, and calls the resume function of the branch it
+took (`pdyn.bytecode.transform` builds both), optimized on its own. hook/ turns it into an entry.
 
 A break inside an inlined call calls the callee optimized on its own instead of as it is.
 """
@@ -10,21 +10,24 @@ from __future__ import annotations
 import functools
 import inspect
 import types
-from typing import TYPE_CHECKING, Any, Callable
+from dataclasses import dataclass
+from typing import Any, Callable
 
 import sympy
 import torch
 
+from pdyn.base.config import Config
 from pdyn.base.errors import Unsupported
 from pdyn.bytecode.instructions import Instruction
 from pdyn.bytecode.transform import (JUMPED, NEXT, NOT_FRAMES, RAISED, ResumePoint, break_effect, cell_names, is_jump,
                                      live_locals, original_of, resume_code, resume_index, step_code,
                                      why_not_resumable)
-from pdyn.base import logs
-from pdyn.hook.break_blocks import (HandlerCodegen, call_with_hooks, exit_hook, handled_exceptions, handler_slots,
+from pdyn.trace.breaks.blocks import (HandlerCodegen, call_with_hooks, exit_hook, handled_exceptions, handler_slots,
                                    in_handlers)
 from pdyn.sources import AttrSource, ItemSource, LocalSource, SizeSource, Source
 from pdyn.trace.frame_codegen import ResumeCodegen
+from pdyn.shapes.trace_plan import TracePlan
+from pdyn.trace.frame_trace import CLOSURE_KEY, retrace
 from pdyn.trace.output_graph import OutputGraph
 from pdyn.trace.translator import InstructionTranslator, decoded
 from pdyn.trace.variables.base import NULL, VariableTracker
@@ -40,29 +43,19 @@ from pdyn.trace.variables.values.symint import SymIntVariable
 from pdyn.trace.variables.torch.tensor import TensorVariable
 from pdyn.trace.variables.objects.user_objects import UserObjectVariable, mro_lookup
 
-if TYPE_CHECKING:
-    from pdyn.hook.compile_frame import CacheEntry
-
-breaks_log = logs.topic("graph_breaks")
-
 # (function, its sizes -> this frame's sizes) -> the function under pdyn's hook
 Optimize = Callable[[types.FunctionType, dict[SizeSource, SizeSource]], Any]
-# (the trace stopped at the break, its frame code, the lines after the graph) -> the entry
-Finish = Callable[[OutputGraph, ResumeCodegen, list[str]], "CacheEntry"]
 
 
-# L's entry holding the frame's closure (its cells, in co_freevars order): a resume function shares them
-CLOSURE_KEY = "pdyn closure"
+@dataclass
+class BreakCode:
+    """A graph break's frame code, less the graph call and side effects the entry adds: the trace
+    stopped at the break (its graph and guards), the codegen holding the stack and live locals,
+    and the lines after the graph (the step function's call and the resume functions')."""
 
-
-class _EmptyCell:
-    """L's value of a free variable whose cell is empty (a local of the parent not yet assigned)."""
-
-    def __repr__(self) -> str:
-        return "<empty cell>"
-
-
-EMPTY_CELL = _EmptyCell()
+    output: OutputGraph
+    codegen: ResumeCodegen
+    tail: list[str]
 
 
 def closure_at_call(fn: types.FunctionType) -> bool:
@@ -70,31 +63,23 @@ def closure_at_call(fn: types.FunctionType) -> bool:
     return getattr(fn, "_pdyn_closure_at_call", False)
 
 
-def title_of(code: types.CodeType) -> str:
-    return f"{code.co_name}() at {code.co_filename}:{code.co_firstlineno}"
-
-
-def break_entry(e: Unsupported, code: types.CodeType, retrace: Callable[[int], InstructionTranslator],
-                finish: Finish, optimize: Optimize) -> tuple[CacheEntry | None, str]:
-    """The entry for a graph break at `e`, or (None, why no resume function can be built)."""
+def break_frame_code(e: Unsupported, code: types.CodeType, f_locals: dict[str, Any], f_globals: dict[str, Any],
+                     config: Config, plan: TracePlan | None, optimize: Optimize) -> BreakCode:
+    """The frame code for a graph break at `e`: the trace runs again up to the instruction that broke,
+    and the step and resume functions are built; raises `Unsupported` saying why none can be."""
     if e.break_at is None:
-        return None, "the trace stopped before it reached an instruction of this frame"
+        raise Unsupported("resume", "the trace stopped before it reached an instruction of this frame")
     step, inst = e.break_at.step, e.break_at.inst
     original, index = original_of(code, inst.index)
     why = why_not_resumable(code, inst) or why_not_resumable(original, decoded(original)[index])
     if why is not None:
-        return None, why
-    try:
-        tx = retrace(step)
-        entry = _resume_entry(e, tx, inst, original, index, finish, optimize)
-    except Unsupported as failed:
-        return None, failed.message
-    breaks_log.info("graph break in %s: %s", title_of(code), e)
-    return entry, ""
+        raise Unsupported("resume", why)
+    tx = retrace(code, f_locals, f_globals, config, plan, step)
+    return _resume_code(tx, e, inst, original, index, optimize)
 
 
-def _resume_entry(e: Unsupported, tx: InstructionTranslator, inst: Instruction, original: types.CodeType,
-                  index: int, finish: Finish, optimize: Optimize) -> CacheEntry:
+def _resume_code(tx: InstructionTranslator, e: Unsupported, inst: Instruction, original: types.CodeType,
+                 index: int, optimize: Optimize) -> BreakCode:
     """Frame code that runs the graph so far, rebuilds stack and locals, replays side effects,
     runs `inst` in a step function and returns what the resume function for its branch returns."""
     taken, after_next, after_jump = break_effect(inst)
@@ -148,9 +133,7 @@ def _resume_entry(e: Unsupported, tx: InstructionTranslator, inst: Instruction, 
         if branch in calls:
             tail += [f"if r[-1] == {branch}:", f"    {calls[branch]}"]
     tail.append(calls[NEXT])
-    entry = finish(tx.output, codegen, tail)
-    entry.break_reason = e
-    return entry
+    return BreakCode(tx.output, codegen, tail)
 
 
 def _resume_function(code: types.CodeType, f_globals: dict[str, Any]) -> types.FunctionType:
