@@ -7,9 +7,7 @@ from __future__ import annotations
 
 from pdyn.trace.frame_codegen import FrameCodegen
 from pdyn.trace.output_graph import OutputGraph
-from pdyn.trace.variables.containers.core import DictVariable, ListVariable
-from pdyn.trace.variables.iterators.carried_iterators import replay_dict
-from pdyn.trace.variables.objects.user_objects import UserObjectVariable
+from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.values.deleted import is_deleted, replay_delete
 
 
@@ -22,26 +20,10 @@ def side_effects(output: OutputGraph, codegen: FrameCodegen) -> list[str]:
         value = f"e{i}"
         if kind == "container":
             vt = effects.containers[key]
-            target = codegen.source_expr(vt.source)  # type: ignore[arg-type]
-            if isinstance(vt, ListVariable):
-                codegen.lines.append(f"{value} = [{', '.join(codegen.reconstruct(v) for v in vt.items)}]")
-                statements.append(f"{target}[:] = {value}")
-            elif isinstance(vt, DictVariable):
-                items = ", ".join(f"{codegen.constant(k)}: {codegen.reconstruct(v)}" for k, v in vt.items.items())
-                codegen.lines.append(f"{value} = {{{items}}}")
-                statements.append(f"{codegen.constant(replay_dict, 'replay_dict')}({target}, {value})")
+            statements.append(vt.replay_contents(codegen, codegen.source_expr(vt.source), value))  # type: ignore[arg-type]
         elif kind == "attr":
             obj, stored = effects.attrs[key]
-            if is_deleted(stored):  # `del obj.name` was the last change
-                raw = isinstance(obj, UserObjectVariable)
-                statements.append(f"{codegen.constant(replay_delete, 'replay_delete')}"
-                                  f"({codegen.reconstruct(obj)}, {key[1]!r}, {raw})")
-                continue
-            codegen.lines.append(f"{value} = {codegen.reconstruct(stored)}")
-            # a user object's own `__setattr__` already ran in the trace: replay the raw store
-            setter = codegen.constant(object.__setattr__, "object_setattr") \
-                if isinstance(obj, UserObjectVariable) else "setattr"
-            statements.append(f"{setter}({codegen.reconstruct(obj)}, {key[1]!r}, {value})")
+            statements.append(_attr_store(codegen, obj, key[1], stored, value))
         elif kind == "cell":
             cell, stored = effects.cells[key]
             target = codegen.source_expr(cell.source)  # type: ignore[arg-type]
@@ -58,3 +40,14 @@ def side_effects(output: OutputGraph, codegen: FrameCodegen) -> list[str]:
             codegen.lines.append(f"{value} = {codegen.reconstruct(effects.globals[key])}")
             statements.append(f"G[{key!r}] = {value}")
     return statements
+
+
+def _attr_store(codegen: FrameCodegen, obj: VariableTracker, name: str, stored: VariableTracker, value: str) -> str:
+    """The last store (or `del`) of `obj.name`; where the object's own `__setattr__` already ran in
+    the trace, the raw store."""
+    raw = obj.own_setattr_ran()
+    if is_deleted(stored):
+        return f"{codegen.constant(replay_delete, 'replay_delete')}({codegen.reconstruct(obj)}, {name!r}, {raw})"
+    codegen.lines.append(f"{value} = {codegen.reconstruct(stored)}")
+    setter = codegen.constant(object.__setattr__, "object_setattr") if raw else "setattr"
+    return f"{setter}({codegen.reconstruct(obj)}, {name!r}, {value})"

@@ -179,15 +179,3 @@ def in_handlers(handled: list[str], lines: list[str]) -> list[str]:
     for name in reversed(handled):
         lines = ["try:", f"    raise {name}", "except BaseException:", *(f"    {line}" for line in lines)]
     return lines
-
-
-def call_with_hooks(module: torch.nn.Module, forward: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """`module(*args, **kwargs)` through nn.Module's own hook machinery (backward and global hooks
-    run as eager runs them) with `forward` (the optimized one) as the forward it calls: set on the
-    instance for the call only."""
-    module.__dict__["forward"] = forward
-    try:
-        return module(*args, **kwargs)
-    finally:
-        if module.__dict__.get("forward") is forward:
-            del module.__dict__["forward"]

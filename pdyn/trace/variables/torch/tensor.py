@@ -17,7 +17,7 @@ import torch.fx
 from pdyn.base.errors import Unsupported, UserException
 from pdyn.guards.tensor_guards import ExactStridesGuard, InferenceTensorGuard
 from pdyn.ops import canonical
-from pdyn.sources import Source
+from pdyn.sources import SizeSource, Source
 from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.values.constant import ConstantVariable, ObjectConstantVariable
 from pdyn.trace.variables.containers.core import ListVariable, SizeVariable, TupleVariable
@@ -48,6 +48,9 @@ class TensorVariable(VariableTracker):
         self._python_type = python_type
         # symbolic sizes (sympy Integers where static); the fake example holds this call's values
         self.sizes = sizes if sizes is not None else tuple(sympy.Integer(s) for s in example.shape)
+
+    def sizes_held(self, source: Source, depth: int) -> list[tuple[SizeSource, Any]]:
+        return [(SizeSource(source, dim), size) for dim, size in enumerate(self.sizes)]
 
     def size_item(self, tx: Tracer, dim: int) -> VariableTracker:
         """`x.size(dim)`: a constant for a static dim, else a SymIntVariable computed in the graph."""

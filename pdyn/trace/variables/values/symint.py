@@ -20,7 +20,7 @@ from pdyn.ops import plain_operator
 from pdyn.shapes import graph_meta, sym_float
 from pdyn.base.errors import SourceLoc, UserException
 from pdyn.shapes.shape_env import FloorDiv, ShapeEnv, to_python
-from pdyn.sources import Source
+from pdyn.sources import SizeSource, Source
 from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.values.constant import ConstantVariable
 
@@ -76,6 +76,9 @@ class SymIntVariable(VariableTracker):
         self.source = source
         self.input_sources = input_sources
         self.pytype = bool if is_boolean(expr) else pytype
+
+    def sizes_held(self, source: Source, depth: int) -> list[tuple[SizeSource, Any]]:
+        return [(SizeSource(source, None), self.expr)]
 
     @property
     def node(self) -> Any:
