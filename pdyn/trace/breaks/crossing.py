@@ -13,7 +13,6 @@ import sympy
 
 from pdyn.base.errors import Unsupported
 from pdyn.sources import LocalSource, SizeSource, Source
-from pdyn.trace.breaks.blocks import exit_hook
 from pdyn.trace.frame_codegen import ResumeCodegen
 from pdyn.trace.frame_trace import CLOSURE_KEY
 from pdyn.trace.translator import InstructionTranslator
@@ -65,7 +64,7 @@ def stack_value(codegen: ResumeCodegen, vt: VariableTracker, kind: str) -> str |
     if kind == "iter":
         expr = codegen.iterator(vt)  # over the live containers: a change after the break shows, as in Python
     else:
-        expr = exit_hook(codegen, vt) or codegen.reconstruct(vt)
+        expr = vt.rebuilt_at_break(codegen)   # a with block's `__exit__` as its manager says
     name = f"v{len(codegen.lines)}"
     codegen.lines.append(f"{name} = {expr}")
     return name
