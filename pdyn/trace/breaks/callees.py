@@ -21,9 +21,7 @@ from pdyn.trace.frame_codegen import ResumeCodegen
 from pdyn.trace.translator import InstructionTranslator
 from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.containers.core import DictVariable, ListVariable, TupleVariable
-from pdyn.trace.variables.functions.user_functions import UserFunctionVariable, UserMethodVariable
-from pdyn.trace.variables.objects.nn_module import NNModuleVariable
-from pdyn.trace.variables.objects.user_objects import UserObjectVariable, mro_lookup
+from pdyn.trace.variables.objects.user_objects import mro_lookup
 
 
 def call_arguments(inst: Instruction, rest: list[VariableTracker]) -> tuple[list[Any], dict[str, Any]] | None:
@@ -63,46 +61,59 @@ def callee_sizes(tx: InstructionTranslator, fn: types.FunctionType, first: Varia
     return origins(tx, received)
 
 
-def optimized_callee(codegen: ResumeCodegen, vt: VariableTracker,
-                      optimize: Callable[..., Any]) -> str | None:
+def optimized_callee(codegen: ResumeCodegen, vt: VariableTracker, optimize: Callable[..., Any]) -> str | None:
     """The callable a break inside an inlined call calls instead of the callee: the same call with
     the callee's own code optimized on its own (so its code around its break is compiled); None to
-    call it as it is."""
-    method_of = None
-    if isinstance(vt, UserMethodVariable):
-        method_of, vt = vt.obj, vt.fn
-    if isinstance(vt, NNModuleVariable):
-        module_call = _module_call(vt.value, lambda fn: optimize(fn, vt))
-        if module_call is None:
-            expr = None
-        elif vt.source is None:
-            expr = codegen.constant(module_call, "module_call")
-        else:   # the module read at run time: one entry serves every module of this structure
-            kind, fn = (ModuleCall, module_call.forward) if isinstance(module_call, ModuleCall) \
-                else (_bound_call, module_call.__func__)
-            expr = f"{codegen.constant(kind, 'module_call')}({codegen.reconstruct(vt)}, {codegen.constant(fn, 'callee')})"
-    elif isinstance(vt, UserObjectVariable) and not vt.is_fresh and vt.source is not None:
-        call = mro_lookup(vt.cls, "__call__")  # `obj(...)` runs `type(obj).__call__(obj, ...)`
-        if not _optimizable(call):
-            return None
-        method_of, expr = vt, codegen.constant(optimize(call, vt), "callee")
-    elif isinstance(vt, UserFunctionVariable) and isinstance(vt.value, types.FunctionType):
-        if not _optimizable(vt.value):
-            return None
-        if vt.source is None:  # made in the trace, or pinned by identity
-            expr = codegen.constant(optimize(vt.value, method_of), "callee")
-        else:  # guarded by its code, not its identity: each call runs its own closure and defaults
-            wrapper = codegen.constant(optimize(vt.value, method_of, at_call=True), "callee")
-            expr = f"{codegen.constant(functools.partial, 'partial')}({wrapper}, {codegen.reconstruct(vt)})"
-    else:
-        return None
+    call it as it is. The callee's tracker says which code that is (`callee_at_break`)."""
+    expr = vt.callee_at_break(BreakCallee(codegen, optimize))
     if expr is None:
         return None
-    if method_of is not None:
-        expr = f"{codegen.constant(types.MethodType, 'MethodType')}({expr}, {codegen.reconstruct(method_of)})"
     name = f"v{len(codegen.lines)}"
     codegen.lines.append(f"{name} = {expr}")
     return name
+
+
+class BreakCallee:
+    """What a tracker's `callee_at_break` builds with: `optimize(fn, first=None, at_call=False)` wraps
+    `fn` with pdyn's hook, with the sizes the call's arguments carry mapped to the caller's."""
+
+    def __init__(self, codegen: ResumeCodegen, optimize: Callable[..., Any]):
+        self.codegen = codegen
+        self.optimize = optimize
+
+    def function(self, fn: Any, method_of: VariableTracker | None, read: VariableTracker | None = None) -> str | None:
+        """`fn` optimized, bound to `method_of` where it is a method; with `read` (its tracker, read
+        from the frame), guarded by its code, not its identity: each call runs its own closure and
+        defaults. None where pdyn's hook cannot wrap `fn`."""
+        if not _optimizable(fn):
+            return None
+        constant = self.codegen.constant
+        if read is None:   # made in the trace, or pinned by identity
+            expr = constant(self.optimize(fn, method_of), "callee")
+        else:
+            wrapper = constant(self.optimize(fn, method_of, at_call=True), "callee")
+            expr = f"{constant(functools.partial, 'partial')}({wrapper}, {self.codegen.reconstruct(read)})"
+        return self.bound(expr, method_of)
+
+    def module(self, vt: VariableTracker, module: torch.nn.Module, method_of: VariableTracker | None) -> str | None:
+        """`module(...)` with the code its `__call__` runs optimized (`_module_call`); a module read
+        from the frame is read at run time, so one entry serves every module of this structure."""
+        module_call = _module_call(module, lambda fn: self.optimize(fn, vt))
+        if module_call is None:
+            return None
+        constant = self.codegen.constant
+        if vt.source is None:
+            expr = constant(module_call, "module_call")
+        else:
+            kind, fn = (ModuleCall, module_call.forward) if isinstance(module_call, ModuleCall) \
+                else (_bound_call, module_call.__func__)  # type: ignore[attr-defined]
+            expr = f"{constant(kind, 'module_call')}({self.codegen.reconstruct(vt)}, {constant(fn, 'callee')})"
+        return self.bound(expr, method_of)
+
+    def bound(self, expr: str, method_of: VariableTracker | None) -> str:
+        if method_of is None:
+            return expr
+        return f"{self.codegen.constant(types.MethodType, 'MethodType')}({expr}, {self.codegen.reconstruct(method_of)})"
 
 
 def _module_call(module: torch.nn.Module, optimize: Callable[[Any], Any]) -> Callable[..., Any] | None:

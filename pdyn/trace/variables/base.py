@@ -5,8 +5,8 @@ the type and the operation, so an unknown case becomes a graph break, never a wr
 protocol (the operations handlers and builtin rules call) is declared here, never probed with
 `getattr`: call, call_method, getattr, store_attr, getitem, setitem, delitem, contains, length,
 iterate, truth, binary_op, unary_op, reconstruct. What a value is to a graph break's frame code
-(pdyn/trace/breaks/) is declared here too: crossing, rebuilt_at_break, sizes_held, own_setattr_ran,
-replay_contents.
+(pdyn/trace/breaks/) is declared here too: crossing, rebuilt_at_break, callee_at_break, sizes_held,
+own_setattr_ran, replay_contents.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from pdyn.sources import SizeSource, Source
 
 if TYPE_CHECKING:
     from pdyn.trace.translator import InstructionTranslator as Tracer
+    from pdyn.trace.breaks.callees import BreakCallee
     from pdyn.trace.frame_codegen import FrameCodegen, ResumeCodegen
 
 
@@ -115,6 +116,12 @@ class VariableTracker:
     def rebuilt_at_break(self, codegen: ResumeCodegen) -> str:
         """The frame code's expression for this value on the stack or in a live local at a break."""
         return codegen.reconstruct(self)
+
+    def callee_at_break(self, callee: BreakCallee, method_of: VariableTracker | None = None) -> str | None:
+        """What a break inside an inlined call of this value calls instead of it: the callee's own
+        code optimized on its own (`callee` builds it; `method_of`: the object it is bound to);
+        None to call it as it is."""
+        return None
 
     def sizes_held(self, source: Source, depth: int) -> list[tuple[SizeSource, Any]]:
         """(where a function receiving this value at `source` reads it, its expression) of each

@@ -27,6 +27,7 @@ from pdyn.trace.variables.objects.loggers import LoggerCallVariable, writes_log
 from pdyn.trace.variables.iterators.user_iterators import user_iterator
 
 if TYPE_CHECKING:
+    from pdyn.trace.breaks.callees import BreakCallee
     from pdyn.trace.frame_codegen import FrameCodegen
     from pdyn.trace.variables.containers.core import IteratorVariable
     from pdyn.trace.translator import InstructionTranslator as Tracer
@@ -176,6 +177,11 @@ class UserObjectVariable(VariableTracker):
     def sizes_held(self, source: Source, depth: int) -> list[tuple[SizeSource, Any]]:
         fields = ((AttrSource(source, attr), item) for attr, item in self.fields.items())
         return sizes_in(fields, depth) if self.is_fresh else []
+
+    def callee_at_break(self, callee: BreakCallee, method_of: VariableTracker | None = None) -> str | None:
+        if self.is_fresh or self.source is None:
+            return None
+        return callee.function(mro_lookup(self.cls, "__call__"), self)  # `obj(...)` runs `type(obj).__call__(obj, ...)`
 
     def own_setattr_ran(self) -> bool:
         return True   # a user object's own `__setattr__` ran in the trace: the replay stores raw
