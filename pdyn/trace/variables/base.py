@@ -5,8 +5,8 @@ the type and the operation, so an unknown case becomes a graph break, never a wr
 protocol (the operations handlers and builtin rules call) is declared here, never probed with
 `getattr`: call, call_method, getattr, store_attr, getitem, setitem, delitem, contains, length,
 iterate, truth, binary_op, unary_op, reconstruct. What a value is to a graph break's frame code
-(pdyn/trace/breaks/) is declared here too: crossing, rebuilt_at_break, callee_at_break, sizes_held,
-own_setattr_ran, replay_contents.
+(pdyn/trace/breaks/) is declared here too: crossing, reconstruct_resumed, rebuilt_at_break, callee_at_break,
+sizes_held, own_setattr_ran, replay_contents.
 """
 
 from __future__ import annotations
@@ -112,6 +112,11 @@ class VariableTracker:
         (a real iterator over the live containers), "exc" (an `except` handler's slot) or "null".
         `held`: a live local holds it too (then it is that local's object)."""
         return "value"
+
+    def reconstruct_resumed(self, codegen: ResumeCodegen) -> str:
+        """`reconstruct` in a break's frame code, which hands values to Python code that runs on: a
+        size is computed from the inputs, a function or method the trace made is made again."""
+        return self.reconstruct(codegen)
 
     def rebuilt_at_break(self, codegen: ResumeCodegen) -> str:
         """The frame code's expression for this value on the stack or in a live local at a break."""

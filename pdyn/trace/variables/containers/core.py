@@ -23,7 +23,7 @@ from pdyn.trace.variables.values.symint import SymIntVariable
 
 if TYPE_CHECKING:
     from pdyn.trace.translator import InstructionTranslator as Tracer
-    from pdyn.trace.frame_codegen import FrameCodegen
+    from pdyn.trace.frame_codegen import FrameCodegen, ResumeCodegen
 
 
 def is_known(vt: VariableTracker) -> bool:
@@ -570,6 +570,9 @@ class IteratorVariable(VariableTracker):
     def crossing(self, held: bool) -> str:
         """Made in the trace and held by no local: a real iterator over the live containers."""
         return "iter" if not held and self.source is None else "value"
+
+    def reconstruct_resumed(self, codegen: ResumeCodegen) -> str:
+        return codegen.iterator(self)   # an input iterator is itself (advanced after the graph)
 
     def python_type(self) -> type:
         return type(iter([]))

@@ -22,7 +22,7 @@ from pdyn.trace.variables.restart import BreakSite, RestartTrace
 
 if TYPE_CHECKING:
     from pdyn.bytecode.instructions import Instruction
-    from pdyn.trace.frame_codegen import FrameCodegen
+    from pdyn.trace.frame_codegen import FrameCodegen, ResumeCodegen
     from pdyn.trace.translator import InstructionTranslator as Tracer
 
 
@@ -43,6 +43,9 @@ class GeneratorVariable(IteratorVariable):
     @property
     def started(self) -> bool:
         return self.translator.steps > 0
+
+    def reconstruct_resumed(self, codegen: ResumeCodegen) -> str:
+        return self.reconstruct(codegen)   # no item list: made again, or the trace restarts
 
     def reconstruct(self, codegen: FrameCodegen) -> str:
         """The same call again where the generator has not started; else a restart (see the module)."""

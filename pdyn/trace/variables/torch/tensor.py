@@ -26,7 +26,7 @@ from pdyn.trace.variables.values.symint import SymIntVariable
 
 if TYPE_CHECKING:
     from pdyn.trace.translator import InstructionTranslator as Tracer
-    from pdyn.trace.frame_codegen import FrameCodegen
+    from pdyn.trace.frame_codegen import FrameCodegen, ResumeCodegen
     from pdyn.trace.output_graph import OutputGraph
 
 METADATA_ATTRS = frozenset({
@@ -192,6 +192,9 @@ class TensorMethodVariable(VariableTracker):
     def __init__(self, tensor: TensorVariable, name: str):
         self.tensor = tensor
         self.name = name
+
+    def reconstruct_resumed(self, codegen: ResumeCodegen) -> str:
+        return f"{codegen.reconstruct(self.tensor)}.{self.name}"
 
     def python_type(self) -> type:
         return type(torch.Tensor.add)

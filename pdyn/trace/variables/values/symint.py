@@ -26,7 +26,7 @@ from pdyn.trace.variables.values.constant import ConstantVariable
 
 if TYPE_CHECKING:
     from pdyn.trace.translator import InstructionTranslator as Tracer
-    from pdyn.trace.frame_codegen import FrameCodegen
+    from pdyn.trace.frame_codegen import FrameCodegen, ResumeCodegen
 
 
 def _floordiv(a: Any, b: Any) -> Any:
@@ -79,6 +79,9 @@ class SymIntVariable(VariableTracker):
 
     def sizes_held(self, source: Source, depth: int) -> list[tuple[SizeSource, Any]]:
         return [(SizeSource(source, None), self.expr)]
+
+    def reconstruct_resumed(self, codegen: ResumeCodegen) -> str:
+        return self.reconstruct(codegen) if self.is_python_constant() else codegen.symint(self)
 
     @property
     def node(self) -> Any:
