@@ -292,3 +292,22 @@ def test_every_kind_of_tracker_has_its_layer():
 def test_a_kind_of_tracker_imports_only_the_kinds_below_it(importer, imported, allowed):
     imports = [Import(importer, imported, "probe.py:1", False)]
     assert (forbidden(imports) == []) is allowed
+
+
+def test_the_trace_never_imports_the_hook_not_even_for_annotations():
+    """A graph break's frame code is built in trace/breaks/ and handed to hook/, never the reverse."""
+    bad = []
+    for path in sorted((PACKAGE / "trace").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else \
+                [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            bad += [f"{path.relative_to(ROOT)}:{node.lineno}: {n}" for n in names if n.startswith("pdyn.hook")]
+    assert not bad, "trace/ imports hook/:\n  " + "\n  ".join(bad)
+
+
+def test_the_hook_reaches_trackers_only_through_their_base_and_restart():
+    """hook/ asks trackers nothing by kind: what a value is to a break is a tracker method."""
+    allowed = {"pdyn.trace.variables.base", "pdyn.trace.variables.restart"}
+    bad = [str(imp) for imp in IMPORTS if layer_of(imp.importer) == "hook"
+           and imp.imported.startswith("pdyn.trace.variables") and imp.imported not in allowed]
+    assert not bad, "\n".join(bad)

@@ -14,7 +14,7 @@ from pdyn.bytecode.instructions import decode
 from pdyn.trace.output_graph import OutputGraph
 from pdyn.trace.context import TraceContext
 from pdyn.shapes.trace_plan import TracePlan
-from pdyn.hook.resume_entry import CLOSURE_KEY
+from pdyn.trace.frame_trace import CLOSURE_KEY
 from pdyn.sources import ItemSource, LocalSource
 from pdyn.trace.variables.builder import wrap
 from pdyn.trace.variables.values.cell import CellVariable, real_cell

@@ -18,29 +18,24 @@ from typing import Any, Callable
 import torch
 import torch.fx
 
-from pdyn.shapes import graph_meta
 from pdyn.base import logs
-from pdyn.trace.translator import InstructionTranslator
 from pdyn.base.config import Config
 from pdyn.base.errors import Unsupported
-from pdyn.trace.frame_codegen import EagerRerun, FrameCodegen, build_frame_function
 from pdyn.guards.codegen import GuardCode, build
-from pdyn.hook.resume_entry import CLOSURE_KEY, EMPTY_CELL, Optimize, break_entry, closure_at_call, title_of
-from pdyn.ops.effects import draws_random, writes_an_input, writes_under_grad, written_inputs
-from pdyn.trace.output_graph import OutputGraph
-from pdyn.trace.context import TraceContext
-from pdyn.shapes.trace_plan import TracePlan
 from pdyn.guards.guard_validation import validate_guards
 from pdyn.guards.shape_guards import shape_guards
-from pdyn.shapes import validation
-from pdyn.sources import ItemSource, LocalSource, SizeSource
-from pdyn.trace.variables.iterators.carried_iterators import replay_dict
+from pdyn.ops.effects import draws_random, writes_an_input, writes_under_grad, written_inputs
+from pdyn.shapes import graph_meta, validation
+from pdyn.shapes.trace_plan import TracePlan
+from pdyn.sources import SizeSource
+from pdyn.trace.breaks.resume import Optimize, break_frame_code, closure_at_call
+from pdyn.trace.frame_codegen import EagerRerun, FrameCodegen, build_frame_function
+from pdyn.trace.frame_effects import side_effects
+from pdyn.trace.frame_trace import CLOSURE_KEY, EMPTY_CELL, new_output_graph, title_of, trace_frame
+from pdyn.trace.output_graph import OutputGraph
+from pdyn.trace.translator import InstructionTranslator
 from pdyn.trace.variables.base import VariableTracker
-from pdyn.trace.variables.values.cell import CellVariable, real_cell
-from pdyn.trace.variables.containers.core import DictVariable, ListVariable
-from pdyn.trace.variables.values.deleted import is_deleted, replay_delete
 from pdyn.trace.variables.restart import MAX_RESTARTS, RestartTrace, force_break
-from pdyn.trace.variables.objects.user_objects import UserObjectVariable
 
 __all__ = ["CLOSURE_KEY", "EMPTY_CELL", "CacheEntry", "closure_at_call", "compile_frame", "title_of"]
 
@@ -80,11 +75,11 @@ def compile_frame(code: types.CodeType, f_locals: dict[str, Any], f_globals: dic
     start = time.perf_counter()
     title = f"{title_of(code)}, cache entry {number}"
     for restarts in range(MAX_RESTARTS + 1):
-        output = _output_graph(code, plan, config)
+        output = new_output_graph(code, plan, config)
         tx = InstructionTranslator(code, {}, f_globals, output, config)
         try:
             try:
-                result = _trace(tx, f_locals)
+                result = trace_frame(tx, f_locals)
                 assert result is not None
                 return _finish(output, result, backend, title, number, start, call_original)
             except Unsupported as e:
@@ -109,11 +104,15 @@ def _break_or_eager(e: Unsupported, output: OutputGraph, code: types.CodeType, f
     """The entry of a trace that broke at `e`: the graph so far and resume functions, else eager."""
     why = "no resume function without pdyn's hook"
     if optimize is not None:
-        retrace = lambda stop_at: _retrace(code, f_locals, f_globals, config, plan, stop_at)  # noqa: E731
-        finish = lambda output, codegen, tail: _finish(  # noqa: E731
-            output, None, backend, title, number, time.perf_counter(), call_original, codegen, tail)
-        entry, why = break_entry(e, code, retrace, finish, optimize)
-        if entry is not None:
+        try:
+            broken = break_frame_code(e, code, f_locals, f_globals, config, plan, optimize)
+            entry = _finish(broken.output, None, backend, title, number, time.perf_counter(), call_original,
+                            broken.codegen, broken.tail)
+        except Unsupported as failed:
+            why = failed.message
+        else:
+            breaks_log.info("graph break in %s: %s", title_of(code), e)
+            entry.break_reason = e
             entry.compile_seconds = time.perf_counter() - start
             return entry
     return _eager_entry(e, output, code, title, number, start, call_original, why)
@@ -130,45 +129,13 @@ def _eager_entry(e: Unsupported, output: OutputGraph, code: types.CodeType | Non
                       pinned=pinned_origins(output), shape_decisions=list(output.ctx.shape_env.events))
 
 
-def _trace(tx: InstructionTranslator, f_locals: dict[str, Any]) -> VariableTracker | None:
-    """Wrap the frame's locals and run the root translator (None where it stopped at `stop_at`)."""
-    code = tx.code
-    tx.locals = {name: tx.wrap(value, LocalSource(name)) for name, value in f_locals.items()
-                 if name not in code.co_freevars and name != CLOSURE_KEY}
-    tx.cells = {name: CellVariable(tx.locals.pop(name, None)) for name in code.co_cellvars}
-    closure = f_locals.get(CLOSURE_KEY, ())
-    for i, name in enumerate(code.co_freevars):   # the frame's real cells: stores replay through L
-        tx.cells[name] = real_cell(tx, closure[i], ItemSource(LocalSource(CLOSURE_KEY), i),
-                                   lambda v, name=name: tx.wrap(v, LocalSource(name)))
-    return tx.run()
-
-
-def _retrace(code: types.CodeType, f_locals: dict[str, Any], f_globals: dict[str, Any], config: Config,
-             plan: TracePlan | None, stop_at: int) -> InstructionTranslator:
-    """The same trace again, stopped before root step `stop_at` (the one that broke)."""
-    tx = InstructionTranslator(code, {}, f_globals, _output_graph(code, plan, config), config)
-    tx.stop_at = stop_at
-    if _trace(tx, f_locals) is not None:
-        raise Unsupported("retrace", "the trace did not reach its graph break again")
-    return tx
-
-
-def _output_graph(code: types.CodeType, plan: TracePlan | None, config: Config) -> OutputGraph:
-    """A new trace's graph, with translation validation and the hint check as `config` says."""
-    output = OutputGraph(code.co_name, TraceContext(plan))
-    output.check_hints = config.check_hints
-    if config.translation_validation:
-        output.ctx.shape_env.validator = validation.Validator()
-    return output
-
-
 def _finish(output: OutputGraph, result: VariableTracker | None, backend: Backend, title: str, number: int,
             start: float, call_original: Callable[[dict[str, Any]], Any], codegen: FrameCodegen | None = None,
             tail: list[str] | None = None) -> CacheEntry:
     """The entry for a finished trace (`result` is the frame's return value), or with `tail` for a
     trace that stopped at a graph break (`codegen` then already holds the stack and locals)."""
     codegen = codegen or FrameCodegen()
-    effects = _side_effects(output, codegen)
+    effects = side_effects(output, codegen)
     result_expr = codegen.reconstruct(result) if result is not None else ""
     graph = output.graph
     graph_inputs = output.ordered_inputs()
@@ -221,53 +188,6 @@ def pinned_origins(output: OutputGraph) -> dict[SizeSource, tuple[int, bool]]:
     env = output.ctx.shape_env
     return {origin: (spec.value, spec.by_value_read)
             for sym, spec in env.specialized.items() for origin in env.origins[sym]}
-
-
-def _side_effects(output: OutputGraph, codegen: FrameCodegen) -> list[str]:
-    """Statements that replay the trace's side effects in the order the program first made them;
-    every value they store is computed (into e0, e1, ...) before any of them runs."""
-    effects = output.ctx.side_effects
-    statements: list[str] = []
-    for i, (kind, key) in enumerate(effects.order):
-        value = f"e{i}"
-        if kind == "container":
-            vt = effects.containers[key]
-            target = codegen.source_expr(vt.source)  # type: ignore[arg-type]
-            if isinstance(vt, ListVariable):
-                codegen.lines.append(f"{value} = [{', '.join(codegen.reconstruct(v) for v in vt.items)}]")
-                statements.append(f"{target}[:] = {value}")
-            elif isinstance(vt, DictVariable):
-                items = ", ".join(f"{codegen.constant(k)}: {codegen.reconstruct(v)}" for k, v in vt.items.items())
-                codegen.lines.append(f"{value} = {{{items}}}")
-                statements.append(f"{codegen.constant(replay_dict, 'replay_dict')}({target}, {value})")
-        elif kind == "attr":
-            obj, stored = effects.attrs[key]
-            if is_deleted(stored):  # `del obj.name` was the last change
-                raw = isinstance(obj, UserObjectVariable)
-                statements.append(f"{codegen.constant(replay_delete, 'replay_delete')}"
-                                  f"({codegen.reconstruct(obj)}, {key[1]!r}, {raw})")
-                continue
-            codegen.lines.append(f"{value} = {codegen.reconstruct(stored)}")
-            # a user object's own `__setattr__` already ran in the trace: replay the raw store
-            setter = codegen.constant(object.__setattr__, "object_setattr") \
-                if isinstance(obj, UserObjectVariable) else "setattr"
-            statements.append(f"{setter}({codegen.reconstruct(obj)}, {key[1]!r}, {value})")
-        elif kind == "cell":
-            cell, stored = effects.cells[key]
-            target = codegen.source_expr(cell.source)  # type: ignore[arg-type]
-            if is_deleted(stored):  # `del x` of a closure variable was the last change
-                statements.append(f"{codegen.constant(replay_delete, 'replay_delete')}({target}, 'cell_contents', True)")
-                continue
-            codegen.lines.append(f"{value} = {codegen.reconstruct(stored)}")
-            statements.append(f"{target}.cell_contents = {value}")
-        elif kind == "call":
-            fn, args, kwargs = effects.calls[key]
-            parts = [codegen.reconstruct(a) for a in args] + [f"{k}={codegen.reconstruct(v)}" for k, v in kwargs.items()]
-            statements.append(f"{codegen.reconstruct(fn)}({', '.join(parts)})")
-        else:
-            codegen.lines.append(f"{value} = {codegen.reconstruct(effects.globals[key])}")
-            statements.append(f"G[{key!r}] = {value}")
-    return statements
 
 
 logging.getLogger("pdyn").addHandler(logging.NullHandler())

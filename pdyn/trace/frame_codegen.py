@@ -21,10 +21,8 @@ from pdyn.shapes.shape_env import to_python
 from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.containers.core import IteratorVariable, ListVariable
 from pdyn.trace.variables.values.cell import CellVariable
-from pdyn.trace.variables.functions.user_functions import UserFunctionVariable, UserMethodVariable
+from pdyn.trace.variables.functions.user_functions import UserFunctionVariable
 from pdyn.trace.variables.iterators.generator import GeneratorVariable
-from pdyn.trace.variables.values.symint import SymIntVariable
-from pdyn.trace.variables.torch.tensor import TensorMethodVariable
 
 SIMPLE_LITERALS = (type(None), bool, int, str, bytes)
 
@@ -126,20 +124,8 @@ class ResumeCodegen(FrameCodegen):
         self.cells: dict[int, str] = {}   # id of a CellVariable -> the name of its cell in the frame code
 
     def reconstruct(self, vt: VariableTracker) -> str:
-        if isinstance(vt, SymIntVariable) and not vt.is_python_constant():
-            return self._symint(vt)
-        if isinstance(vt, TensorMethodVariable):
-            return f"{self.reconstruct(vt.tensor)}.{vt.name}"
-        if isinstance(vt, UserFunctionVariable) and vt.value is None and vt.source is None:
-            return self._made_function(vt)
-        if isinstance(vt, UserMethodVariable):
-            return f"{self.constant(types.MethodType, 'MethodType')}({self.reconstruct(vt.fn)}, {self.reconstruct(vt.obj)})"
-        if isinstance(vt, GeneratorVariable):  # no item list: made again, or the trace restarts
-            return vt.reconstruct(self)
-        if isinstance(vt, IteratorVariable):  # an input iterator is itself (advanced after the graph)
-            return self.iterator(vt)
         try:
-            return vt.reconstruct(self)
+            return vt.reconstruct_resumed(self)   # the tracker's own, where it differs from `reconstruct`
         except Unsupported:
             value = getattr(vt, "value", None)
             if vt.source is None and isinstance(value, REBUILT_BY_IDENTITY):
@@ -156,7 +142,7 @@ class ResumeCodegen(FrameCodegen):
             self.cells[id(cell)] = self.once(cell, expr)
         return self.cells[id(cell)]
 
-    def _made_function(self, vt: UserFunctionVariable) -> str:
+    def made_function(self, vt: UserFunctionVariable) -> str:
         """A def or lambda the trace ran: a new function of its code, defaults and the frame's cells."""
         if vt.attrs:
             raise Unsupported("reconstruct", f"pdyn cannot rebuild {vt.code.co_name}() with attributes set on it")
@@ -198,7 +184,7 @@ class ResumeCodegen(FrameCodegen):
         items = vt.items.items if hasattr(vt.items, "items") else vt.items
         return "(" + "".join(f"{self.reconstruct(v)}, " for v in items[vt.index:]) + ")"
 
-    def _symint(self, vt: Any) -> str:
+    def symint(self, vt: Any) -> str:
         """A size expression, computed from the sizes it is made of; a data-dependent one from the graph."""
         env = vt.env
         expr = env.simplify(vt.expr)

@@ -1,5 +1,5 @@
 """Graph breaks inside `torch.autocast` and `torch.inference_mode` blocks
-(pdyn/hook/break_blocks.py, pdyn/trace/variables/contexts/amp_resume.py): the graph leaves the block at its
+(pdyn/trace/variables/contexts/amp_modes.py `exit_at_break`, amp_resume.py): the graph leaves the block at its
 end, the step runs under the mode (the frame code enters it again), the resume function's graph
 continues inside the block and leaves it where eager does. Values, dtypes and inference flags
 against eager; the modes after the call as before; exact graphs, breaks and compiles."""

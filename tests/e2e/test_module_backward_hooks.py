@@ -1,5 +1,5 @@
 """Modules with backward hooks or global module hooks (pdyn/trace/variables/objects/nn_module.py,
-pdyn/hook/break_blocks.py `call_with_hooks`): the caller's graph breaks at the module's call, the
+pdyn/trace/breaks/callees.py `call_with_hooks`): the caller's graph breaks at the module's call, the
 module runs through nn.Module's own hook machinery with its forward optimized on its own, and the
 hooks see what eager's see; gradients equal eager's."""
 

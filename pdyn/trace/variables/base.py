@@ -4,20 +4,23 @@ Subclasses override the operations their values support; the defaults raise `Uns
 the type and the operation, so an unknown case becomes a graph break, never a wrong answer. The
 protocol (the operations handlers and builtin rules call) is declared here, never probed with
 `getattr`: call, call_method, getattr, store_attr, getitem, setitem, delitem, contains, length,
-iterate, truth, binary_op, unary_op, reconstruct.
+iterate, truth, binary_op, unary_op, reconstruct. What a value is to a graph break's frame code
+(pdyn/trace/breaks/) is declared here too: crossing, reconstruct_resumed, rebuilt_at_break, callee_at_break,
+sizes_held, own_setattr_ran, replay_contents.
 """
 
 from __future__ import annotations
 
 import operator
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from pdyn.base.errors import Unsupported, UserException
-from pdyn.sources import Source
+from pdyn.sources import SizeSource, Source
 
 if TYPE_CHECKING:
     from pdyn.trace.translator import InstructionTranslator as Tracer
-    from pdyn.trace.frame_codegen import FrameCodegen
+    from pdyn.trace.breaks.callees import BreakCallee
+    from pdyn.trace.frame_codegen import FrameCodegen, ResumeCodegen
 
 
 class VariableTracker:
@@ -102,6 +105,45 @@ class VariableTracker:
             return codegen.source_expr(self.source)
         raise Unsupported("reconstruct", f"pdyn cannot rebuild {type(self).__name__} outside the graph")
 
+    # -- at a graph break (pdyn/trace/breaks/): what this value is to the frame code there
+
+    def crossing(self, held: bool) -> str:
+        """How this value on the stack crosses a break: "value" (rebuilt by `reconstruct`), "iter"
+        (a real iterator over the live containers), "exc" (an `except` handler's slot) or "null".
+        `held`: a live local holds it too (then it is that local's object)."""
+        return "value"
+
+    def reconstruct_resumed(self, codegen: ResumeCodegen) -> str:
+        """`reconstruct` in a break's frame code, which hands values to Python code that runs on: a
+        size is computed from the inputs, a function or method the trace made is made again."""
+        return self.reconstruct(codegen)
+
+    def rebuilt_at_break(self, codegen: ResumeCodegen) -> str:
+        """The frame code's expression for this value on the stack or in a live local at a break."""
+        return codegen.reconstruct(self)
+
+    def callee_at_break(self, callee: BreakCallee, method_of: VariableTracker | None = None) -> str | None:
+        """What a break inside an inlined call of this value calls instead of it: the callee's own
+        code optimized on its own (`callee` builds it; `method_of`: the object it is bound to);
+        None to call it as it is."""
+        return None
+
+    def sizes_held(self, source: Source, depth: int) -> list[tuple[SizeSource, Any]]:
+        """(where a function receiving this value at `source` reads it, its expression) of each
+        size this value holds, looking `depth` levels into containers: a resume function's or a
+        callee's sizes mapped to its parent's."""
+        return []
+
+    def own_setattr_ran(self) -> bool:
+        """Whether the trace ran this object's own `__setattr__`/`__delattr__` for a store: the frame
+        code replays the raw store (`object.__setattr__`) after the graph."""
+        return False
+
+    def replay_contents(self, codegen: FrameCodegen, target: str, name: str) -> str:
+        """The statement that gives the container at `target` the contents the trace left it (bound
+        to `name` first, in `codegen.lines`): a mutated container's side effect."""
+        raise Unsupported("side_effect", f"pdyn cannot replay a change to {type(self).__name__} after the graph")
+
     def __repr__(self) -> str:
         src = f" from {self.source}" if self.source is not None else ""
         return f"{type(self).__name__}{src}"
@@ -110,11 +152,22 @@ class VariableTracker:
 class NullVariable(VariableTracker):
     """The NULL that CPython pushes below a callable (PUSH_NULL, LOAD_GLOBAL with the low bit)."""
 
+    def crossing(self, held: bool) -> str:
+        return "null"
+
     def __repr__(self) -> str:
         return "NULL"
 
 
 NULL = NullVariable()
+
+
+def sizes_in(parts: Iterable[tuple[Source, Any]], depth: int) -> list[tuple[SizeSource, Any]]:
+    """The sizes the parts of a container or object hold (`sizes_held` one level down; none at depth 0)."""
+    if depth == 0:
+        return []
+    return [found for part, item in parts if isinstance(item, VariableTracker)
+            for found in item.sizes_held(part, depth - 1)]
 
 
 def fold(tx: Tracer, fn: Callable[..., Any], *values: Any) -> VariableTracker:

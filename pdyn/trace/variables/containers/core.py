@@ -14,15 +14,16 @@ from typing import TYPE_CHECKING, Any, Callable
 import torch
 
 from pdyn.base.errors import SourceLoc, Unsupported, UserException
-from pdyn.sources import Source
-from pdyn.trace.variables.base import VariableTracker
+from pdyn.sources import ItemSource, SizeSource, Source
+from pdyn.trace.variables.base import VariableTracker, sizes_in
+from pdyn.trace.variables.containers.dict_replay import replay_dict
 from pdyn.guards.guards import IdGuard
 from pdyn.trace.variables.values.constant import FIXED_KEY_TYPES, ConstantVariable, is_constant_value, is_identity_key
 from pdyn.trace.variables.values.symint import SymIntVariable
 
 if TYPE_CHECKING:
     from pdyn.trace.translator import InstructionTranslator as Tracer
-    from pdyn.trace.frame_codegen import FrameCodegen
+    from pdyn.trace.frame_codegen import FrameCodegen, ResumeCodegen
 
 
 def is_known(vt: VariableTracker) -> bool:
@@ -250,6 +251,9 @@ class TupleVariable(SequenceVariable):
     def python_type(self) -> type:
         return tuple
 
+    def sizes_held(self, source: Source, depth: int) -> list[tuple[SizeSource, Any]]:
+        return sizes_in(((ItemSource(source, i), item) for i, item in enumerate(self.items)), depth)
+
     def call_method(self, tx: Tracer, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         result = self._method(tx, name, args)
         if result is None:
@@ -320,6 +324,13 @@ class ListVariable(SequenceVariable):
 
     def python_type(self) -> type:
         return list
+
+    def sizes_held(self, source: Source, depth: int) -> list[tuple[SizeSource, Any]]:
+        return sizes_in(((ItemSource(source, i), item) for i, item in enumerate(self.items)), depth)
+
+    def replay_contents(self, codegen: FrameCodegen, target: str, name: str) -> str:
+        codegen.lines.append(f"{name} = [{', '.join(codegen.reconstruct(v) for v in self.items)}]")
+        return f"{target}[:] = {name}"
 
     def _mutate(self, tx: Tracer) -> None:
         if self.source is not None:
@@ -401,6 +412,14 @@ class DictVariable(VariableTracker):
 
     def python_type(self) -> type:
         return self.dict_type
+
+    def sizes_held(self, source: Source, depth: int) -> list[tuple[SizeSource, Any]]:
+        return sizes_in(((ItemSource(source, k), v) for k, v in self.items.items() if is_constant_value(k)), depth)
+
+    def replay_contents(self, codegen: FrameCodegen, target: str, name: str) -> str:
+        items = ", ".join(f"{codegen.constant(k)}: {codegen.reconstruct(v)}" for k, v in self.items.items())
+        codegen.lines.append(f"{name} = {{{items}}}")
+        return f"{codegen.constant(replay_dict, 'replay_dict')}({target}, {name})"
 
     def is_python_constant(self) -> bool:
         return all(v.is_python_constant() for v in self.items.values())
@@ -547,6 +566,13 @@ class IteratorVariable(VariableTracker):
     def __init__(self, items: list[VariableTracker] | ListVariable):
         self.items = items
         self.index = 0
+
+    def crossing(self, held: bool) -> str:
+        """Made in the trace and held by no local: a real iterator over the live containers."""
+        return "iter" if not held and self.source is None else "value"
+
+    def reconstruct_resumed(self, codegen: ResumeCodegen) -> str:
+        return codegen.iterator(self)   # an input iterator is itself (advanced after the graph)
 
     def python_type(self) -> type:
         return type(iter([]))

@@ -13,31 +13,17 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from pdyn.base.errors import Unsupported, UserException
-from pdyn.trace.variables.torch.amp_state import OPEN, pin_entry_state
+from pdyn.trace.variables.torch.amp_state import AMP_DEVICES, OPEN, enter_mode, pin_entry_state, trace_time_autocast
 from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.values.constant import ConstantVariable
+from pdyn.trace.variables.contexts.amp_resume import resumed_exit
 from pdyn.trace.variables.contexts.context_base import BUILDERS, ContextManagerVariable
 
 if TYPE_CHECKING:
+    from pdyn.trace.frame_codegen import ResumeCodegen
     from pdyn.trace.translator import InstructionTranslator as Tracer
 
 NONE = ConstantVariable(None)
-
-
-def trace_time_autocast(device: str, dtype: torch.dtype, enabled: bool, cache: bool) -> Any:
-    """An autocast mode to enter at trace time, so fake ops get autocast's dtypes (torch 2.13 has an
-    unmanaged variant for frontends; torch 2.11 only the public class, which does the same in Python)."""
-    unmanaged = getattr(torch.amp.autocast_mode, "_UnmanagedAutocast", None)
-    if unmanaged is not None:
-        return unmanaged(device, dtype, enabled, cache)
-    return torch.amp.autocast(device_type=device, dtype=dtype, enabled=enabled, cache_enabled=cache)
-
-
-def _enter(mode: Any) -> None:
-    """Enter for real at trace time, remembered so that a trace that ends early leaves it."""
-    mode.__enter__()
-    if OPEN:
-        OPEN[-1].append(mode)
 
 
 def _exit(mode: Any) -> None:
@@ -63,7 +49,7 @@ class AutocastVariable(ContextManagerVariable):
         pin_entry_state(tx)
         node = tx.output.annotate(tx.output.graph.call_function(torch.amp._enter_autocast, self.args), tx.loc())
         mode = trace_time_autocast(*self.args)
-        _enter(mode)
+        enter_mode(mode)
         self.entered.append((node, mode))
         return self
 
@@ -74,6 +60,13 @@ class AutocastVariable(ContextManagerVariable):
         tx.output.annotate(tx.output.graph.call_function(torch.amp._exit_autocast, (node,)), tx.loc())
         _exit(mode)
         return ConstantVariable(False)
+
+    def exit_at_break(self, codegen: ResumeCodegen) -> str:
+        if not self.entered:
+            return super().exit_at_break(codegen)
+        if self.args[0] not in AMP_DEVICES:
+            raise Unsupported("resume", f"pdyn resumes autocast blocks of {', '.join(AMP_DEVICES)} only")
+        return resumed_exit(codegen, self.entered[-1][0], "autocast", self.args, torch.amp._exit_autocast)
 
     def is_python_constant(self) -> bool:
         return True  # what a decorator's closure holds: its arguments are all it is
@@ -98,7 +91,7 @@ class InferenceModeVariable(ContextManagerVariable):
         node = tx.output.annotate(tx.output.graph.call_function(
             torch.autograd.grad_mode._enter_inference_mode, (self.mode,)), tx.loc())
         context = torch._C._InferenceMode(self.mode)
-        _enter(context)
+        enter_mode(context)
         self.entered.append((node, context))
         return NONE
 
@@ -114,6 +107,12 @@ class InferenceModeVariable(ContextManagerVariable):
 
     def clone(self, tx: Tracer) -> VariableTracker:
         return InferenceModeVariable(self.cls, self.mode)
+
+    def exit_at_break(self, codegen: ResumeCodegen) -> str:
+        if not self.entered:
+            return super().exit_at_break(codegen)
+        return resumed_exit(codegen, self.entered[-1][0], "inference_mode", (self.mode,),
+                            torch.autograd.grad_mode._exit_inference_mode)
 
     def is_python_constant(self) -> bool:
         return True

@@ -19,12 +19,12 @@ import torch
 from pdyn.base.errors import Unsupported
 from pdyn.guards.guards import EqualsGuard, TypeGuard
 from pdyn.sources import AttrSource, Source
-from pdyn.trace.variables.contexts.amp_modes import _enter, trace_time_autocast
-from pdyn.trace.variables.torch.amp_state import AMP_DEVICES, autocast_state
+from pdyn.trace.variables.torch.amp_state import AMP_DEVICES, autocast_state, enter_mode, trace_time_autocast
 from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.values.constant import ConstantVariable
 
 if TYPE_CHECKING:
+    from pdyn.trace.frame_codegen import ResumeCodegen
     from pdyn.trace.translator import InstructionTranslator as Tracer
 
 _local = threading.local()
@@ -34,6 +34,15 @@ def _open() -> list[ResumedMode]:
     if not hasattr(_local, "modes"):
         _local.modes = []
     return _local.modes
+
+
+def resumed_exit(codegen: ResumeCodegen, node: Any, kind: str, args: tuple[Any, ...], leave: Any) -> str:
+    """The `__exit__` the frame code hands the resume function of a break inside the block entered
+    at `node`: the graph leaves the block at its end (`leave`), the frame code enters it again (the
+    step runs in it) as a `ResumedMode`."""
+    graph = node.graph
+    graph.call_function(leave, (node,)).meta["loc"] = node.meta.get("loc")
+    return f"{codegen.constant(ResumedMode, 'ResumedMode')}({kind!r}, {codegen.constant(args, 'args')}).__exit__"
 
 
 class ResumedMode:
@@ -107,12 +116,12 @@ class ResumedExitVariable(VariableTracker):
         grad, *amp = self.resumed.prior
         if self.resumed.kind == "autocast":
             device = self.resumed.args[0]
-            # autocast_state(): (enabled, dtype) per device (exit_hook resumes these devices only), then
+            # autocast_state(): (enabled, dtype) per device (exit_at_break resumes these devices only), then
             # the cache flag and inference mode
             enabled, dtype = amp[AMP_DEVICES.index(device)]
-            _enter(trace_time_autocast(device, dtype, enabled, amp[-2]))
+            enter_mode(trace_time_autocast(device, dtype, enabled, amp[-2]))
         else:
-            _enter(torch._C._InferenceMode(amp[-1]))
+            enter_mode(torch._C._InferenceMode(amp[-1]))
         torch._C._set_grad_enabled(grad)  # as the guard object's exit restores it
         return ConstantVariable(False)
 

@@ -13,6 +13,7 @@ from pdyn.trace.variables.builtins import ClassVariable
 from pdyn.trace.variables.values.constant import ConstantVariable
 
 if TYPE_CHECKING:
+    from pdyn.trace.frame_codegen import ResumeCodegen
     from pdyn.trace.translator import InstructionTranslator as Tracer
 
 NONE = ConstantVariable(None)
@@ -47,6 +48,12 @@ class ContextManagerVariable(VariableTracker):
     def clone(self, tx: Tracer) -> VariableTracker:
         raise Unsupported("context_manager", f"pdyn cannot copy {self}", loc=tx.loc())
 
+    def exit_at_break(self, codegen: ResumeCodegen) -> str:
+        """The frame code's `__exit__` of this block, around a graph break inside it: the resume
+        function continues inside the block and leaves it with this callable."""
+        raise Unsupported("resume", f"pdyn cannot rebuild {self} outside the trace: the with block around "
+                          "the break cannot be re-entered")
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.cls.__name__})"
 
@@ -57,6 +64,9 @@ class BoundHook(VariableTracker):
     def __init__(self, manager: ContextManagerVariable, which: str):
         self.manager = manager
         self.which = which
+
+    def rebuilt_at_break(self, codegen: ResumeCodegen) -> str:
+        return self.manager.exit_at_break(codegen) if self.which == "exit" else super().rebuilt_at_break(codegen)
 
     def call(self, tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         if self.which == "exit":

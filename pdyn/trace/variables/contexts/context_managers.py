@@ -27,10 +27,10 @@ from pdyn.trace.variables.contexts.context_base import (BUILDERS, BoundHook, Con
                                                ContextManagerVariable)
 from pdyn.trace.variables.containers.core import DictVariable
 from pdyn.trace.variables.iterators.generator import GeneratorVariable
-from pdyn.trace.variables.restart import BreakSite
+from pdyn.trace.variables.restart import BreakSite, RestartTrace
 
 if TYPE_CHECKING:
-    from pdyn.trace.frame_codegen import FrameCodegen
+    from pdyn.trace.frame_codegen import FrameCodegen, ResumeCodegen
     from pdyn.trace.translator import InstructionTranslator as Tracer
 
 NONE = ConstantVariable(None)
@@ -56,6 +56,21 @@ def set_grad_mode(tx: Tracer, mode: bool) -> None:
     torch._C._set_grad_enabled(mode)
 
 
+class RestoreGradMode:
+    """The `__exit__` of a grad-mode block entered in the graph, handed to the resume function of a
+    break inside it: it puts back the mode seen before the block (exit never suppresses). A plain
+    Python class, so a resume function traces it."""
+
+    def __init__(self, prior: bool):
+        self.prior = prior
+
+    def __enter__(self) -> None:  # a with statement needs both; the resume function only exits
+        return None
+
+    def __exit__(self, *exc_info: Any) -> None:
+        torch.set_grad_enabled(self.prior)
+
+
 class NullContextVariable(ContextManagerVariable):
     """`contextlib.nullcontext(value)`: entering gives `value`, nothing else happens."""
 
@@ -65,6 +80,9 @@ class NullContextVariable(ContextManagerVariable):
 
     def enter(self, tx: Tracer) -> VariableTracker:
         return self.value
+
+    def exit_at_break(self, codegen: ResumeCodegen) -> str:
+        return f"{codegen.constant(contextlib.nullcontext, 'nullcontext')}().__exit__"
 
 
 class GradModeVariable(ContextManagerVariable):
@@ -93,6 +111,11 @@ class GradModeVariable(ContextManagerVariable):
         if self.prior is not None:
             set_grad_mode(tx, self.prior)
         return NONE
+
+    def exit_at_break(self, codegen: ResumeCodegen) -> str:
+        if self.prior is None:
+            return super().exit_at_break(codegen)
+        return f"{codegen.constant(RestoreGradMode, 'RestoreGradMode')}({self.prior!r}).__exit__"
 
     def is_python_constant(self) -> bool:
         """no_grad and enable_grad objects hold no state: one stands for any other (a decorator's
@@ -165,6 +188,11 @@ class GeneratorContextVariable(ContextManagerVariable):
                               "around the break cannot be re-entered (it was not entered by a with statement of "
                               "the frame)")
         return self.entered_at
+
+    def exit_at_break(self, codegen: ResumeCodegen) -> str:
+        """Suspended at its yield in the trace: the trace restarts with a break before the with."""
+        raise RestartTrace(self.exit_site(), f"the @contextmanager block around a later break ({self.gen}) "
+                           "is entered for real by the frame code")
 
 
 class RealGeneratorHook(VariableTracker):

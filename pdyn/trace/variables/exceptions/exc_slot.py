@@ -19,5 +19,8 @@ class ExcInfoSlot(VariableTracker):
         self.previous = previous
         self.handled = handled
 
+    def crossing(self, held: bool) -> str:
+        return "exc"   # the frame code handles its exception around the step; the resume function re-enters it
+
     def __repr__(self) -> str:
         return f"ExcInfoSlot(handling {self.handled}, previous {self.previous})"

@@ -18,6 +18,8 @@ from pdyn.trace.variables.values.constant import ConstantVariable
 from pdyn.trace.variables.containers.core import DictVariable, TupleVariable
 
 if TYPE_CHECKING:
+    from pdyn.trace.breaks.callees import BreakCallee
+    from pdyn.trace.frame_codegen import ResumeCodegen
     from pdyn.trace.translator import InstructionTranslator as Tracer
 
 
@@ -40,6 +42,16 @@ class UserFunctionVariable(VariableTracker):
         self.attrs: dict[str, VariableTracker] = {}  # set on a function made in the trace
         # a function from the frame guarded by its code, not its identity: this guard pins the object
         self.identity_guard: Guard | None = None
+
+    def callee_at_break(self, callee: BreakCallee, method_of: VariableTracker | None = None) -> str | None:
+        if not isinstance(self.value, types.FunctionType):
+            return None
+        return callee.function(self.value, method_of, None if self.source is None else self)
+
+    def reconstruct_resumed(self, codegen: ResumeCodegen) -> str:
+        if self.value is None and self.source is None:
+            return codegen.made_function(self)   # a def or lambda the trace ran
+        return self.reconstruct(codegen)
 
     def pin_identity(self, tx: Tracer) -> None:
         """An `is` decided by which object this is: the object itself is guarded from now on."""
@@ -164,6 +176,12 @@ class UserMethodVariable(VariableTracker):
     def __init__(self, fn: VariableTracker, obj: VariableTracker):
         self.fn = fn
         self.obj = obj
+
+    def callee_at_break(self, callee: BreakCallee, method_of: VariableTracker | None = None) -> str | None:
+        return None if method_of is not None else self.fn.callee_at_break(callee, self.obj)
+
+    def reconstruct_resumed(self, codegen: ResumeCodegen) -> str:
+        return f"{codegen.constant(types.MethodType, 'MethodType')}({codegen.reconstruct(self.fn)}, {codegen.reconstruct(self.obj)})"
 
     def python_type(self) -> type:
         return types.MethodType

@@ -22,7 +22,7 @@ from pdyn.trace.variables.restart import BreakSite, RestartTrace
 
 if TYPE_CHECKING:
     from pdyn.bytecode.instructions import Instruction
-    from pdyn.trace.frame_codegen import FrameCodegen
+    from pdyn.trace.frame_codegen import FrameCodegen, ResumeCodegen
     from pdyn.trace.translator import InstructionTranslator as Tracer
 
 
@@ -43,6 +43,9 @@ class GeneratorVariable(IteratorVariable):
     @property
     def started(self) -> bool:
         return self.translator.steps > 0
+
+    def reconstruct_resumed(self, codegen: ResumeCodegen) -> str:
+        return self.reconstruct(codegen)   # no item list: made again, or the trace restarts
 
     def reconstruct(self, codegen: FrameCodegen) -> str:
         """The same call again where the generator has not started; else a restart (see the module)."""
@@ -137,7 +140,7 @@ def check_no_pending_cleanup(generators: list[GeneratorVariable], returned: bool
     generator left suspended in a try or with block runs that block's cleanup when CPython frees
     it, at a moment the trace cannot place (and a break's frame code, holding it, would delay):
     the frame runs eagerly. A @contextmanager's generator is checked at a return only (a break
-    inside its with block hands the block over, hook/break_blocks.py)."""
+    inside its with block hands the block over, trace/breaks/blocks.py)."""
     for gen in generators:
         if gen.cleanup_pending() and (returned or not gen.managed):
             raise Unsupported("generator_cleanup", f"the generator {gen.translator.code.co_name}() is left suspended "

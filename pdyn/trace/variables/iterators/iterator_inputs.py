@@ -65,6 +65,9 @@ class AheadIterator(IteratorVariable):
         self._tx = tx
         self._next = ConstantVariable(next)
 
+    def crossing(self, held: bool) -> str:
+        return "iter"   # itself, kept by the prologue's GET_ITER: a loop's resume of a resume is the first one's code
+
     def python_type(self) -> type:
         return self.kind
 

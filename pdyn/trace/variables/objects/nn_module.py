@@ -29,6 +29,7 @@ from pdyn.trace.variables.torch.tensor import TensorVariable
 from pdyn.trace.variables.objects.user_objects import MISSING, UserObjectVariable, class_attr, mro_lookup, pin_identity  # noqa: F401
 
 if TYPE_CHECKING:
+    from pdyn.trace.breaks.callees import BreakCallee
     from pdyn.trace.translator import InstructionTranslator as Tracer
 
 SEQUENTIAL = (torch.nn.ModuleList, torch.nn.Sequential)
@@ -171,6 +172,9 @@ class NNModuleVariable(VariableTracker):
     def __init__(self, value: torch.nn.Module, source: Source):
         self.value = value
         self.source = source
+
+    def callee_at_break(self, callee: BreakCallee, method_of: VariableTracker | None = None) -> str | None:
+        return callee.module(self, self.value, method_of)
 
     @property
     def is_fresh(self) -> bool:

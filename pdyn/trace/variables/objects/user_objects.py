@@ -10,23 +10,24 @@ iteration, truth, calls) run the class's dunder methods. An object made in the t
 from __future__ import annotations
 
 import abc
-import logging
 import operator
 import types
 from typing import TYPE_CHECKING, Any, Callable
 
 from pdyn.base.errors import Unsupported, UserException
 from pdyn.guards.guards import AliasGuard, ClassAttrGuard, HasAttrGuard, IdGuard, KeyPresenceGuard, class_may_change
-from pdyn.sources import AttrSource, ItemSource, PinnedSource, Source
-from pdyn.trace.variables.base import VariableTracker
+from pdyn.sources import AttrSource, ItemSource, PinnedSource, SizeSource, Source
+from pdyn.trace.variables.base import VariableTracker, sizes_in
 from pdyn.trace.variables.values.constant import ConstantVariable, is_constant_value
 from pdyn.trace.variables.values.deleted import is_deleted
 from pdyn.trace.variables.exceptions.exc_fields import is_exception_field, read_exception_field
 from pdyn.trace.variables.functions.user_functions import UserFunctionVariable, UserMethodVariable
 from pdyn.trace.variables.objects.instance_dict import InstanceDictVariable
+from pdyn.trace.variables.objects.loggers import LoggerCallVariable, writes_log
 from pdyn.trace.variables.iterators.user_iterators import user_iterator
 
 if TYPE_CHECKING:
+    from pdyn.trace.breaks.callees import BreakCallee
     from pdyn.trace.frame_codegen import FrameCodegen
     from pdyn.trace.variables.containers.core import IteratorVariable
     from pdyn.trace.translator import InstructionTranslator as Tracer
@@ -54,9 +55,6 @@ SYMBOLS = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.tru
            operator.floordiv: "//", operator.mod: "%", operator.pow: "** or pow()", operator.matmul: "@",
            operator.and_: "&", operator.or_: "|", operator.xor: "^", operator.lshift: "<<", operator.rshift: ">>",
            operator.lt: "<", operator.le: "<=", operator.gt: ">", operator.ge: ">="}
-# logging.Logger methods that answer something: every other one only writes the log
-LOGGER_QUERIES = frozenset({"isEnabledFor", "getEffectiveLevel", "getChild", "hasHandlers", "findCaller",
-                            "makeRecord", "filter", "getChildren"})
 UNARY_DUNDERS = {operator.neg: "__neg__", operator.pos: "__pos__", operator.invert: "__invert__", abs: "__abs__"}
 
 
@@ -175,6 +173,18 @@ class UserObjectVariable(VariableTracker):
     @property
     def is_fresh(self) -> bool:
         return self.source is None
+
+    def sizes_held(self, source: Source, depth: int) -> list[tuple[SizeSource, Any]]:
+        fields = ((AttrSource(source, attr), item) for attr, item in self.fields.items())
+        return sizes_in(fields, depth) if self.is_fresh else []
+
+    def callee_at_break(self, callee: BreakCallee, method_of: VariableTracker | None = None) -> str | None:
+        if self.is_fresh or self.source is None:
+            return None
+        return callee.function(mro_lookup(self.cls, "__call__"), self)  # `obj(...)` runs `type(obj).__call__(obj, ...)`
+
+    def own_setattr_ran(self) -> bool:
+        return True   # a user object's own `__setattr__` ran in the trace: the replay stores raw
 
     def python_type(self) -> type:
         return self.cls
@@ -430,8 +440,7 @@ def bind_class_attr(tx: Tracer, owner: VariableTracker, cls: type, name: str, at
         return tx.wrap_constant(attr.fget).call(tx, [owner], {})
     if isinstance(attr, (types.WrapperDescriptorType, types.MethodDescriptorType)):
         return UserMethodVariable(tx.wrap_constant(attr), owner)
-    if isinstance(owner, UserObjectVariable) and issubclass(cls, logging.Logger) and owner.source is not None \
-            and name not in LOGGER_QUERIES and callable(attr):
+    if isinstance(owner, UserObjectVariable) and writes_log(cls, name, attr) and owner.source is not None:
         return LoggerCallVariable(owner, name)
     get = getattr(type(attr), "__get__", None)
     if get is None:
@@ -557,23 +566,6 @@ def check_init_result(tx: Tracer, result: VariableTracker) -> None:
         return
     raise UserException(TypeError(f"__init__() should return None, not '{result.python_type().__name__}'"),
                         tx.loc(), catchable=True)  # what the inlined __init__ returned is traced, guarded
-
-
-class LoggerCallVariable(VariableTracker):
-    """A method of a logging.Logger read from the frame (`logger.warning`, a `warning_once` a library
-    added to Logger): it only writes the log, so the call is made after the graph, in program order
-    with the trace's other side effects, with the same arguments; its value is None."""
-
-    def __init__(self, logger: UserObjectVariable, name: str):
-        self.logger = logger
-        self.name = name
-
-    def call(self, tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
-        tx.ctx.side_effects.call(self, args, kwargs)
-        return ConstantVariable(None)
-
-    def reconstruct(self, codegen: FrameCodegen) -> str:
-        return f"{codegen.reconstruct(self.logger)}.{self.name}"
 
 
 def _checked_length(tx: Tracer, found: VariableTracker) -> VariableTracker:

@@ -26,6 +26,22 @@ _ENTRY_STATES: list[tuple[Any, ...]] = []   # the autocast state each running ro
 OPEN: list[list[Any]] = []                 # per running root trace: the modes it entered, not yet left
 
 
+def trace_time_autocast(device: str, dtype: torch.dtype, enabled: bool, cache: bool) -> Any:
+    """An autocast mode to enter at trace time, so fake ops get autocast's dtypes (torch 2.13 has an
+    unmanaged variant for frontends; torch 2.11 only the public class, which does the same in Python)."""
+    unmanaged = getattr(torch.amp.autocast_mode, "_UnmanagedAutocast", None)
+    if unmanaged is not None:
+        return unmanaged(device, dtype, enabled, cache)
+    return torch.amp.autocast(device_type=device, dtype=dtype, enabled=enabled, cache_enabled=cache)
+
+
+def enter_mode(mode: Any) -> None:
+    """Enter for real at trace time, remembered so that a trace that ends early leaves it."""
+    mode.__enter__()
+    if OPEN:
+        OPEN[-1].append(mode)
+
+
 def autocast_state() -> tuple[Any, ...]:
     """What the queries below read: autocast per device (enabled, dtype), its cache flag, and
     inference mode."""

@@ -17,7 +17,7 @@ import torch.fx
 from pdyn.base.errors import Unsupported, UserException
 from pdyn.guards.tensor_guards import ExactStridesGuard, InferenceTensorGuard
 from pdyn.ops import canonical
-from pdyn.sources import Source
+from pdyn.sources import SizeSource, Source
 from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.values.constant import ConstantVariable, ObjectConstantVariable
 from pdyn.trace.variables.containers.core import ListVariable, SizeVariable, TupleVariable
@@ -26,7 +26,7 @@ from pdyn.trace.variables.values.symint import SymIntVariable
 
 if TYPE_CHECKING:
     from pdyn.trace.translator import InstructionTranslator as Tracer
-    from pdyn.trace.frame_codegen import FrameCodegen
+    from pdyn.trace.frame_codegen import FrameCodegen, ResumeCodegen
     from pdyn.trace.output_graph import OutputGraph
 
 METADATA_ATTRS = frozenset({
@@ -48,6 +48,9 @@ class TensorVariable(VariableTracker):
         self._python_type = python_type
         # symbolic sizes (sympy Integers where static); the fake example holds this call's values
         self.sizes = sizes if sizes is not None else tuple(sympy.Integer(s) for s in example.shape)
+
+    def sizes_held(self, source: Source, depth: int) -> list[tuple[SizeSource, Any]]:
+        return [(SizeSource(source, dim), size) for dim, size in enumerate(self.sizes)]
 
     def size_item(self, tx: Tracer, dim: int) -> VariableTracker:
         """`x.size(dim)`: a constant for a static dim, else a SymIntVariable computed in the graph."""
@@ -189,6 +192,9 @@ class TensorMethodVariable(VariableTracker):
     def __init__(self, tensor: TensorVariable, name: str):
         self.tensor = tensor
         self.name = name
+
+    def reconstruct_resumed(self, codegen: ResumeCodegen) -> str:
+        return f"{codegen.reconstruct(self.tensor)}.{self.name}"
 
     def python_type(self) -> type:
         return type(torch.Tensor.add)

@@ -18,8 +18,8 @@ import sympy
 from pdyn.base.errors import SourceLoc
 from pdyn.guards.guards import TypeGuard
 from pdyn.shapes.trace_plan import TracePlan
-from pdyn.sources import AttrSource
-from pdyn.trace.variables.base import VariableTracker, fold
+from pdyn.sources import AttrSource, SizeSource, Source
+from pdyn.trace.variables.base import VariableTracker, fold, sizes_in
 from pdyn.trace.variables.values.constant import ConstantVariable
 from pdyn.trace.variables.values.symint import SymIntVariable, sym_binary
 
@@ -55,6 +55,10 @@ class RangeVariable(VariableTracker):
         self.loc = loc
         self.plan = plan
         self.source = source
+
+    def sizes_held(self, source: Source, depth: int) -> list[tuple[SizeSource, Any]]:
+        """Rebuilt from its bounds: `L['r'].stop` is the parent's size."""
+        return sizes_in(((AttrSource(source, f), item) for f, item in zip(FIELDS, self.bounds)), depth)
 
     @staticmethod
     def make(tx: Tracer, args: list[VariableTracker]) -> RangeVariable:

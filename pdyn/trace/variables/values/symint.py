@@ -21,13 +21,13 @@ from pdyn.shapes import graph_meta, sym_float
 from pdyn.shapes.exprs import substitute
 from pdyn.base.errors import SourceLoc, UserException
 from pdyn.shapes.shape_env import FloorDiv, ShapeEnv, to_python
-from pdyn.sources import Source
+from pdyn.sources import SizeSource, Source
 from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.values.constant import ConstantVariable
 
 if TYPE_CHECKING:
     from pdyn.trace.translator import InstructionTranslator as Tracer
-    from pdyn.trace.frame_codegen import FrameCodegen
+    from pdyn.trace.frame_codegen import FrameCodegen, ResumeCodegen
 
 
 def _floordiv(a: Any, b: Any) -> Any:
@@ -77,6 +77,12 @@ class SymIntVariable(VariableTracker):
         self.source = source
         self.input_sources = input_sources
         self.pytype = bool if is_boolean(expr) else pytype
+
+    def sizes_held(self, source: Source, depth: int) -> list[tuple[SizeSource, Any]]:
+        return [(SizeSource(source, None), self.expr)]
+
+    def reconstruct_resumed(self, codegen: ResumeCodegen) -> str:
+        return self.reconstruct(codegen) if self.is_python_constant() else codegen.symint(self)
 
     @property
     def node(self) -> Any:
