@@ -4,6 +4,7 @@ and write it as a pytest test under the output directory, print progress and a s
     python -m tests.fuzz --backend eager --count 10000 --seed 0
     python -m tests.fuzz --backend triton --minutes 30 --out fuzz_failures
     python -m tests.fuzz --kind sizes --count 20000 --seed 0   # size arithmetic (gen_sizes.py)
+    python -m tests.fuzz --backend triton --grad --count 300     # gradients too (gradients.py)
 
 Imports torch only after the arguments are read: the Triton backend on a machine without CUDA
 needs TRITON_INTERPRET=1 set before Triton is first imported.
@@ -36,6 +37,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--reduce-per-signature", type=int, default=3,
                     help="failures of one signature reduced; later ones are written unreduced")
     ap.add_argument("--progress-seconds", type=float, default=10.0)
+    ap.add_argument("--grad", action="store_true",
+                    help="float tensor arguments require grad; each call's backward and gradients compared too")
     return ap.parse_args(argv)
 
 
@@ -84,6 +87,7 @@ def main(argv: list[str] | None = None) -> int:
             break
         try:
             program = generate_sizes(seed) if args.kind == "sizes" else generate(seed)
+            program = program.with_changes(grad=args.grad)
             outcome = run_program(program, args.backend, args.timeout)
         except Exception:  # noqa: BLE001  # NOTE: a harness bug must not stop the campaign
             outcome, program = Outcome("harness_error", detail=traceback.format_exc(limit=-3)), None
@@ -127,7 +131,7 @@ def handle_failure(args: argparse.Namespace, tally: Tally, program: Any, outcome
                                                       min(args.timeout, 20.0))
         except Exception:  # noqa: BLE001  # NOTE: keep the unreduced program rather than nothing
             traceback.print_exc()
-    name = f"test_fuzz_{args.backend}_seed_{program.seed}_{outcome.status}"
+    name = f"test_fuzz_{args.backend}{'_grad' if program.grad else ''}_seed_{program.seed}_{outcome.status}"
     path = os.path.join(args.out, f"{name}.py")
     with open(path, "w") as out:
         out.write(as_pytest(reduced, reduced_outcome, args.backend, name))

@@ -146,6 +146,7 @@ class Program:
     calls: list[tuple[Any, ...]]
     seed: int = 0
     return_style: str = "tuple"  # "tuple", "single", "dict" or "none"
+    grad: bool = False  # float tensor arguments require grad; gradients are compared too (runner.py)
 
     def function_source(self) -> str:
         lines = [f"def f({', '.join(self.params)}):", "    global COUNTER"]

@@ -242,5 +242,5 @@ def {name}():
     calls = [
 {calls}
     ]
-    assert_matches_eager(source, calls, backend={backend!r})
+    assert_matches_eager(source, calls, backend={backend!r}{', grad=True' if program.grad else ''})
 '''

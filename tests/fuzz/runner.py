@@ -33,6 +33,7 @@ from typing import Any, Callable, Iterator
 
 import pdyn
 from tests.fuzz.compare import difference
+from tests.fuzz.gradients import compare_backward, requiring_grad
 from tests.fuzz.program import PRELUDE, Program, build_args
 
 FAILURES = ("crash", "eager_error_mismatch", "wrong", "timeout")
@@ -74,22 +75,26 @@ class Outcome:
 
 
 def run_program(program: Program, backend: str = "eager", timeout: float = 30.0) -> Outcome:
-    return run_source(program.source(), program.calls, backend, timeout)
+    return run_source(program.source(), program.calls, backend, timeout, program.grad)
 
 
 def run_function(function_source: str, calls: list[tuple[Any, ...]], backend: str = "eager",
-                 timeout: float = 60.0) -> Outcome:
+                 timeout: float = 60.0, grad: bool = False) -> Outcome:
     """`run_source` for just `def f(...)`: the standard prelude is put in front."""
-    return run_source(PRELUDE + "\n\n" + function_source, calls, backend, timeout)
+    return run_source(PRELUDE + "\n\n" + function_source, calls, backend, timeout, grad)
 
 
-def assert_matches_eager(function_source: str, calls: list[tuple[Any, ...]], backend: str = "eager") -> None:
-    """For reduced failures pasted into tests: every call equals eager."""
-    outcome = run_function(textwrap.dedent(function_source).strip() + "\n", calls, backend)
+def assert_matches_eager(function_source: str, calls: list[tuple[Any, ...]], backend: str = "eager",
+                         grad: bool = False) -> None:
+    """For reduced failures pasted into tests: every call equals eager (and its gradients, `grad`)."""
+    outcome = run_function(textwrap.dedent(function_source).strip() + "\n", calls, backend, grad=grad)
     assert not outcome.failed, f"{outcome.status} at call {outcome.call}: {outcome.detail}\n{outcome.trace}"
 
 
-def run_source(source: str, calls: list[tuple[Any, ...]], backend: str = "eager", timeout: float = 30.0) -> Outcome:
+def run_source(source: str, calls: list[tuple[Any, ...]], backend: str = "eager", timeout: float = 30.0,
+               grad: bool = False) -> Outcome:
+    """Every call eagerly and under pdyn; with `grad`, float tensor arguments require grad and
+    each call's backward (gradients.py) is compared too."""
     path = _write(source)
     outcome = Outcome("ok", calls=len(calls))
     pdyn.reset()
@@ -103,7 +108,7 @@ def run_source(source: str, calls: list[tuple[Any, ...]], backend: str = "eager"
                 return outcome
             optimized = pdyn.optimize(pdyn_ns["f"], backend=backend)
             for i, call in enumerate(calls):
-                failure = _one_call(eager_ns, pdyn_ns, optimized, call, backend, outcome)
+                failure = _one_call(eager_ns, pdyn_ns, optimized, call, backend, outcome, grad)
                 if failure is not None:
                     outcome.status, outcome.detail, outcome.call = failure[0], failure[1], i
                     break
@@ -125,8 +130,10 @@ def run_source(source: str, calls: list[tuple[Any, ...]], backend: str = "eager"
 
 
 def _one_call(eager_ns: dict[str, Any], pdyn_ns: dict[str, Any], optimized: Callable[..., Any],
-              call: tuple[Any, ...], backend: str, outcome: Outcome) -> tuple[str, str] | None:
+              call: tuple[Any, ...], backend: str, outcome: Outcome, grad: bool = False) -> tuple[str, str] | None:
     eager_args, pdyn_args = build_args(call), build_args(call)
+    if grad:
+        eager_args, pdyn_args = requiring_grad(eager_args), requiring_grad(pdyn_args)
     outcome.phase = "eager"
     expected, expected_exc, _ = _invoke(eager_ns["f"], eager_args)
     outcome.phase = "pdyn"
@@ -143,6 +150,8 @@ def _one_call(eager_ns: dict[str, Any], pdyn_ns: dict[str, Any], optimized: Call
     found = None if expected_exc is not None else difference(actual, expected, "result", backend)
     found = found or difference(pdyn_args, eager_args, "arguments after the call", backend)
     found = found or difference(_globals(pdyn_ns), _globals(eager_ns), "globals", backend)
+    if found is None and grad and expected_exc is None:
+        return compare_backward(actual, expected, pdyn_args, eager_args, backend, outcome)
     return None if found is None else ("wrong", found)
 
 

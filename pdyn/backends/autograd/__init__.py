@@ -49,7 +49,11 @@ def training_backend(gm: torch.fx.GraphModule, example_inputs: list[Any],
     except Exception as e:  # noqa: BLE001  # NOTE: never wrong: an internal error runs the graph with torch
         log.warning("pdyn autograd: running this graph with torch (%s: %s)", type(e).__name__, e)
         return _with_torch(gm, f"training: {type(e).__name__}: {e}")
-    step = TrainingStep(joint, forward, backward)
+    def lower_backward(graph: torch.fx.GraphModule) -> Callable[..., Any]:
+        with torch.no_grad():
+            return lower(graph, [n.meta["example_value"] for n in graph.graph.nodes if n.op == "placeholder"])
+
+    step = TrainingStep(joint, forward, backward, lower_backward)
     gm.meta[REPORT] = _joint_report(report_of(joint.forward), report_of(joint.backward))
 
     def call(*args: Any) -> Any:

@@ -5,27 +5,46 @@ accumulation into `.grad`, `autograd.grad`, hooks on the outputs."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import logging
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import torch
 from torch.autograd.function import once_differentiable
 
-from pdyn.backends.autograd.joint import Joint
+from pdyn.backends.autograd.joint import Joint, Variant
+
+log = logging.getLogger("pdyn.lowering")
 
 
 @dataclass
 class TrainingStep:
-    """The joint graphs of one entry and their compiled callables."""
+    """The joint graphs of one entry and their compiled callables. `lower` compiles a backward
+    variant (joint.Variant) the first time a call's outputs receive gradients only in part."""
 
     joint: Joint
     forward: Callable[..., Any]
     backward: Callable[..., Any]
+    lower: Callable[[torch.fx.GraphModule], Callable[..., Any]] | None = None
+    variants: dict[tuple[int, ...], tuple[Variant, Callable[..., Any]] | None] = field(default_factory=dict)
 
     def sizes(self, args: tuple[Any, ...]) -> list[int]:
         """The size symbols' values in this call, read as the forward's bindings say."""
         return [int(args[b.placeholder]) if b.dim is None else args[b.placeholder].shape[b.dim]
                 for _, b in self.joint.symbols]
+
+    def variant(self, present: tuple[int, ...]) -> tuple[Variant, Callable[..., Any]] | None:
+        """The compiled backward of the outputs `present`, or None (then the full backward runs
+        with zeros for the other outputs' gradients)."""
+        if present not in self.variants:
+            self.variants[present] = None
+            if self.lower is not None and self.joint.rebuild is not None:
+                try:
+                    v = self.joint.rebuild(list(present))
+                    self.variants[present] = (v, self.lower(v.backward))
+                except Exception as e:  # noqa: BLE001  # NOTE: never wrong: the full backward serves
+                    log.warning("pdyn autograd: the full backward serves this call (%s: %s)", type(e).__name__, e)
+        return self.variants[present]
 
 
 class GraphFunction(torch.autograd.Function):
@@ -38,6 +57,8 @@ class GraphFunction(torch.autograd.Function):
         user, extra = outs[:joint.n_outputs], outs[joint.n_outputs:]
         ctx.save_for_backward(*(args[i] if kind == "input" else extra[i] for kind, i in joint.saved))
         ctx.step, ctx.sizes, ctx.n_inputs = step, step.sizes(args), len(args)
+        ctx.set_materialize_grads(False)  # an output the loss does not reach costs no zeros
+        ctx.like = {i: (user[i].shape, user[i].dtype, user[i].device) for i in joint.diff_outputs}
         diff = set(joint.diff_outputs)
         ctx.mark_non_differentiable(*(o for i, o in enumerate(user) if i not in diff and isinstance(o, torch.Tensor)))
         return user
@@ -47,13 +68,32 @@ class GraphFunction(torch.autograd.Function):
     def backward(ctx: Any, *grads: Any) -> Any:
         step: TrainingStep = ctx.step
         joint = step.joint
-        outputs = [_dense(grads[i]) for i in joint.diff_outputs]
-        saved = [_dense(t) for t in ctx.saved_tensors]
-        result = step.backward(*ctx.sizes, *outputs, *saved)
         out: list[Any] = [None] * ctx.n_inputs
-        for k, i in enumerate(joint.grad_inputs):
+        present = tuple(i for i in joint.diff_outputs if grads[i] is not None)
+        if not present:
+            return (None, *out)
+        saved = [_dense(t) for t in ctx.saved_tensors]
+        ctx.maybe_clear_saved_tensors()  # NOTE: unless retain_graph: the backward owns them now
+        found = step.variant(present) if len(present) < len(joint.diff_outputs) else None
+        if found is None:
+            outputs = [_dense(grads[i]) if grads[i] is not None else _zeros(ctx, i) for i in joint.diff_outputs]
+            backward, grad_inputs = step.backward, joint.grad_inputs
+        else:
+            variant, backward = found
+            outputs = [_dense(grads[i]) for i in present]
+            saved, grad_inputs = [saved[k] for k in variant.saved], variant.grad_inputs
+        args = [*ctx.sizes, *outputs, *saved]
+        del saved, outputs
+        # a boxed wrapper empties `args` and deletes each saved value after its last use
+        result = backward(args) if getattr(backward, "pdyn_boxed", False) else backward(*args)
+        for k, i in enumerate(grad_inputs):
             out[i] = result[k]
         return (None, *out)
+
+
+def _zeros(ctx: Any, i: int) -> torch.Tensor:
+    shape, dtype, device = ctx.like[i]
+    return torch.zeros(shape, dtype=dtype, device=device)
 
 
 def _dense(t: torch.Tensor) -> torch.Tensor:

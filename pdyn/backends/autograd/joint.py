@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import sympy
 import torch
@@ -27,6 +27,8 @@ from pdyn.backends.autograd.rules_nn import rewrite_random
 from pdyn.ops import op_of
 from pdyn.shapes.graph_meta import SIZES, SYMBOLS, UNBACKED, GraphSymbols, SymbolBinding
 from pdyn.sources import LocalSource
+
+BOXED_CALL = "pdyn_boxed_call"  # gm.meta: compile `call(args)`, which empties the list (function.py)
 
 
 @dataclass
@@ -43,6 +45,21 @@ class Joint:
     diff_outputs: list[int]
     grad_inputs: list[int]
     symbols: list[tuple[sympy.Symbol, SymbolBinding]]
+    rebuild: Callable[[list[int]], "Variant"] | None = None  # see `Variant`
+
+
+@dataclass
+class Variant:
+    """The backward of a call where only the outputs `diff` (a subset of `diff_outputs`) received
+    a gradient (autograd passes None for an output the loss does not reach: the logits, a KV
+    cache): no zeros of their sizes are made, no work flows from them. It reads the saved values
+    at positions `saved` of the full list (the same partitioner decisions over fewer nodes: a
+    subset) and returns the gradients of inputs `grad_inputs`."""
+
+    backward: torch.fx.GraphModule
+    diff: list[int]
+    saved: list[int]
+    grad_inputs: list[int]
 
 
 def _is_float(value: Any) -> bool:
@@ -57,9 +74,17 @@ def _needs_grad(graph: torch.fx.Graph, example_inputs: list[Any]) -> set[torch.f
              if isinstance(v, torch.Tensor) and v.requires_grad and _is_float(v)}
     for node in graph.nodes:
         if node.op in ("call_function", "call_method") and _is_float(node.meta.get("example_value")) \
-                and any(a in needs for a in node.all_input_nodes):
+                and any(a in needs for a in node.all_input_nodes) and _tracked(node.meta.get("example_value")):
             needs.add(node)
     return needs
+
+
+def _tracked(value: Any) -> bool:
+    """Whether eager's result requires grad, as the trace's fake run says (false for `detach`,
+    `full_like`, `new_zeros`...: no gradient flows, and the output must not require grad)."""
+    if isinstance(value, (tuple, list)):
+        return any(_tracked(v) for v in value)
+    return not isinstance(value, torch.Tensor) or value.requires_grad
 
 
 def _stamp_items(graph: torch.fx.Graph) -> None:
@@ -95,25 +120,45 @@ def build_joint(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Joint:
     fake_mode = _fake_mode(graph)
     rewrite_random(graph, needs, fake_mode)
     order = list(symbols.bindings.items())
-    bx = BackwardBuilder(graph, {s: symbols.hints[s] for s, _ in order}, Partitioner(needs, fake_mode))
     outputs = list(output.args[0])
     diff = [i for i, o in enumerate(outputs) if isinstance(o, torch.fx.Node) and o in needs
             and isinstance(o.meta.get("example_value"), torch.Tensor)]
-    for i in diff:
-        fake = outputs[i].meta["example_value"]
-        bx.accumulate(outputs[i], bx.placeholder(f"grad_{i}", fake, sizes_of(outputs[i])))
-    _walk(bx, graph)
-    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
-    grad_inputs = [i for i, n in enumerate(placeholders) if bx.grads.get(n) is not None]
-    bx.graph.output(tuple(bx.grads[placeholders[i]] for i in grad_inputs))
-    bx.graph.eliminate_dead_code()
-    saved, extra = _saved(bx, placeholders)
+    # NOTE: the backward variants are built later, from a copy (the backend may rewrite the forward)
+    pristine, copied = torch.fx.Graph(), {}  # type: ignore[var-annotated]
+    pristine.output(pristine.graph_copy(graph, copied))
+    pristine_needs = {copied[n] for n in needs}
+
+    def backward_of(present: list[int], graph: torch.fx.Graph = graph,
+                    needs: set[torch.fx.Node] = needs) -> tuple[BackwardBuilder, torch.fx.GraphModule, list[int]]:
+        outputs = list(graph.find_nodes(op="output")[0].args[0])
+        placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+        bx = BackwardBuilder(graph, {s: symbols.hints[s] for s, _ in order}, Partitioner(needs, fake_mode))
+        for i in present:
+            fake = outputs[i].meta["example_value"]
+            bx.accumulate(outputs[i], bx.placeholder(f"grad_{i}", fake, sizes_of(outputs[i])))
+        _walk(bx, graph)
+        grad_inputs = [i for i, n in enumerate(placeholders) if bx.grads.get(n) is not None]
+        bx.graph.output(tuple(bx.grads[placeholders[i]] for i in grad_inputs))
+        bx.graph.eliminate_dead_code()
+        backward = torch.fx.GraphModule(torch.nn.Module(), bx.graph, class_name="PdynBackward")
+        backward.meta[SYMBOLS] = _backward_symbols(bx, symbols, order)
+        backward.meta[BOXED_CALL] = True
+        return bx, backward, grad_inputs
+
+    bx, backward, grad_inputs = backward_of(diff)
+    saved, extra = _saved(bx, [n for n in graph.nodes if n.op == "placeholder"])
     output.args = (tuple(outputs) + tuple(extra),)
     forward = torch.fx.GraphModule(gm, graph, class_name="PdynForward")
     forward.meta.update(gm.meta)
-    backward = torch.fx.GraphModule(torch.nn.Module(), bx.graph, class_name="PdynBackward")
-    backward.meta[SYMBOLS] = _backward_symbols(bx, symbols, order)
-    return Joint(forward, backward, len(outputs), saved, diff, grad_inputs, order)
+    where = {node.name: k for k, node in enumerate(bx.saved)}  # the copy keeps the node names
+
+    def rebuild(present: list[int]) -> Variant:
+        sub, sub_backward, sub_inputs = backward_of(present, pristine, pristine_needs)
+        if any(node.name not in where for node in sub.saved):
+            raise NotDifferentiable("a backward variant reads a value the forward did not save")
+        return Variant(sub_backward, present, [where[node.name] for node in sub.saved], sub_inputs)
+
+    return Joint(forward, backward, len(outputs), saved, diff, grad_inputs, order, rebuild)
 
 
 def _walk(bx: BackwardBuilder, graph: torch.fx.Graph) -> None:

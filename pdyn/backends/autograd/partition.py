@@ -4,7 +4,8 @@ A forward value the backward needs is, in order of preference: a size (rebuilt f
 symbols, never saved), a graph input (saved by reference: no memory beyond eager's), a cheap
 deterministic op (pointwise, conversion or view: recomputed from its own inputs, recursively),
 or saved (a forward output the autograd Function keeps: matmul, reduction, extern and random
-results). A random op is never recomputed: its numbers would differ from the forward's.
+results). A cheap op is recomputed only where that keeps no more bytes than saving it would
+(`recompute_bytes`). A random op is never recomputed: its numbers would differ from the forward's.
 """
 
 from __future__ import annotations
@@ -25,6 +26,12 @@ VIEWS = frozenset("""view reshape view_as reshape_as expand expand_as flatten un
 squeeze unsqueeze broadcast_to""".split())
 DROPOUTS = frozenset({"dropout", "alpha_dropout", "feature_alpha_dropout"})
 CHEAP = frozenset(UNARY + BINARY + CONVERSIONS) - DROPOUTS | VIEWS
+
+
+def nbytes(node: torch.fx.Node) -> int:
+    """The bytes of a node's value at the compile's sizes (its example's)."""
+    fake = node.meta.get("example_value")
+    return fake.numel() * fake.element_size() if isinstance(fake, torch.Tensor) else 0
 
 
 class NotDifferentiable(Exception):
@@ -58,6 +65,26 @@ class Partitioner:
             return bx.size(node.meta[EXPR])
         if not isinstance(node.meta.get("example_value"), torch.Tensor):
             raise NotDifferentiable(f"the backward reads {node.name}, which is no tensor")
-        if self.recomputable(node):
+        if self.recomputable(node) and self.recompute_bytes(bx, node) <= nbytes(node):
             return bx.copy(node, bx.primal(node.args), bx.primal(node.kwargs))
         return bx.save(node)
+
+    def recompute_bytes(self, bx: BackwardBuilder, node: torch.fx.Node) -> int:
+        """The bytes the forward would save so the backward can recompute `node`: its inputs
+        (through cheap ops, recursively) that the backward has no value of yet, are no graph
+        input (kept anyway) and are not recomputable themselves. Recomputing `x + y` where both
+        are matmul outputs nothing else needs would keep two tensors where saving the sum keeps
+        one; recomputing a float32 cast of a bfloat16 value keeps the half-size source."""
+        frontier: dict[torch.fx.Node, int] = {}
+        seen: set[torch.fx.Node] = set()
+        stack = list(node.all_input_nodes)
+        while stack:
+            value = stack.pop()
+            if value in seen or value in bx.env or value.op == "placeholder" or value.meta.get(SIZE_NODE):
+                continue
+            seen.add(value)
+            if self.recomputable(value):
+                stack.extend(value.all_input_nodes)
+            elif isinstance(value.meta.get("example_value"), torch.Tensor):
+                frontier[value] = nbytes(value)
+        return sum(frontier.values())

@@ -55,8 +55,11 @@ def mul(bx: BackwardBuilder, node: torch.fx.Node, a: dict[str, Any], g: Any) -> 
 @derivative("div", "divide", "true_divide", params="input other", rounding_mode=None)
 def div(bx: BackwardBuilder, node: torch.fx.Node, a: dict[str, Any], g: Any) -> None:
     x, y = a["input"], a["other"]
-    if a["rounding_mode"] is not None:
-        return  # floor and trunc division: zero gradient almost everywhere, as torch says
+    if a["rounding_mode"] is not None:  # floor and trunc division: zero gradients, as torch's
+        for operand in (x, y):
+            if is_tensor(operand) and bx.partitioner.needs_grad(operand):
+                bx.accumulate(operand, bx.zeros(operand))
+        return
     if is_tensor(x) and bx.partitioner.needs_grad(x):
         _give(bx, x, pointwise(bx, torch.div, g, bx.primal(y)))
     if is_tensor(y) and bx.partitioner.needs_grad(y):  # -g * x / y^2 = -g * out / y
@@ -84,7 +87,10 @@ def identity(bx: BackwardBuilder, node: torch.fx.Node, a: dict[str, Any], g: Any
 
 @derivative("detach", "sign", "sgn", "floor", "ceil", "round", "trunc", params="input *rest")
 def no_gradient(bx: BackwardBuilder, node: torch.fx.Node, a: dict[str, Any], g: Any) -> None:
-    """Zero gradient almost everywhere (detach: by definition): nothing flows."""
+    """Zero gradient almost everywhere: a zero tensor, as torch's backward gives (`.grad` is then
+    zeros, not None). detach's output requires no grad, so no gradient reaches it."""
+    if is_tensor(a["input"]) and bx.partitioner.needs_grad(a["input"]):
+        bx.accumulate(a["input"], bx.zeros(a["input"]))
 
 
 @derivative("pow", params="input exponent")

@@ -50,6 +50,7 @@ class CompiledGraph:
     ahead: Any = None  # ahead.AheadCompiler: the jobs of any tuple of sizes
     externs: list[Any] = field(default_factory=list)  # graph_lowering.ExternCall per node run with torch
     lowered: int = 0  # nodes lowered (kernels, index arithmetic, size expressions)
+    boxed: bool = False  # call(list) emptying the list (a training graph's backward: wrapper_free.py)
 
 
 def triton_backend(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Callable[..., Any]:
@@ -123,6 +124,7 @@ def _entry(compiled: CompiledGraph) -> Callable[..., Any]:
     call = compiled.call
     call.pdyn_triton = compiled  # type: ignore[attr-defined]  # inspected by tests and benchmarks
     call.assumptions = compiled.assumptions  # type: ignore[attr-defined]  # merged into the guard
+    call.pdyn_boxed = compiled.boxed  # type: ignore[attr-defined]  # call(list): see wrapper_free.py
     return call
 
 
@@ -167,4 +169,4 @@ def compile_graph(gm: torch.fx.GraphModule, example_inputs: list[Any],
     if output_code.isEnabledFor(logging.DEBUG):
         output_code.debug("wrapper:\n%s\n%s", source, "\n\n".join(code.kernels))
     return CompiledGraph(source, code.kernels, kernel_count(steps), lx.fallbacks, namespace["call"],
-                         code.launchers, lx.assumptions, jobs, ahead, lx.externs, lx.lowered())
+                         code.launchers, lx.assumptions, jobs, ahead, lx.externs, lx.lowered(), code.boxed)

@@ -48,6 +48,7 @@ def _trunc(q):
 @triton.jit
 def _pow_safe(x, y):
     # |x|**y as exp(y*log|x|), then C's pow special cases (torch.pow is std::pow / libdevice.pow)
+    y = tl.zeros_like(x) + y  # NOTE: a scalar exponent as a block: its tests combine with x's by `&`
     ax = tl.abs(x)
     r = tl.exp(y * tl.log(ax))
     y_int = tl.floor(y) == y  # an infinite y counts as an even integer

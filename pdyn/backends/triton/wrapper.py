@@ -15,12 +15,14 @@ from typing import Any
 import sympy
 import torch
 
+from pdyn.backends.autograd.joint import BOXED_CALL
 from pdyn.backends.triton import runtime
 from pdyn.backends.triton.codegen import KernelSource
 from pdyn.backends.triton.graph_lowering import GraphLowering
 from pdyn.backends.triton.ir import Buffer, ComputedBuffer, TorchCall
 from pdyn.backends.triton.scheduler import KernelGroup, Step
 from pdyn.backends.triton.symbolic import SymbolicGraph, pexpr
+from pdyn.backends.triton.wrapper_free import free_dead
 
 
 class WrapperCode:
@@ -35,13 +37,15 @@ class WrapperCode:
         self.launchers: list[runtime.KernelLauncher] = []
         self.ahead = lx.device.type == "cuda" and not interpret  # compile a new size's kernels ahead
         self.ahead_names: list[str] = []
+        self.boxed = False
 
     def add(self, line: str, indent: int = 1) -> None:
         self.lines.append("    " * indent + line)
 
     def build(self, steps: list[Step], out_struct: str) -> str:
         params = ", ".join(name for name, _ in self.lx.inputs)
-        self.add(f"def call({params}):", 0)
+        self.boxed = boxed = bool(self.lx.gm.meta.get(BOXED_CALL))  # call(list): takes the caller's references
+        self.add(f"def call({'_args' if boxed else params}):", 0)
         if self.lx.device.type == "cuda" and not self.interpret:
             # kernels and allocations go to the current device: make it the graph's
             index = self.lx.device.index or 0
@@ -49,7 +53,10 @@ class WrapperCode:
                                 _device_guard=torch.cuda.device)
             self.add(f"if _current_device() != {index}:")
             self.add(f"with _device_guard({index}):", 2)
-            self.add(f"return call({params})", 3)
+            self.add(f"return call({'_args' if boxed else params})", 3)
+        if boxed and params:
+            self.add(f"{params}{',' if len(self.lx.inputs) == 1 else ''} = _args")
+            self.add("_args.clear()")
         head = len(self.lines)
         for i, step in enumerate(steps):
             if isinstance(step, TorchCall):
@@ -58,6 +65,8 @@ class WrapperCode:
                 self.kernel(i, step)
         self.add(f"return {out_struct.format(*self.lx.outputs)}")
         body, self.lines = unused_copies_dropped(self.lines[head:]), self.lines[:head]
+        inputs = set() if boxed else {name for name, _ in self.lx.inputs}  # a boxed call's inputs die too
+        body = free_dead(body, inputs | set(self.lx.outputs), {name for name, _ in self.lx.inputs})
         bindings = used(self.sym.bindings + self.lx.stride_bindings, "\n".join(body))
         self.bind_sizes(bindings)
         self.ahead_names = [symbol.name for symbol, _ in bindings]
