@@ -1,4 +1,4 @@
-"""Training cases: the model suite's models (tests/models/cases.py) with a loss, in train mode
+"""Training cases: the model suite's models (model_suite/cases.py) with a loss, in train mode
 (dropout on). The language models and the classifier take labels and return `.loss`; the
 suite's models without a head (BERT, DistilBERT, attention, encoder layer) are trained on a
 weighted sum of their outputs. Shared by the training tests and benchmarks/train_saved_bytes.py."""
@@ -11,8 +11,8 @@ from typing import Any, Callable
 import torch
 import transformers
 
-from tests.models import cases
-from tests.models.harness import ModelCase, token_ids
+from model_suite import cases
+from model_suite.case import ModelCase, token_ids
 
 IMAGE, PATCH, CLASSES = 32, 8, 10
 
