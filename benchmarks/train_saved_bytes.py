@@ -27,9 +27,8 @@ if not torch.cuda.is_available():
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))  # this checkout's pdyn and tests
 
 import pdyn  # noqa: E402
-from tests.backends.saved_bytes import PeakMemory, Saved, by_node, saved_bytes  # noqa: E402
-from tests.backends.train_cases import TRAIN_CASES, TrainCase  # noqa: E402
-from tests.backends.autograd_util import weighted_loss  # noqa: E402
+from model_suite.saved_bytes import PeakMemory, Saved, by_node, saved_bytes  # noqa: E402
+from model_suite.train_cases import TRAIN_CASES, TrainCase, weighted_loss  # noqa: E402
 
 DEFAULT = "gpt2,llama,bert_mlm,vit,t5,bert,distilbert,mlp_gelu,mlp_silu,layer_norms"
 

@@ -9,6 +9,7 @@ import torch
 from torch.utils._pytree import tree_leaves
 
 import pdyn
+from model_suite.train_cases import weighted_loss  # noqa: F401  # re-exported for the tests
 from pdyn.backends.triton import triton_backend
 
 TOLERANCE = {"rtol": 1e-4, "atol": 1e-5}
@@ -30,17 +31,6 @@ class TrainRecorder:
         joint = getattr(self.compiled[-1], "pdyn_joint", None)
         assert joint is not None, "the graph ran with torch, without a backward graph of pdyn's"
         return joint
-
-
-def weighted_loss(out: Any) -> torch.Tensor:
-    """A scalar from every float output with a different weight per element, so each element's
-    gradient differs (a plain sum would hide a transposed or misplaced gradient)."""
-    total = torch.zeros(())
-    for o in tree_leaves(out):
-        if isinstance(o, torch.Tensor) and o.is_floating_point():
-            w = torch.arange(o.numel(), dtype=torch.float32).reshape(o.shape).sin()
-            total = total + (o.float() * w).sum()
-    return total
 
 
 def _fresh(args: tuple[Any, ...]) -> list[Any]:

@@ -1,5 +1,5 @@
 """What a training step through pdyn keeps, against eager (issue 29's memory claim), counted
-exactly with `saved_tensors_hooks` (tests/backends/saved_bytes.py): a pointwise chain saves its
+exactly with `saved_tensors_hooks` (model_suite/saved_bytes.py): a pointwise chain saves its
 input only; a GELU MLP and a layer-norm chain save fewer bytes than eager; a cheap op whose inputs
 nothing else needs is saved rather than recomputed from two tensors; a random op is never
 recomputed with fresh numbers; an output the loss does not reach costs no zeros in the backward;
@@ -14,7 +14,7 @@ import torch.nn.functional as F
 
 import pdyn
 from tests.backends.autograd_util import TrainRecorder, backward_targets, check_grads, grad_input
-from tests.backends.saved_bytes import PeakMemory, saved_bytes
+from model_suite.saved_bytes import PeakMemory, saved_bytes
 
 
 def _saved(fn, *args):

@@ -2,7 +2,7 @@
 on, the same seed), with labels where the model takes them, one forward and backward under
 Triton's interpreter; the loss (or outputs) and every parameter's gradient equal eager's. GPT-2
 and BERT (masked LM) are in test_autograd_training.py. On Llama and ViT the forward also saves
-no more bytes than eager's (tests/backends/saved_bytes.py; benchmarks/train_saved_bytes.py prints
+no more bytes than eager's (model_suite/saved_bytes.py; benchmarks/train_saved_bytes.py prints
 the table). T5's and MultiheadAttention's graphs run with torch as a whole (an in-place op on an
 intermediate): their gradients are eager's."""
 
@@ -15,8 +15,8 @@ import torch
 
 import pdyn
 from tests.backends.autograd_util import TrainRecorder, weighted_loss
-from tests.backends.saved_bytes import saved_bytes
-from tests.backends.train_cases import TRAIN_CASES
+from model_suite.saved_bytes import saved_bytes
+from model_suite.train_cases import TRAIN_CASES
 
 TOLERANCE = {"rtol": 1e-3, "atol": 1e-4}
 MODELS = ["llama", "vit", "t5", "bert", "distilbert", "multihead_attention", "transformer_encoder_layer"]

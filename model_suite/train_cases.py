@@ -1,7 +1,8 @@
 """Training cases: the model suite's models (model_suite/cases.py) with a loss, in train mode
 (dropout on). The language models and the classifier take labels and return `.loss`; the
 suite's models without a head (BERT, DistilBERT, attention, encoder layer) are trained on a
-weighted sum of their outputs. Shared by the training tests and benchmarks/train_saved_bytes.py."""
+weighted sum of their outputs. Shared by the training tests and benchmarks/train_saved_bytes.py; `weighted_loss` is
+the loss of the cases without labels."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any, Callable
 
 import torch
 import transformers
+from torch.utils._pytree import tree_leaves
 
 from model_suite import cases
 from model_suite.case import ModelCase, token_ids
@@ -68,3 +70,14 @@ TRAIN_CASES = {c.name: c for c in [
     _from_suite(cases.CASES["multihead_attention"], False),
     _from_suite(cases.CASES["transformer_encoder_layer"], False),
 ]}
+
+
+def weighted_loss(out: Any) -> torch.Tensor:
+    """A scalar from every float output with a different weight per element, so each element's
+    gradient differs (a plain sum would hide a transposed or misplaced gradient)."""
+    total = torch.zeros(())
+    for o in tree_leaves(out):
+        if isinstance(o, torch.Tensor) and o.is_floating_point():
+            w = torch.arange(o.numel(), dtype=torch.float32).reshape(o.shape).sin()
+            total = total + (o.float() * w).sum()
+    return total
