@@ -137,3 +137,47 @@ def test_requires_grad_change_between_calls_recompiles_and_grads_follow():
     assert w2.grad is None
     stats = pdyn.stats(fn)
     assert stats["compiles"] == 2 and stats["backward_graphs"] == 2
+
+
+LOG: list = []
+
+
+def test_an_input_no_gradient_reaches_is_not_an_edge_into_an_earlier_calls_graph():
+    """A global list of graph outputs becomes inputs of the next call's graph (its guards read
+    them) without reaching its outputs: the backward of the second call must not walk into the
+    first call's graph, whose saved tensors its own backward freed (fuzz --grad seed 235)."""
+    def f(x, y):
+        y.clone().zero_()  # an in-place op: this graph runs with torch
+        if (y ** 2).sum().item() > 1e9:  # a break: the rest is a resume function, which reads LOG whole
+            x = x + 1
+        LOG.append(x * 2)
+        return torch.maximum(x, x).sin()
+
+    LOG.clear()
+    fn = pdyn.optimize(f, backend=TrainRecorder())
+    for _ in range(3):
+        x = grad_input(4, 3)
+        out = fn(x, grad_input(2))
+        assert sum(e[0] is not None for e in out.grad_fn.next_functions) == 1  # x alone
+        out.sum().backward()
+        torch.testing.assert_close(x.grad, x.detach().cos())
+    assert [t.requires_grad for t in LOG] == [True] * 3
+    LOG.clear()
+
+
+def test_fuzz_grad_seed_235_a_log_of_outputs_read_by_the_next_call():
+    from tests.fuzz.program import T
+    from tests.fuzz.runner import assert_matches_eager
+    source = """
+        def f(x0, r):
+            global COUNTER
+            c1 = r.clone()
+            c1.zero_()
+            t2 = x0 ** 2
+            b3 = t2.sum().item()
+            o4 = t2
+            LOG.append(r * 1)
+            t15 = torch.maximum(r, r)
+            return t15
+    """
+    assert_matches_eager(source, [(T((2,)), T((4, 3)))] * 2, backend="triton", grad=True)

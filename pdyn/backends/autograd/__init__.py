@@ -56,7 +56,16 @@ def training_backend(gm: torch.fx.GraphModule, example_inputs: list[Any],
     step = TrainingStep(joint, forward, backward, lower_backward)
     gm.meta[REPORT] = _joint_report(report_of(joint.forward), report_of(joint.backward))
 
+    # NOTE: an input no output's gradient reaches (unused, or read only by non-differentiable
+    # ops) must not become an edge of the Function: autograd would walk into its history, which
+    # may belong to an earlier call's graph whose saved tensors are already freed
+    reached = set(joint.grad_inputs)
+    unreached = frozenset(i for i in range(len(example_inputs)) if i not in reached)
+
     def call(*args: Any) -> Any:
+        if any(isinstance(args[i], torch.Tensor) and args[i].requires_grad for i in unreached):
+            args = tuple(a.detach() if i in unreached and isinstance(a, torch.Tensor) else a
+                         for i, a in enumerate(args))
         return GraphFunction.apply(step, *args)
 
     call.assumptions = list(getattr(forward, "assumptions", []))  # type: ignore[attr-defined]
