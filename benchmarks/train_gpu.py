@@ -6,7 +6,8 @@ graphs, pdyn/backends/autograd).
 Per column: the first step (s, compile included), the total over the sequence (s, compiles
 included), the steady step time (ms: the median of the steps after each shape's first), peak memory
 (MiB, torch.cuda.max_memory_allocated; 0 on the CPU), the final loss's difference from eager's,
-and pdyn's counters (graphs, backward_graphs, compiles). Every column starts from the same weights
+the GPU kernels one more step launches (torch.profiler; after the sequence, so not in the
+timings), and pdyn's counters (graphs, backward_graphs, compiles). Every column starts from the same weights
 and draws the same dropout masks (the same seed before each step). A column that raises shows
 "error". Rows print as they finish.
 
@@ -120,19 +121,34 @@ def run_column(column: str, base: torch.nn.Module, make: Callable[..., dict[str,
         seen.add((batch, size))
     steady = [t for t, warm in times if warm] or [times[-1][0]]
     stats = pdyn.stats() if column == "pdyn" else {}
+    peak = torch.cuda.max_memory_allocated() / 2**20 if DEVICE == "cuda" else 0.0
     return {"first": times[0][0], "total": sum(t for t, _ in times), "steady_ms": 1e3 * statistics.median(steady),
-            "peak_mib": torch.cuda.max_memory_allocated() / 2**20 if DEVICE == "cuda" else 0.0,
-            "loss": float(loss.detach()), "stats": stats}
+            "peak_mib": peak, "loss": float(loss.detach()), "stats": stats,
+            "launches": kernels_per_step(step_fn, optimizer, to_device(make(*steps[-1], len(steps))))}
+
+
+def kernels_per_step(step_fn: Callable[..., Any], optimizer: Any, inputs: dict[str, Any]) -> int | None:
+    """GPU kernels one more step launches (forward, backward, optimizer), counted by torch.profiler;
+    None on the CPU."""
+    if DEVICE != "cuda":
+        return None
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        step_fn(**inputs).loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        sync()
+    return sum(e.count for e in prof.key_averages() if e.device_type == torch.autograd.DeviceType.CUDA)
 
 
 def row(name: str, column: str, result: dict[str, Any] | None, eager_loss: float | None) -> str:
     if result is None:
-        return f"| {name} | {column} | error | | | | | |"
+        return f"| {name} | {column} | error | | | | | | |"
     diff = "" if eager_loss is None else f"{abs(result['loss'] - eager_loss):.2e}"
     s = result["stats"]
     counters = "/".join(str(s.get(k, "-")) for k in COUNTERS) if s else ""
     return (f"| {name} | {column} | {result['first']:.2f} | {result['total']:.2f} | {result['steady_ms']:.1f} | "
-            f"{result['peak_mib']:.0f} | {diff} | {counters} |")
+            f"{result['peak_mib']:.0f} | {diff} | {result['launches'] if result['launches'] is not None else ''} | {counters} |")
 
 
 def main() -> None:
@@ -144,9 +160,9 @@ def main() -> None:
     args = parser.parse_args()
     columns = (args.columns or ("eager,pdyn" if args.smoke else ",".join(COLUMNS))).split(",")
     print(f"device: {torch.cuda.get_device_name() if DEVICE == 'cuda' else 'cpu'}, torch {torch.__version__}")
-    print("| model | column | first step (s) | total (s) | steady (ms) | peak (MiB) | loss - eager's | "
+    print("| model | column | first step (s) | total (s) | steady (ms) | peak (MiB) | loss - eager's | kernels/step | "
           "pdyn graphs/backward_graphs/compiles/graphs_on_torch/kernels |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for name in args.only.split(","):
         torch.manual_seed(0)
         base, make, shapes = build(name, args.smoke)

@@ -3,8 +3,10 @@ graph and a backward graph over the same size symbols (joint.py: derivative rule
 rules*.py; the partitioner, partition.py, decides what the forward saves), each compiled by the
 backend given (Triton's), behind one `torch.autograd.Function` (function.py).
 
-A graph pdyn cannot differentiate (an in-place op, a module call, an autocast block, a
-data-dependent size, a random op without a rule) runs with torch as a whole, with one log line.
+In-place writes to the graph's own tensors become out-of-place ops first (writes.py). A graph
+pdyn cannot differentiate (a write eager's autograd could observe, a module call, an autocast
+block, a data-dependent size, a random op without a rule) runs with torch as a whole, with one
+log line.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any, Callable
 import torch
 import torch.fx
 
+from pdyn.backends.autograd.writes import functionalize
 from pdyn.backends.autograd.function import GraphFunction, TrainingStep
 from pdyn.backends.autograd.joint import build_joint
 from pdyn.backends.autograd.partition import NotDifferentiable
@@ -37,6 +40,7 @@ def training_backend(gm: torch.fx.GraphModule, example_inputs: list[Any],
     """A callable running `gm` through one autograd Function whose forward and backward graphs
     `lower` compiled (called under no_grad), or `gm` itself where pdyn cannot build the backward."""
     try:
+        functionalize(gm)
         _check(gm)
         joint = build_joint(gm, example_inputs)
         with torch.no_grad():

@@ -38,6 +38,11 @@ class EagerCheck:
         self.assignments = [a for a in (small, dict(sym.hints)) if a is not None]
         self.layouts: dict[torch.fx.Node, Any] = {}
         self.results: dict[tuple[torch.fx.Node, int], Any] = {}  # (node, assignment index) -> value
+        # NOTE: a result is dropped once its last reader ran: at the example's own sizes (where no
+        # small sizes satisfy the guards) keeping every result held a whole forward's activations
+        position = {n: k for k, n in enumerate(gm.graph.nodes)}
+        self.last_reader = {n: max((position[u] for u in n.users), default=-1) for n in gm.graph.nodes}
+        self.position = position
 
     def accepts(self, node: torch.fx.Node) -> bool:
         error: Exception | None = None
@@ -64,6 +69,14 @@ class EagerCheck:
         if node in self.sym.exprs:
             return evaluate(self.sym.exprs[node], self.assignments[i])
         return _real(self.sym.values[node], self.sym.sizes.get(node), self.assignments[i])
+
+    def drop_read(self, node: torch.fx.Node) -> None:
+        """After `node` is lowered: forget the results only it was still to read."""
+        here = self.position.get(node, -1)
+        for n in node.all_input_nodes:
+            if self.last_reader.get(n, here + 1) <= here:
+                for i in range(len(self.assignments)):
+                    self.results.pop((n, i), None)
 
     def forget(self) -> None:
         """Drop the real values (lowering is done; layouts stay)."""

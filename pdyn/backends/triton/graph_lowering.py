@@ -130,6 +130,7 @@ class GraphLowering:
                     self.eager_check.forget()
                     continue
                 self.env[node] = self.lower_node(node, LOWERINGS)
+                self.eager_check.drop_read(node)
             except Exception as e:
                 e.pdyn_nodes = [node]  # type: ignore[attr-defined]  # the compile retries it with torch
                 raise

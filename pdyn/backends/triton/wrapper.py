@@ -192,7 +192,10 @@ def _method_call(call: TorchCall, lx: GraphLowering) -> str | None:
     """`x.view(s0, 8, 64)` for a Tensor method node whose arguments are inputs or plain numbers:
     one Python call per run, where a TorchOp would map its arguments on every call. None otherwise."""
     node = call.node
-    if call.target is not None or call.args is not None or node.op != "call_method" or not node.args:
+    if call.target is not None or call.args is not None or not node.args:
+        return None
+    method = node.target if node.op == "call_method" else _as_method(node.target)
+    if method is None or node.op not in ("call_method", "call_function") or "input" in node.kwargs:
         return None
     if not isinstance(node.args[0], torch.fx.Node) or not isinstance(lx.fake(node.args[0]), torch.Tensor):
         return None
@@ -213,10 +216,25 @@ def _method_call(call: TorchCall, lx: GraphLowering) -> str | None:
 
     args = [plain(a) for a in node.args]
     kwargs = {k: plain(v) for k, v in node.kwargs.items()}
-    if None in args or None in kwargs.values() or not str(node.target).isidentifier():
+    if None in args or None in kwargs.values() or not str(method).isidentifier():
         return None
     rest = args[1:] + [f"{k}={v}" for k, v in kwargs.items()]  # type: ignore[operator]
-    return f"{args[0]}.{node.target}({', '.join(rest)})"  # type: ignore[arg-type]
+    return f"{args[0]}.{method}({', '.join(rest)})"  # type: ignore[arg-type]
+
+
+# Functions the backward graphs call that are the Tensor method of the same name on their first
+# argument (same parameters): printed as method calls too
+_METHOD_NAMES = ("reshape", "view", "transpose", "permute", "unsqueeze", "squeeze", "expand", "t", "flatten",
+                 "unflatten", "contiguous", "narrow", "select", "matmul", "mm", "bmm")
+_AS_METHOD = {f: name for name in _METHOD_NAMES
+              for f in (getattr(torch.Tensor, name), getattr(torch, name, None)) if f is not None}
+
+
+def _as_method(target: Any) -> str | None:
+    try:
+        return _AS_METHOD.get(target)
+    except TypeError:  # an unhashable target
+        return None
 
 
 def _describe(call: TorchCall) -> str:

@@ -19,58 +19,9 @@ from typing import Any
 import torch
 import torch.fx
 
-from pdyn.ops import OPS, Op, op_of
-from pdyn.ops.effects import conditional_writes, inplace_flag, mutates, written_args
-
-EXTERNAL = "external"  # the class of graph inputs and attributes: they may share memory
-
-
-class AliasClasses:
-    """Union-find over the graph's nodes: two nodes are in one class when their results may share
-    memory (a node whose op does not surely allocate may view any tensor it is given; a write
-    aliases what it writes; graph inputs and attributes may all view each other)."""
-
-    def __init__(self, gm: torch.fx.GraphModule) -> None:
-        self.parent: dict[Any, Any] = {}
-        for node in gm.graph.nodes:
-            if node.op in ("placeholder", "get_attr"):
-                self.union(node, EXTERNAL)
-            elif node.op in ("call_function", "call_method", "call_module"):
-                for other in self._may_view(node):
-                    self.union(node, other)
-
-    @staticmethod
-    def _may_view(node: torch.fx.Node) -> list[Any]:
-        if mutates(node):
-            return [w for w in written_args(node) if isinstance(w, torch.fx.Node)]
-        if node.op != "call_module" and op_of(node).allocates:
-            return []
-        return list(node.all_input_nodes)
-
-    def find(self, x: Any) -> Any:
-        root = x
-        while self.parent.get(root, root) is not root:
-            root = self.parent[root]
-        while x is not root:  # path compression
-            self.parent[x], x = root, self.parent.get(x, x)
-        return root
-
-    def union(self, a: Any, b: Any) -> None:
-        ra, rb = self.find(a), self.find(b)
-        if ra is not rb:
-            self.parent[ra] = rb
-
-
-def functional_op(node: torch.fx.Node) -> Op | None:
-    """The out-of-place row of an in-place node that writes its first argument (`add` for `add_`
-    and `+=`), where writing means nothing more; None otherwise (`out=`, `inplace=True`, a write
-    decided by another argument, a row without a functional twin)."""
-    if node.op not in ("call_function", "call_method") or node.kwargs.get("out") is not None:
-        return None
-    op = op_of(node)
-    if op.mutates != 0 or conditional_writes(node) or inplace_flag(node) or not op.name.endswith("_"):
-        return None
-    return OPS.get(op.name[:-1])
+from pdyn.ops import Op
+from pdyn.ops.aliasing import AliasClasses, functional_op, members_by_class, private_write
+from pdyn.ops.effects import mutates, written_args
 
 
 class WritePlan:
@@ -82,23 +33,14 @@ class WritePlan:
         self.classes = AliasClasses(gm)
         self.functional: dict[torch.fx.Node, Op] = {}
         self.live: set[torch.fx.Node] = set()  # nodes run with torch on live tensors
-        members: dict[Any, list[torch.fx.Node]] = {}
-        for node in gm.graph.nodes:
-            members.setdefault(self.classes.find(node), []).append(node)
-        for cls, nodes in members.items():
+        for nodes in members_by_class(gm, self.classes).values():
             writes = [n for n in nodes if mutates(n)]
             ops = [functional_op(n) for n in writes]
-            if all(op is not None and op in lowerings and n not in forced and self._private(n.args[0], nodes)
+            if all(op is not None and op in lowerings and n not in forced and private_write(self.classes, n, nodes)
                    for n, op in zip(writes, ops)):
                 self.functional.update((n, op) for n, op in zip(writes, ops) if op is not None)
             else:  # NOTE: one write in memory puts the whole class in memory
                 self.live.update(n for n in nodes if n.op not in ("placeholder", "get_attr"))
-
-    def _private(self, target: Any, members: list[torch.fx.Node]) -> bool:
-        """Whether only `target` and writes of it are in its class: no view, no input, no attribute."""
-        if not isinstance(target, torch.fx.Node) or self.classes.find(EXTERNAL) is self.classes.find(target):
-            return False
-        return all(m is target or (mutates(m) and m.args and m.args[0] is target) for m in members)
 
 
 def buffer_names(value: Any) -> set[str]:
