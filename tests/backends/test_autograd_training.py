@@ -181,3 +181,22 @@ def test_fuzz_grad_seed_235_a_log_of_outputs_read_by_the_next_call():
             return t15
     """
     assert_matches_eager(source, [(T((2,)), T((4, 3)))] * 2, backend="triton", grad=True)
+
+
+def test_a_training_graph_traced_under_autocast_runs_with_torch_with_eagers_gradients():
+    """Autocast entered by the caller: the graph's ops carry bfloat16 results without casts, which
+    derivative rules cannot differentiate (the backward crashed on a dtype mismatch): torch runs
+    it, counted; the same module without autocast compiles its own entry and trains on kernels."""
+    model = _mlp().eval()
+    ref = copy.deepcopy(model)
+    compiled = pdyn.optimize(model, backend=TrainRecorder())
+    x = torch.randn(5, 6)
+    for fn in (compiled, ref):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            out = fn(x)
+        assert out.dtype == torch.bfloat16
+        out.float().sum().backward()
+    _assert_same_grads(model, ref)
+    assert pdyn.stats()["graphs_on_torch"] == 1
+    compiled(x).sum().backward()
+    assert pdyn.stats()["compiles"] == 2 and pdyn.stats()["backward_graphs"] == 1

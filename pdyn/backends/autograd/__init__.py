@@ -81,6 +81,10 @@ def training_backend(gm: torch.fx.GraphModule, example_inputs: list[Any],
 
 
 def _check(gm: torch.fx.GraphModule) -> None:
+    # NOTE: traced under an ambient autocast, the graph's ops carry autocast's dtypes but no casts:
+    # derivative rules would mix dtypes (a crash in the backward); torch's autograd knows the casts
+    if any(torch.is_autocast_enabled(device) for device in ("cpu", "cuda")):
+        raise NotDifferentiable("traced under autocast")
     for node in gm.graph.nodes:
         if node.op == "call_module":
             raise NotDifferentiable(f"module call {node.target}")
