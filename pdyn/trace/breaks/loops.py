@@ -1,0 +1,84 @@
+"""A graph break inside a loop with nothing captured before it (a stack of layers, each breaking in
+its `forward`): as torch.compile does, the frame runs without a graph rather than compiling resume
+functions for the loop, and the calls it makes still reach pdyn, so the callee's code (one entry
+for every layer of one structure) is what compiles. `skips_frame` decides; `Router` is what each
+call site of the frame's routed code (`pdyn.bytecode.routed`) calls its callable through.
+"""
+
+from __future__ import annotations
+
+import functools
+import types
+from typing import Any, Callable
+
+import torch
+
+from pdyn.base.errors import SkipFrame, Unsupported
+from pdyn.base.untraced import untraced
+from pdyn.bytecode.instructions import Instruction
+from pdyn.bytecode.transform import decode
+from pdyn.trace.breaks.callees import module_call, optimizable
+from pdyn.trace.translator import InstructionTranslator
+
+_LOOP_JUMPS = ("JUMP", "POP_JUMP_IF_FALSE", "POP_JUMP_IF_TRUE", "POP_JUMP_IF_NONE", "POP_JUMP_IF_NOT_NONE")
+
+
+def in_loop(code: types.CodeType, inst: Instruction) -> bool:
+    """Whether a jump at or after `inst` goes back to or before it (`inst` is in a loop's body)."""
+    return any(i.opname in _LOOP_JUMPS and i.target is not None and i.target <= inst.index
+               for i in decode(code)[inst.index:])
+
+
+def check_loop_skip(e: Unsupported, code: types.CodeType, inst: Instruction, tx: InstructionTranslator) -> None:
+    """Raise `SkipFrame` where the break at `inst` (the trace `tx` stopped before it) is a call whose
+    callee broke, inside a loop, with no tensor work captured before it: the frame then runs as it
+    is, its calls routed, and a resume function per loop position or exit is never compiled."""
+    if e.in_call is None or inst.opname not in ("CALL", "CALL_FUNCTION_EX") or inst.expanded:
+        return
+    if not in_loop(code, inst):
+        return
+    if any(node.op not in ("placeholder", "output") for node in tx.output.graph.nodes):
+        return
+    raise SkipFrame(e, inst.raw_pos)
+
+
+Optimize = Callable[..., Any]
+
+
+class Router:
+    """What a call of a frame that runs without a graph calls instead of its callable: an nn.Module
+    call with the code its `__call__` runs optimized (`ModuleCall`: hooks and a patched `forward`
+    honoured on each call), and at the call whose callee broke, a function or bound method optimized
+    too (guarded by its code; each call's own closure and defaults). Anything else is called as it
+    is. `optimize(fn, at_call=)` wraps a function with pdyn's hook; one wrapper per function."""
+
+    def __init__(self, optimize: Optimize):
+        self._optimize = optimize
+        self._wrappers: dict[tuple[Any, bool], Any] = {}
+
+    def _optimized(self, fn: types.FunctionType, at_call: bool = False) -> Any:
+        key = (fn.__code__ if at_call else fn, at_call)
+        wrapper = self._wrappers.get(key)
+        if wrapper is None or wrapper.__globals__ is not fn.__globals__:
+            wrapper = self._wrappers[key] = self._optimize(fn, at_call=at_call)
+        return wrapper
+
+    def modules(self, obj: Any) -> Any:
+        """`obj` routed where it is an nn.Module (every call site)."""
+        if not isinstance(obj, torch.nn.Module) or untraced(type(obj).forward):
+            return obj
+        return module_call(obj, self._optimized) or obj
+
+    def callees(self, obj: Any) -> Any:
+        """`obj` routed where it is an nn.Module, a function or a bound method (the breaking call site)."""
+        if isinstance(obj, torch.nn.Module):
+            return self.modules(obj)
+        if untraced(obj) is not None:
+            return obj
+        if isinstance(obj, types.FunctionType) and optimizable(obj):
+            return functools.partial(self._optimized(obj, at_call=True), obj)
+        if isinstance(obj, types.MethodType) and isinstance(obj.__func__, types.FunctionType) \
+                and optimizable(obj.__func__):
+            return types.MethodType(functools.partial(self._optimized(obj.__func__, at_call=True), obj.__func__),
+                                    obj.__self__)
+        return obj
