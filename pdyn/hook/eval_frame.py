@@ -25,7 +25,6 @@ from pdyn.backends.report import BackendReport, report_of
 from pdyn.base import logs
 from pdyn.hook.compile_frame import CLOSURE_KEY, EMPTY_CELL, CacheEntry, closure_at_call, compile_frame, title_of
 from pdyn.base.config import Config, Settings, snapshot
-from pdyn.bytecode.routed import routed_code
 from pdyn.base.errors import InternalError, RecompileError, SkipFrame, Unsupported, UserException
 from pdyn.guards.codegen import origin
 from pdyn.hook.recompile_policy import CodeHistory, InheritedSizes, RunEager, decide
@@ -33,10 +32,9 @@ from pdyn.hook.trace_record import record_compile, record_eager
 from pdyn.sources import SizeSource, Source
 from pdyn.shapes.trace_plan import TracePlan
 from pdyn.shapes.validation import ValidationFailure
-from pdyn.trace.breaks.loops import Router
+from pdyn.trace.breaks.loops import routed_function
 
 recompile_log = logs.topic("recompiles")
-skip_log = logs.topic("graph_breaks")
 log = logging.getLogger(__name__)
 
 
@@ -51,9 +49,7 @@ class CodeCache:
     checks: list[tuple[Any, Any]] = field(default_factory=list)
     counters: dict[str, int] = field(default_factory=logs.empty_counters)
     run_eagerly: bool = False          # an internal error or the recompile limit
-    # a graph break inside a loop with nothing captured before it: calls that match no entry run the
-    # code with its calls routed through pdyn, without a graph (`pdyn.trace.breaks.loops`)
-    routed: Callable[[dict[str, Any]], Any] | None = None
+    routed: Callable[..., Any] | None = None   # runs without a graph (trace/breaks/loops.py)
     warned_limit: bool = False
     # the settings of a function the user optimized (None for a resume function or a callee pdyn
     # optimized for it): it warns once when it keeps running without any graph, its own or its children's
@@ -183,6 +179,8 @@ class Recorder:
 
     entries: list[CacheEntry] = field(default_factory=list)
     codes: list[types.CodeType] = field(default_factory=list)   # the code each entry was compiled for
+    # frames that run without a graph from a break inside a loop on: (code, the break), no entry
+    skipped: list[tuple[types.CodeType, Unsupported]] = field(default_factory=list)
 
 
 RECORDERS: list[Recorder] = []
@@ -249,7 +247,7 @@ class Frame:
         if cache.run_eagerly:
             return self._eagerly_counted
         if cache.routed is not None:
-            return self._routed_counted
+            return cache.routed
         compiles = cache.counters["compiles"]
         config = snapshot(self.config)  # NOTE: pdyn.config may change between compiles, not during one
         if self.recompile_limit is not None:
@@ -315,24 +313,20 @@ class Frame:
         return self.call_original(L)
 
     def _skip(self, skip: SkipFrame, config: Config) -> Callable[..., Any]:
-        """From now on a call that matches no entry runs the frame's code without a graph, its call
-        sites routed (`Router`): the breaking one for any callee, the others for nn.Modules. Counted
-        as the graph break it is and a frame without graph per call; no compile."""
-        router = Router(self.optimize_callee)
-        code, _ = routed_code(self.code, lambda pos: router.callees if pos == skip.at else router.modules)
-        fn = types.FunctionType(code, self.fn.__globals__, self.fn.__name__, self.fn.__defaults__, self.fn.__closure__)
+        """From now on a call that matches no entry runs the frame's code with its calls routed
+        through pdyn, without a graph: one graph break, a frame without graph per call, no compile."""
         cache = self.cache
-        cache.routed = _make_caller(fn, self.call_original.__module__)
+        caller = _make_caller(routed_function(self.fn, skip.at, self.optimize_callee), self.call_original.__module__)
+        cache.routed = functools.partial(_run_counted, cache, lambda L, G: caller(L))
         cache.counters["graph_breaks"] += 1
         reason = f"a graph break inside a loop, with nothing captured before it: {skip.reason.message}"
         cache.no_graph_reason = cache.no_graph_reason or reason
-        skip_log.info("running %s without a graph, its calls through pdyn: %s", title_of(self.code), skip.reason)
+        logs.topic("graph_breaks").info("running %s without a graph, its calls through pdyn: %s",
+                                        title_of(self.code), skip.reason)
         record_eager(config, self.code, self.backend, reason)
-        return self._routed_counted
-
-    def _routed_counted(self, L: dict[str, Any], G: dict[str, Any]) -> Any:
-        ran_without_graph(self.cache)
-        return self.cache.routed(L)  # type: ignore[misc]
+        for recorder in RECORDERS:
+            recorder.skipped.append((self.code, skip.reason))
+        return cache.routed
 
     def optimize_callee(self, fn: types.FunctionType, sizes: dict[SizeSource, SizeSource] | None = None,
                         at_call: bool = False) -> types.FunctionType:

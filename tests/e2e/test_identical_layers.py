@@ -290,3 +290,12 @@ def test_a_layer_found_in_its_list_is_found_where_python_finds_it():
         for m in (model, eager):
             m.layers[2] = m.layers[0]   # now one module twice: index finds the first
         assert_same(optimized(x), eager(x))
+
+
+def test_explain_lists_the_frame_that_runs_without_a_graph():
+    pdyn.reset()
+    with torch.no_grad():
+        out = pdyn.explain(Stack([Layer() for _ in range(4)]))(torch.randn(3, 8))
+    assert (out.compiles, out.graph_count, out.graph_break_count) == (2, 2, 2)
+    skipped = out.frames[-1]
+    assert skipped.eager and skipped.ops == () and skipped.break_reason.key == "print", out.frames

@@ -16,6 +16,7 @@ import torch
 from pdyn.base.errors import SkipFrame, Unsupported
 from pdyn.base.untraced import untraced
 from pdyn.bytecode.instructions import Instruction
+from pdyn.bytecode.routed import routed_code
 from pdyn.bytecode.transform import decode
 from pdyn.trace.breaks.callees import module_call, optimizable
 from pdyn.trace.translator import InstructionTranslator
@@ -82,3 +83,11 @@ class Router:
             return types.MethodType(functools.partial(self._optimized(obj.__func__, at_call=True), obj.__func__),
                                     obj.__self__)
         return obj
+
+
+def routed_function(fn: types.FunctionType, at: int, optimize: Optimize) -> types.FunctionType:
+    """`fn` with its code's call sites routed (`pdyn.bytecode.routed`): the call at position `at`
+    (the one whose callee broke) through `Router.callees`, the others through `Router.modules`."""
+    router = Router(optimize)
+    code, _ = routed_code(fn.__code__, lambda pos: router.callees if pos == at else router.modules)
+    return types.FunctionType(code, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
