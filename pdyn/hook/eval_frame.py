@@ -316,7 +316,7 @@ class Frame:
         """From now on a call that matches no entry runs the frame's code with its calls routed
         through pdyn, without a graph: one graph break, a frame without graph per call, no compile."""
         cache = self.cache
-        caller = _make_caller(routed_function(self.fn, skip.at, self.optimize_callee), self.call_original.__module__)
+        caller = _make_caller(routed_function(self.fn, skip, self.optimize_callee), self.call_original.__module__)
         cache.routed = functools.partial(_run_counted, cache, lambda L, G: caller(L))
         cache.counters["graph_breaks"] += 1
         reason = f"a graph break inside a loop, with nothing captured before it: {skip.reason.message}"

@@ -197,3 +197,34 @@ def test_a_loop_with_work_before_the_call_keeps_its_graph():
     torch.manual_seed(5)
     check_calls(f, (torch.randn(4), [Breaks(), Breaks()]))
     assert compiles()["test_a_loop_with_work_before_the_call_keeps_its_graph.<locals>.f"] == 1
+
+
+class Other(Breaks):
+    def forward(self, x, shift=0.0):
+        x = x + self.w
+        print("", end="")
+        return x - shift
+
+
+class TwoCalls(torch.nn.Module):
+    """Two breaking modules per iteration, a module after the loop."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.ModuleList([Breaks(), Breaks()])
+        self.b = torch.nn.ModuleList([Other(), Other()])
+        self.head = Plain()
+
+    def forward(self, x):
+        for a, b in zip(self.a, self.b):
+            x = a(x)
+            x = b(x)
+        return self.head(x)
+
+
+def test_every_module_call_in_the_loop_is_routed_and_the_head_runs_as_it_is():
+    torch.manual_seed(6)
+    with torch.no_grad():
+        counts = compare(TwoCalls(), [torch.randn(4), torch.randn(4)])
+    assert counts == {"TwoCalls.forward": 0, "Breaks.forward": 1, "Breaks.forward.<resume 1>": 1,
+                      "Other.forward": 1, "Other.forward.<resume 1>": 1}, counts

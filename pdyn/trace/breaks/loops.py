@@ -24,10 +24,15 @@ from pdyn.trace.translator import InstructionTranslator
 _LOOP_JUMPS = ("JUMP", "POP_JUMP_IF_FALSE", "POP_JUMP_IF_TRUE", "POP_JUMP_IF_NONE", "POP_JUMP_IF_NOT_NONE")
 
 
-def in_loop(code: types.CodeType, inst: Instruction) -> bool:
-    """Whether a jump at or after `inst` goes back to or before it (`inst` is in a loop's body)."""
-    return any(i.opname in _LOOP_JUMPS and i.target is not None and i.target <= inst.index
-               for i in decode(code)[inst.index:])
+def loop_around(code: types.CodeType, inst: Instruction) -> tuple[int, int] | None:
+    """The raw positions (`Instruction.raw_pos`) of the first and last instruction of the outermost
+    loop whose body holds `inst` (a jump at or after it goes back to or before it), or None."""
+    insts = decode(code)
+    back = [i for i in insts[inst.index:] if i.opname in _LOOP_JUMPS and i.target is not None
+            and i.target <= inst.index]
+    if not back:
+        return None
+    return insts[min(i.target for i in back)].raw_pos, max(i.raw_pos for i in back)   # type: ignore[type-var]
 
 
 def check_loop_skip(e: Unsupported, code: types.CodeType, inst: Instruction, tx: InstructionTranslator) -> None:
@@ -36,11 +41,12 @@ def check_loop_skip(e: Unsupported, code: types.CodeType, inst: Instruction, tx:
     is, its calls routed, and a resume function per loop position or exit is never compiled."""
     if e.in_call is None or inst.opname not in ("CALL", "CALL_FUNCTION_EX") or inst.expanded:
         return
-    if not in_loop(code, inst):
+    loop = loop_around(code, inst)
+    if loop is None:
         return
     if any(node.op not in ("placeholder", "output") for node in tx.output.graph.nodes):
         return
-    raise SkipFrame(e, inst.raw_pos)
+    raise SkipFrame(e, inst.raw_pos, loop)
 
 
 Optimize = Callable[..., Any]
@@ -85,9 +91,14 @@ class Router:
         return obj
 
 
-def routed_function(fn: types.FunctionType, at: int, optimize: Optimize) -> types.FunctionType:
-    """`fn` with its code's call sites routed (`pdyn.bytecode.routed`): the call at position `at`
-    (the one whose callee broke) through `Router.callees`, the others through `Router.modules`."""
+def routed_function(fn: types.FunctionType, skip: SkipFrame, optimize: Optimize) -> types.FunctionType:
+    """`fn` with its code's call sites routed (`pdyn.bytecode.routed`): the call whose callee broke
+    through `Router.callees`, the other calls in the loop around it through `Router.modules`; calls
+    outside the loop (an embedding before it, a head after it) run as they are."""
     router = Router(optimize)
-    code, _ = routed_code(fn.__code__, lambda pos: router.callees if pos == at else router.modules)
+    first, last = skip.loop
+
+    def router_at(pos: int) -> Callable[[Any], Any] | None:
+        return router.callees if pos == skip.at else router.modules if first <= pos <= last else None
+    code, _ = routed_code(fn.__code__, router_at)
     return types.FunctionType(code, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
