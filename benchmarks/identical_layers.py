@@ -1,7 +1,7 @@
 """First-call time and compile counts of a stack of identical layers with a graph break inside
 each layer's forward (docs/graph-breaks.md, identical layers): 2 layers against 24, eager, pdyn and
-torch.compile measured in this one run (CPU; each the least of 3 first calls). The ratios are to eager's and torch.compile's first
-call of the same stack; the counts are pdyn's compiles (all code objects) and graphs, and the
+torch.compile measured in this one run (CPU; each the least of 3 first calls). The ratios are to
+eager's and torch.compile's first call of the same stack; the counts are pdyn's compiles (all code objects) and graphs, and the
 graphs torch.compile handed to its backend.
 
     python benchmarks/identical_layers.py [--backend eager|auto] [--inductor] [--repeats N]

@@ -18,7 +18,7 @@ from bytecode import Instr, Label
 
 from pdyn.bytecode.instructions import encode_call, set_try_depths
 
-# instructions that push more than one value or rearrange the stack under the top
+# instructions that push two values (the walk's other tables: none, or refused)
 _PUSHES_TWO = frozenset({"LOAD_METHOD", "BEFORE_WITH"})
 _NO_PUSH = frozenset({"STORE_FAST", "STORE_NAME", "STORE_GLOBAL", "STORE_DEREF", "STORE_ATTR", "STORE_SUBSCR",
                       "DELETE_FAST", "DELETE_NAME", "DELETE_GLOBAL", "DELETE_DEREF", "DELETE_ATTR",
@@ -61,7 +61,8 @@ def _callable_slots(inst: Instr) -> tuple[int, int] | None:
 
 def _producers(items: list[Any], at: int) -> tuple[int, int] | None:
     """The positions in `items` of the instructions that pushed the call at `at`'s NULL slot and its
-    callable (one position twice where one instruction pushed both), or None if not found."""
+    callable (one position twice where one instruction pushed both), or None if not found or the
+    callable is not the last value its instruction pushed."""
     slots = _callable_slots(items[at])
     if slots is None:
         return None
@@ -78,6 +79,8 @@ def _producers(items: list[Any], at: int) -> tuple[int, int] | None:
             return None
         pops, pushes = effect
         if "callable" not in found and callable_ < pushes:
+            if callable_ != 0:
+                return None
             found["callable"] = pos
         if under < pushes:
             return pos, found["callable"]

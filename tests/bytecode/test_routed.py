@@ -52,4 +52,5 @@ def test_a_router_replaces_the_callable():
 def test_a_site_without_a_router_is_left_as_it_is():
     code, routed = routed_code(program.__code__, lambda pos: None)
     assert routed == 0
-    assert types.FunctionType(code, program.__globals__)(Obj(), [3], {"a": 1}, True) == program(Obj(), [3], {"a": 1}, True)
+    args = (Obj(), [3], {"a": 1}, True)
+    assert types.FunctionType(code, program.__globals__)(*args) == program(*args)

@@ -1,7 +1,7 @@
 """A graph break inside a loop with nothing captured before it (a stack of layers, each breaking in
 its `forward`): as torch.compile does, the frame runs without a graph rather than compiling resume
 functions for the loop, and the calls it makes still reach pdyn, so the callee's code (one entry
-for every layer of one structure) is what compiles. `skips_frame` decides; `Router` is what each
+for every layer of one structure) is what compiles. `check_loop_skip` decides; `Router` is what each
 call site of the frame's routed code (`pdyn.bytecode.routed`) calls its callable through.
 """
 
@@ -61,14 +61,16 @@ class Router:
 
     def __init__(self, optimize: Optimize):
         self._optimize = optimize
-        self._wrappers: dict[tuple[Any, bool], Any] = {}
+        self._wrappers: dict[tuple[Any, bool], tuple[dict[str, Any], Any]] = {}
 
     def _optimized(self, fn: types.FunctionType, at_call: bool = False) -> Any:
+        """`fn` under pdyn's hook, made once per function (per code where the wrapper takes the
+        function object at each call) and its globals."""
         key = (fn.__code__ if at_call else fn, at_call)
-        wrapper = self._wrappers.get(key)
-        if wrapper is None or wrapper.__globals__ is not fn.__globals__:
-            wrapper = self._wrappers[key] = self._optimize(fn, at_call=at_call)
-        return wrapper
+        made = self._wrappers.get(key)
+        if made is None or made[0] is not fn.__globals__:
+            made = self._wrappers[key] = (fn.__globals__, self._optimize(fn, at_call=at_call))
+        return made[1]
 
     def modules(self, obj: Any) -> Any:
         """`obj` routed where it is an nn.Module (every call site)."""
