@@ -262,7 +262,7 @@ def test_the_loop_position_is_data_not_baked():
 class Enumerated(Stack):
     def forward(self, x):
         for i, layer in enumerate(self.layers):
-            x = layer(x) + i   # the count is an int input of the loop's resume, not a guard per position
+            x = layer(x) + i   # Python's loop counts: no entry per position
         return x
 
 
