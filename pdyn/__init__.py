@@ -166,7 +166,8 @@ def explain(fn: Any, *, backend: str | Callable[..., Any] = "eager") -> Callable
                     original.forward = previous_forward
                 else:
                     del original.forward
-        return ExplainOutput.from_entries(recorder.entries, [title_of(code) for code in recorder.codes])
+        return ExplainOutput.from_entries(recorder.entries, [title_of(code) for code in recorder.codes],
+                                          [(title_of(code), why) for code, why in recorder.skipped])
 
     return run
 

@@ -74,8 +74,11 @@ class ExplainOutput:
         return sum(len(f.ops) for f in self.frames)
 
     @classmethod
-    def from_entries(cls, entries: list[Any], titles: list[str] | None = None) -> ExplainOutput:
-        """`titles`: the function each entry was compiled for ("f() at file.py:3"), in the same order."""
+    def from_entries(cls, entries: list[Any], titles: list[str] | None = None,
+                     skipped: list[tuple[str, Any]] = ()) -> ExplainOutput:
+        """`titles`: the function each entry was compiled for ("f() at file.py:3"), in the same order;
+        `skipped`: (function, break) of each frame that runs without a graph after a break inside a
+        loop (no entry, no compile; listed as a frame that runs eagerly, its calls through pdyn)."""
         graphs = [e.graph_module for e in entries if e.graph_module is not None]
         reasons = [_reason(e.eager_reason or e.break_reason) for e in entries
                    if (e.eager_reason or e.break_reason) is not None]
@@ -85,6 +88,9 @@ class ExplainOutput:
             ops = () if e.graph_module is None else tuple(
                 _op_name(n) for n in e.graph_module.graph.nodes if n.op in ("call_function", "call_method", "call_module"))
             frames.append(FrameReport(title, ops, _reason(why) if why is not None else None, e.eager_reason is not None))
+        for title, why in skipped:
+            reasons.append(_reason(why))
+            frames.append(FrameReport(title, (), _reason(why), eager=True))
         return cls(len(graphs), graphs, len(reasons), reasons, [e.guard.source for e in entries], len(entries),
                    [e.frame_source for e in entries], [d for e in entries for d in e.shape_decisions], frames,
                    [report_of(gm) for gm in graphs])

@@ -51,3 +51,12 @@ def test_training_benchmark_smoke_mode_trains_with_pdyn_and_matches_eagers_loss(
     pdyn_row = rows["pdyn"]
     assert float(pdyn_row[7]) < 1e-4  # final loss against eager's
     assert pdyn_row[8].strip().split("/")[:3] == ["1", "1", "1"]  # one graph, its backward, one compile
+
+
+def test_identical_layers_benchmark_runs_and_compiles_twice_for_any_depth():
+    result = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "identical_layers.py"), "--repeats", "1"],
+                            capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert result.returncode == 0, result.stderr[-2000:]
+    rows = [line.split() for line in result.stdout.splitlines()[2:]]
+    assert [row[0] for row in rows] == ["2", "24"]
+    assert all(row[-3:] == ["2", "2", "2"] for row in rows), result.stdout   # pdyn compiles, graphs; torch.compile's

@@ -78,6 +78,19 @@ class Unsupported(Exception):
         return "\n".join(parts)
 
 
+class SkipFrame(Exception):
+    """A graph break inside a loop with nothing captured before it: the frame runs without a graph,
+    its calls routed through pdyn (`pdyn.trace.breaks.loops`). `at` is the breaking call's position
+    in `bytecode.Bytecode.from_code(code)`, `loop` the first and last position of the loop around
+    it; `reason` the break."""
+
+    def __init__(self, reason: Unsupported, at: int, loop: tuple[int, int]):
+        self.reason = reason
+        self.at = at
+        self.loop = loop
+        super().__init__(str(reason))
+
+
 class UserError(Exception):
     """A wrong use of pdyn's API (a bad argument to optimize, mark_dynamic on a non-tensor, ...)."""
 

@@ -25,13 +25,14 @@ from pdyn.backends.report import BackendReport, report_of
 from pdyn.base import logs
 from pdyn.hook.compile_frame import CLOSURE_KEY, EMPTY_CELL, CacheEntry, closure_at_call, compile_frame, title_of
 from pdyn.base.config import Config, Settings, snapshot
-from pdyn.base.errors import InternalError, RecompileError, Unsupported, UserException
+from pdyn.base.errors import InternalError, RecompileError, SkipFrame, Unsupported, UserException
 from pdyn.guards.codegen import origin
 from pdyn.hook.recompile_policy import CodeHistory, InheritedSizes, RunEager, decide
 from pdyn.hook.trace_record import record_compile, record_eager
 from pdyn.sources import SizeSource, Source
 from pdyn.shapes.trace_plan import TracePlan
 from pdyn.shapes.validation import ValidationFailure
+from pdyn.trace.breaks.loops import routed_function
 
 recompile_log = logs.topic("recompiles")
 log = logging.getLogger(__name__)
@@ -48,6 +49,7 @@ class CodeCache:
     checks: list[tuple[Any, Any]] = field(default_factory=list)
     counters: dict[str, int] = field(default_factory=logs.empty_counters)
     run_eagerly: bool = False          # an internal error or the recompile limit
+    routed: Callable[..., Any] | None = None   # runs without a graph (trace/breaks/loops.py)
     warned_limit: bool = False
     # the settings of a function the user optimized (None for a resume function or a callee pdyn
     # optimized for it): it warns once when it keeps running without any graph, its own or its children's
@@ -98,6 +100,7 @@ class CodeCache:
         self.checks.clear()
         self.counters.update(logs.empty_counters())
         self.run_eagerly = False
+        self.routed = None
         self.warned_limit = False
         self.warned_no_graph = False
         self.warned_on_torch = False
@@ -176,6 +179,8 @@ class Recorder:
 
     entries: list[CacheEntry] = field(default_factory=list)
     codes: list[types.CodeType] = field(default_factory=list)   # the code each entry was compiled for
+    # frames that run without a graph from a break inside a loop on: (code, the break), no entry
+    skipped: list[tuple[types.CodeType, Unsupported]] = field(default_factory=list)
 
 
 RECORDERS: list[Recorder] = []
@@ -241,6 +246,8 @@ class Frame:
         cache.counters["frames"] += 1
         if cache.run_eagerly:
             return self._eagerly_counted
+        if cache.routed is not None:
+            return cache.routed
         compiles = cache.counters["compiles"]
         config = snapshot(self.config)  # NOTE: pdyn.config may change between compiles, not during one
         if self.recompile_limit is not None:
@@ -273,6 +280,8 @@ class Frame:
                                   self.call_original, fullgraph, plan, optimize=self.optimize_callee)
         except UserException:
             pass  # eager raises the user's exception for real
+        except SkipFrame as skip:
+            return self._skip(skip, config)
         except (Unsupported, ValidationFailure):
             raise
         except Exception as e:
@@ -302,6 +311,22 @@ class Frame:
     def _eagerly_counted(self, L: dict[str, Any], G: dict[str, Any]) -> Any:
         ran_without_graph(self.cache)
         return self.call_original(L)
+
+    def _skip(self, skip: SkipFrame, config: Config) -> Callable[..., Any]:
+        """From now on a call that matches no entry runs the frame's code with its calls routed
+        through pdyn, without a graph: one graph break, a frame without graph per call, no compile."""
+        cache = self.cache
+        caller = _make_caller(routed_function(self.fn, skip, self.optimize_callee), self.call_original.__module__)
+        cache.routed = functools.partial(_run_counted, cache, lambda L, G: caller(L))
+        cache.counters["graph_breaks"] += 1
+        reason = f"a graph break inside a loop, with nothing captured before it: {skip.reason.message}"
+        cache.no_graph_reason = cache.no_graph_reason or reason
+        logs.topic("graph_breaks").info("running %s without a graph, its calls through pdyn: %s",
+                                        title_of(self.code), skip.reason)
+        record_eager(config, self.code, self.backend, reason)
+        for recorder in RECORDERS:
+            recorder.skipped.append((self.code, skip.reason))
+        return cache.routed
 
     def optimize_callee(self, fn: types.FunctionType, sizes: dict[SizeSource, SizeSource] | None = None,
                         at_call: bool = False) -> types.FunctionType:

@@ -184,7 +184,10 @@ def test_backward_hook_added_after_compile_is_honoured():
     m[0].register_full_backward_hook(lambda mod, grad_in, grad_out: calls.append(len(grad_in)))
     opt(x).sum().backward()
     assert calls == [1]
-    assert pdyn.stats(opt)["compiles"] == 2
+    # the hooked module is a break inside Sequential's loop with nothing captured before it: from then
+    # on Sequential.forward runs without a graph, its call of the module through nn.Module's hooks
+    stats = pdyn.stats(opt)
+    assert (stats["compiles"], stats["graph_breaks"], stats["frames_without_graph"]) == (1, 1, 1), stats
 
 
 def test_subclass_calls_super_forward():

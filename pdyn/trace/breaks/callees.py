@@ -85,7 +85,7 @@ class BreakCallee:
         """`fn` optimized, bound to `method_of` where it is a method; with `read` (its tracker, read
         from the frame), guarded by its code, not its identity: each call runs its own closure and
         defaults. None where pdyn's hook cannot wrap `fn`."""
-        if not _optimizable(fn):
+        if not optimizable(fn):
             return None
         constant = self.codegen.constant
         if read is None:   # made in the trace, or pinned by identity
@@ -96,17 +96,17 @@ class BreakCallee:
         return self.bound(expr, method_of)
 
     def module(self, vt: VariableTracker, module: torch.nn.Module, method_of: VariableTracker | None) -> str | None:
-        """`module(...)` with the code its `__call__` runs optimized (`_module_call`); a module read
+        """`module(...)` with the code its `__call__` runs optimized (`module_call`); a module read
         from the frame is read at run time, so one entry serves every module of this structure."""
-        module_call = _module_call(module, lambda fn: self.optimize(fn, vt))
-        if module_call is None:
+        call = module_call(module, lambda fn: self.optimize(fn, vt))
+        if call is None:
             return None
         constant = self.codegen.constant
         if vt.source is None:
-            expr = constant(module_call, "module_call")
+            expr = constant(call, "module_call")
         else:
-            kind, fn = (ModuleCall, module_call.forward) if isinstance(module_call, ModuleCall) \
-                else (_bound_call, module_call.__func__)  # type: ignore[attr-defined]
+            kind, fn = (ModuleCall, call.forward) if isinstance(call, ModuleCall) \
+                else (_bound_call, call.__func__)  # type: ignore[attr-defined]
             expr = f"{constant(kind, 'module_call')}({self.codegen.reconstruct(vt)}, {constant(fn, 'callee')})"
         return self.bound(expr, method_of)
 
@@ -116,19 +116,19 @@ class BreakCallee:
         return f"{self.codegen.constant(types.MethodType, 'MethodType')}({expr}, {self.codegen.reconstruct(method_of)})"
 
 
-def _module_call(module: torch.nn.Module, optimize: Callable[[Any], Any]) -> Callable[..., Any] | None:
+def module_call(module: torch.nn.Module, optimize: Callable[[Any], Any]) -> Callable[..., Any] | None:
     """`module(...)` with the code its `__call__` runs optimized: a Python `__call__` of its class,
     else its class's `forward` where nn.Module's `__call__` would call only forward."""
     call = mro_lookup(type(module), "__call__")
     if call is not torch.nn.Module.__call__:
-        return types.MethodType(optimize(call), module) if _optimizable(call) else None
+        return types.MethodType(optimize(call), module) if optimizable(call) else None
     forward = mro_lookup(type(module), "forward")
-    if not _optimizable(forward) or "forward" in module.__dict__:
+    if not optimizable(forward) or "forward" in module.__dict__:
         return None
     return ModuleCall(module, optimize(forward))
 
 
-def _optimizable(fn: Any) -> bool:
+def optimizable(fn: Any) -> bool:
     """A plain function pdyn's hook can wrap: not a generator or coroutine, and parameters a
     signature can spell (a comprehension's `.0` is none)."""
     if not isinstance(fn, types.FunctionType) or fn.__code__.co_flags & NOT_FRAMES:

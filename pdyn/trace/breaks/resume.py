@@ -22,6 +22,7 @@ from pdyn.trace.breaks.blocks import HandlerCodegen, handled_exceptions, handler
 from pdyn.trace.breaks.callees import call_arguments, callee_sizes, optimized_callee
 from pdyn.trace.breaks.crossing import (cells_tuple, crossing_kinds, local_tracker, local_value, parent_sizes,
                                         stack_value)
+from pdyn.trace.breaks.loops import check_loop_skip
 from pdyn.trace.frame_codegen import ResumeCodegen
 from pdyn.trace.frame_trace import retrace
 from pdyn.trace.output_graph import OutputGraph
@@ -51,7 +52,8 @@ def closure_at_call(fn: types.FunctionType) -> bool:
 def break_frame_code(e: Unsupported, code: types.CodeType, f_locals: dict[str, Any], f_globals: dict[str, Any],
                      config: Config, plan: TracePlan | None, optimize: Optimize) -> BreakCode:
     """The frame code for a graph break at `e`: the trace runs again up to the instruction that broke,
-    and the step and resume functions are built; raises `Unsupported` saying why none can be."""
+    and the step and resume functions are built; raises `Unsupported` saying why none can be, and
+    `SkipFrame` where the frame runs without a graph instead (see `pdyn.trace.breaks.loops`)."""
     if e.break_at is None:
         raise Unsupported("resume", "the trace stopped before it reached an instruction of this frame")
     step, inst = e.break_at.step, e.break_at.inst
@@ -60,6 +62,7 @@ def break_frame_code(e: Unsupported, code: types.CodeType, f_locals: dict[str, A
     if why is not None:
         raise Unsupported("resume", why)
     tx = retrace(code, f_locals, f_globals, config, plan, step)
+    check_loop_skip(e, code, inst, tx)
     return _resume_code(tx, e, inst, original, index, optimize)
 
 
