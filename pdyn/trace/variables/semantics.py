@@ -19,6 +19,7 @@ from pdyn.trace.variables.containers.core import DictVariable, ListVariable, Seq
 from pdyn.trace.variables.containers.sets import SetVariable
 from pdyn.trace.variables.values.symint import SymIntVariable, sym_binary
 from pdyn.trace.variables.objects.user_objects import UserObjectVariable, pin_identity, user_binary
+from pdyn.trace.variables.torch.numpy_arrays import NdarrayVariable, numpy_operator
 from pdyn.trace.variables.torch.tensor import TensorVariable
 
 if TYPE_CHECKING:
@@ -28,6 +29,8 @@ MUTABLE = (ListVariable, DictVariable, SetVariable)
 
 
 def binary(tx: Tracer, fn: Callable[[Any, Any], Any], lhs: VariableTracker, rhs: VariableTracker) -> VariableTracker:
+    if isinstance(lhs, NdarrayVariable) or isinstance(rhs, NdarrayVariable):
+        return numpy_operator(tx, fn, [lhs, rhs])   # NumPy's operator, whichever side the array is on
     if isinstance(lhs, TensorVariable) or isinstance(rhs, TensorVariable):
         if isinstance(lhs, (ConstantVariable, SymIntVariable)):
             fn = plain_operator(fn)  # `n += t` on a number: Python falls back to `n + t`
