@@ -34,7 +34,10 @@ def assert_same(actual: Any, expected: Any, path: str = "result") -> None:
         torch.testing.assert_close(actual, expected, equal_nan=True, msg=lambda m: f"{path}: {m}")
     elif isinstance(expected, np.ndarray):
         assert actual.dtype == expected.dtype, f"{path}: dtype {actual.dtype} != {expected.dtype}"
-        np.testing.assert_allclose(actual, expected, rtol=1e-6, atol=1e-6, equal_nan=True, err_msg=path)
+        if expected.dtype.kind in "biufc":
+            np.testing.assert_allclose(actual, expected, rtol=1e-6, atol=1e-6, equal_nan=True, err_msg=path)
+        else:
+            np.testing.assert_array_equal(actual, expected, err_msg=path)
         assert actual.shape == expected.shape, f"{path}: shape {actual.shape} != {expected.shape}"
     elif isinstance(expected, np.generic):  # a NumPy scalar: torch sums in another order than NumPy
         np.testing.assert_allclose(actual, expected, rtol=1e-6, atol=1e-6, equal_nan=True, err_msg=path)

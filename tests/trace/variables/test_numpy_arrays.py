@@ -1,0 +1,120 @@
+"""NumPy traced as tensor ops (pdyn/trace/variables/torch/numpy_arrays.py, numpy_functions.py):
+results equal eager's in value, dtype and type (ndarray, NumPy scalar, tensor), inputs after the
+call too; what cannot be traced exactly (writes, data read into Python, a tensor handed to NumPy's
+reductions, random numbers) is a graph break with key `numpy`."""
+
+from __future__ import annotations
+
+import collections
+
+import numpy as np
+import pytest
+import torch
+
+import pdyn
+from tests.helpers import check, check_calls
+
+
+def _breaks(fn, *args) -> list[str]:
+    return [r.key for r in pdyn.explain(fn)(*args).break_reasons]
+
+
+def test_results_are_ndarrays_and_numpy_scalars_as_eager_gives_them():
+    def f(x):
+        a = x.numpy()
+        return a.sum(), a.mean(axis=0), np.asarray(a.sum()), a[0, 0], a.astype(np.float32).dtype
+
+    opt = check(f, torch.randn(3, 4, dtype=torch.float64), graphs=1)
+    out = opt(torch.randn(3, 4, dtype=torch.float64))
+    assert [type(o) for o in out] == [np.float64, np.ndarray, np.ndarray, np.float64, np.dtypes.Float32DType]
+
+
+def test_float64_defaults_and_int_arange_as_numpy():
+    def f(n):
+        return np.ones(n), np.arange(n), np.linspace(0, 1, n), np.zeros((2, n), dtype=np.int32).sum(0)
+
+    check(f, 4, graphs=1)
+
+
+def test_ndarray_input_shares_memory_with_numpy_of_the_result():
+    def f(arr):
+        return arr.T, arr * 2
+
+    arr = np.arange(6.0).reshape(2, 3)
+    out = pdyn.optimize(f, backend="eager")(arr)
+    assert np.shares_memory(out[0], arr) and not np.shares_memory(out[1], arr)
+    assert pdyn.stats()["graph_breaks"] == 0
+
+
+@pytest.mark.parametrize("body", [
+    lambda a: a.sort(),                      # writes the array
+    lambda a: np.add(a, 1, out=a),           # out=
+    lambda a: a.tolist(),                    # data into Python
+    lambda a: float(a.sum()),                # data into Python
+])
+def test_what_cannot_be_traced_exactly_breaks_and_matches_eager(body):
+    def f(x):
+        a = (x + 1).numpy()
+        return body(a), a
+
+    check_calls(f, (torch.randn(3),))
+    assert "numpy" in _breaks(f, torch.randn(3)) or pdyn.stats()["graph_breaks"] >= 1
+
+
+def test_in_place_operator_on_an_array_breaks_and_writes_the_tensor_as_eager():
+    def f(x):
+        a = x.numpy()
+        a += 1
+        return x * 2
+
+    check_calls(f, (torch.randn(3),))
+    assert "numpy" in _breaks(f, torch.randn(3))
+
+
+def test_numpy_random_and_a_reduction_of_a_tensor_break():
+    def f(x):
+        return np.random.rand(3) + (x + 1).numpy()
+
+    def g(x):
+        return np.mean(x + 1)   # NumPy calls the tensor's own mean(axis=...): eager raises TypeError
+
+    assert "numpy" in _breaks(f, torch.randn(3))
+    with pytest.raises(TypeError) as eager:
+        g(torch.randn(3))
+    with pytest.raises(TypeError) as traced:
+        pdyn.optimize(g, backend="eager")(torch.randn(3))
+    assert str(traced.value) == str(eager.value)
+
+
+def test_dtype_mismatch_with_torch_numpy_breaks():
+    def f(x):
+        return np.unique(x.numpy())   # a size that depends on the data
+
+    check_calls(f, (torch.tensor([1.0, 1.0, 2.0]),))
+
+
+def test_ndarray_input_guards_dtype_and_shape():
+    def f(arr):
+        return arr.copy() * 2
+
+    check_calls(f, (np.arange(3),), (np.arange(3.0),), (np.arange(4),), (np.array(["a"]),))
+
+
+def test_deque_copy_is_a_new_deque_and_insert_is_traced():
+    def f(a, b):
+        d = collections.deque([a, b])
+        c = d.copy()
+        c.append(a * 2)
+        c.insert(1, b + 1)
+        return d, c
+
+    check(f, torch.randn(2), torch.randn(2), graphs=1)
+
+
+def test_deque_insert_at_maxlen_raises_as_eager():
+    def f(a):
+        d = collections.deque([a, a], maxlen=2)
+        d.insert(0, a)
+        return d
+
+    check(f, torch.randn(2), graphs=0)
