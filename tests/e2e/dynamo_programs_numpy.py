@@ -321,3 +321,67 @@ def user_container_protocols(a, b):
 @program()
 def user_getitem_iteration(a, b):
     return [t * 2 for t in Indexed(a, b)], list(reversed(Bag([a, b])))
+
+
+# ---- more after torch's test_unspec.py and test_misc.py ------------------------------------------
+
+@program(lambda: (torch.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=torch.float64), torch.ones(2, 2, dtype=torch.int64),
+                  np.int64(12)))
+def np_scalars_in_a_dict(x, y, z):
+    pair = [x + y, y, False]
+    ax, ay = x.numpy(), y.numpy()
+    return {"x": x, "z": z, "a": ay.sum(), "b": pair, "c": ay[0][0] / 68, "d": ax.sum(), "e": ax + ay}, x + z
+
+
+@program(lambda: (np.int64(12), 10, torch.ones(2, 2, dtype=torch.float64)))
+def np_scalar_builtin_max_min(a, b, t):
+    return t + 1, max(a, b), min(a - 4, b)
+
+
+@program(lambda: (np.arange(8),))
+def np_input_break_between(arr):
+    arr = arr ** 2
+    print("a break")
+    return 2 * arr
+
+
+@program(lambda: (np.array([42], dtype=np.uint16),))
+def np_input_isinstance_tensor(arr):
+    return isinstance(arr, torch.Tensor), isinstance(arr, np.ndarray)
+
+
+@program(lambda: (np.arange(12.0).reshape(3, 4), np.array([[0, 1, 2, 3], [3, 2, 1, 0]]).T[:3]))
+def np_take_along_axis(x, idx):
+    return np.take_along_axis(x, idx, 1)
+
+
+@program(lambda: (torch.randn(4, 5),))
+def np_concat_and_expand_dims(x):
+    a = x.numpy()
+    both = np.concatenate([a, a * 2], axis=0)
+    return np.expand_dims(both, 0).shape, np.squeeze(both[None]).sum(axis=1), np.cumsum(a, axis=1)
+
+
+@program(lambda: (torch.randn(4, 5),))
+def np_argmax_sort_free(x):
+    a = x.numpy()
+    return np.argmax(a, axis=1), np.abs(a).max(), np.maximum(a, 0.0), np.exp(a).dtype
+
+
+@program(lambda: (torch.randn(3, 4),))
+def np_float32_stays_float32(x):
+    a = x.numpy()
+    return a * 2.0, a + np.float32(1.0), (a / 3).dtype, np.sqrt(np.abs(a)).dtype
+
+
+@program(lambda: (torch.randn(6),))
+def np_results_back_to_torch(x):
+    a = np.clip(x.numpy(), -1.0, 1.0)
+    t = torch.from_numpy(a)
+    return torch.relu(t) + x, torch.as_tensor(np.ones(6)), torch.tensor(a * 2)
+
+
+@program(lambda: (torch.randn(2, 3),))
+def np_fft_and_linalg(x):
+    a = x.numpy()
+    return np.fft.fftshift(a), np.linalg.norm(a), np.dot(a, a.T)

@@ -16,7 +16,8 @@ from tests.helpers import _copy, assert_same
 
 # (graphs, graph breaks) of torch.compile on each program's one call, measured with torch 2.13.0
 # by `python -m tests.e2e.dynamo_programs_counts`, which prints this table again; None where
-# torch.compile raises and eager does not (pdyn must still match eager there).
+# torch.compile raises and eager does not (pdyn must still match eager there); (0, 0) where it gives
+# up on the frame without a graph (np_argmax_sort_free: the frame runs eagerly).
 TORCH_COUNTS = {
     'builtin_min_max_abs': (1, 0),
     'builtin_len_range_sum': (1, 0),
@@ -145,6 +146,16 @@ TORCH_COUNTS = {
     'min_max_of_symbolic_floats': (1, 0),
     'user_container_protocols': (1, 0),
     'user_getitem_iteration': (1, 0),
+    'np_scalars_in_a_dict': (1, 0),
+    'np_scalar_builtin_max_min': (1, 0),
+    'np_input_break_between': (2, 1),
+    'np_input_isinstance_tensor': (0, 0),
+    'np_take_along_axis': (1, 0),
+    'np_concat_and_expand_dims': (1, 0),
+    'np_argmax_sort_free': (0, 0),
+    'np_float32_stays_float32': (0, 0),
+    'np_results_back_to_torch': (1, 0),
+    'np_fft_and_linalg': (1, 0),
 }
 
 
@@ -183,7 +194,7 @@ def test_program_matches_eager_and_breaks_no_more_than_torch_compile(name):
         return
     torch_graphs, torch_breaks = TORCH_COUNTS[name]
     assert breaks <= torch_breaks, f"pdyn breaks {breaks} times, torch.compile {torch_breaks}"
-    if torch_breaks == 0:
+    if torch_breaks == 0 and torch_graphs:
         assert graphs == torch_graphs, (graphs, breaks)
 
 

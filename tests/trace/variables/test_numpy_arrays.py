@@ -6,6 +6,7 @@ reductions, random numbers) is a graph break with key `numpy`."""
 from __future__ import annotations
 
 import collections
+import warnings
 
 import numpy as np
 import pytest
@@ -86,11 +87,23 @@ def test_numpy_random_and_a_reduction_of_a_tensor_break():
     assert str(traced.value) == str(eager.value)
 
 
-def test_dtype_mismatch_with_torch_numpy_breaks():
+def test_a_size_that_depends_on_the_data_breaks():
     def f(x):
-        return np.unique(x.numpy())   # a size that depends on the data
+        return np.unique(x.numpy())
 
-    check_calls(f, (torch.tensor([1.0, 1.0, 2.0]),))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")   # an internal error warns
+        check_calls(f, (torch.tensor([1.0, 1.0, 2.0]),))
+    assert "numpy" in _breaks(f, torch.tensor([1.0, 1.0, 2.0]))
+
+
+def test_int_division_is_float64_as_numpy():
+    def f(x):
+        a = x.numpy()
+        return a / 3, a[0] / 68, np.mean(a)   # torch's own default would give float32
+
+    opt = check(f, torch.arange(4), graphs=1)
+    assert [o.dtype for o in opt(torch.arange(4))] == [np.float64] * 3
 
 
 def test_ndarray_input_guards_dtype_and_shape():

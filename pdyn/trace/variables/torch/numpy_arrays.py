@@ -63,7 +63,12 @@ def numpy_op(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
     the result's arrays back as tensors (a tuple when there are several)."""
     def run(*args: Any, **kwargs: Any) -> Any:
         args, kwargs = pytree.tree_map_only(torch.Tensor, tnp.ndarray, (args, kwargs))
-        out = fn(*args, **kwargs)
+        previous = torch.get_default_dtype()
+        torch.set_default_dtype(torch.float64)   # NumPy's default: `int / int` is float64, not torch's float32
+        try:
+            out = fn(*args, **kwargs)
+        finally:
+            torch.set_default_dtype(previous)
         leaves = [leaf.tensor for leaf in pytree.tree_leaves(out) if isinstance(leaf, tnp.ndarray)]
         return leaves[0] if isinstance(out, tnp.ndarray) else tuple(leaves)
     run.__name__ = run.__qualname__ = f"numpy_{name}"
@@ -129,6 +134,9 @@ class NdarrayVariable(VariableTracker):
 
     def getitem(self, tx: Tracer, key: VariableTracker) -> VariableTracker:
         return numpy_operator(tx, operator.getitem, [self, key])
+
+    def setitem(self, tx: Tracer, key: VariableTracker, value: VariableTracker) -> None:
+        raise refuse(tx, "`a[i] = v` (it writes the array)")
 
     def length(self, tx: Tracer) -> VariableTracker:
         if self.tensor.example.dim() == 0:
@@ -266,6 +274,8 @@ def _as_numpy_result(tx: Tracer, what: str, result: VariableTracker, expected: A
         if not isinstance(result, TensorVariable):
             raise refuse(tx, f"{what} (torch._numpy gives no array where NumPy does)")
         example = result.example
+        if not all(type(d) is int for d in example.shape):
+            raise refuse(tx, f"{what} (a size that depends on the data)")
         if numpy_dtype(example.dtype) != expected.dtype or tuple(example.shape) != np.shape(expected):
             raise refuse(tx, f"{what} (torch._numpy's {example.dtype}{list(example.shape)} is not NumPy's "
                               f"{expected.dtype}{list(np.shape(expected))})")
