@@ -131,3 +131,33 @@ def test_deque_insert_at_maxlen_raises_as_eager():
         return d
 
     check(f, torch.randn(2), graphs=0)
+
+
+def test_numpy_nodes_run_as_torch_calls_in_triton_graphs_with_views_kept():
+    def f(x):
+        a = (x * 2).numpy()
+        b = a.T   # a view of `a`: the write through `t` shows in it, as in eager
+        t = torch.from_numpy(a)
+        t.add_(1)
+        return torch.from_numpy(b).sin() + 1, b, t.sum()
+
+    opt = check_calls(f, (torch.randn(8, 8),), backend="triton")
+    stats = pdyn.stats(opt)
+    assert stats["graph_breaks"] == 0 and stats["kernels"] >= 1 and stats["nodes_on_torch"] >= 1, stats
+
+
+def test_identity_and_memory_sharing_are_numpys():
+    def f(x, arr):
+        a = (x + 1).numpy()
+        same = np.asarray(a)          # NumPy returns `a` itself
+        copied = a.astype(a.dtype)    # NumPy copies; torch's .to() would not
+        gx, gy = np.meshgrid(a, a)    # NumPy copies; torch.meshgrid expands views
+        torch.from_numpy(copied).add_(1)
+        torch.from_numpy(gx).mul_(3)
+        return same is a, arr, (a, a), copied, gx
+
+    opt = check(f, torch.randn(3), np.arange(3.0), graphs=1)
+    arr = np.arange(3.0)
+    got = opt(torch.randn(3), arr)
+    assert got[0] is True and got[1] is arr and got[2][0] is got[2][1]
+    assert not np.shares_memory(got[3], got[2][0]) and not np.shares_memory(got[4], got[2][0])

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 import torch
 import torch._numpy as tnp
+from torch.multiprocessing.reductions import StorageWeakRef
 from torch.utils import _pytree as pytree
 
 from pdyn.base.errors import Unsupported, UserException
@@ -153,7 +154,10 @@ class NdarrayVariable(VariableTracker):
         raise refuse(tx, "the truth of an array (its data)")
 
     def reconstruct(self, codegen: FrameCodegen) -> str:
-        return f"{codegen.constant(to_numpy, 'to_numpy')}({codegen.reconstruct(self.tensor)}, {self.scalar})"
+        if self.source is not None:   # an input array: the object itself, as eager returns it
+            return codegen.source_expr(self.source)
+        expr = f"{codegen.constant(to_numpy, 'to_numpy')}({codegen.reconstruct(self.tensor)}, {self.scalar})"
+        return codegen.once(self, expr)   # one ndarray object however often it is returned
 
     def __repr__(self) -> str:
         return f"NdarrayVariable({self.tensor!r}{', scalar' if self.scalar else ''})"
@@ -232,14 +236,17 @@ def _graph_arg(vt: VariableTracker) -> VariableTracker:
 
 
 def _run_shadow(tx: Tracer, what: str, shadow: Callable[..., Any], args: list[VariableTracker],
-                kwargs: dict[str, VariableTracker]) -> Any:
-    """NumPy's own result for the call, on zeros; a call NumPy refuses there is a break."""
+                kwargs: dict[str, VariableTracker]) -> tuple[Any, list[tuple[VariableTracker, Any]]]:
+    """NumPy's own result for the call, on zeros, and (argument, its zeros) of each array argument;
+    a call NumPy refuses there is a break."""
     shadow_args = [_shadow_arg(a) for a in args]
     shadow_kwargs = {k: _shadow_arg(v) for k, v in kwargs.items()}
+    pairs = [(vt, arr) for vt, arr in zip([*args, *kwargs.values()], [*shadow_args, *shadow_kwargs.values()])
+             if isinstance(vt, (NdarrayVariable, TensorVariable))]
     try:
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return shadow(*shadow_args, **shadow_kwargs)
+            return shadow(*shadow_args, **shadow_kwargs), pairs
     except Exception as e:
         raise refuse(tx, f"{what} (NumPy raised {type(e).__name__} on arrays of zeros)") from None
 
@@ -255,7 +262,7 @@ def numpy_call(tx: Tracer, what: str, fn: Callable[..., Any], args: list[Variabl
     its result as NumPy's `shadow` gives it, or a break where the two differ."""
     if "out" in kwargs:
         raise refuse(tx, f"{what}(out=...) (it writes an array)")
-    expected = _run_shadow(tx, what, shadow, args, kwargs)
+    expected, pairs = _run_shadow(tx, what, shadow, args, kwargs)
     graph_args = [_graph_arg(a) for a in args]
     graph_kwargs = {k: _graph_arg(v) for k, v in kwargs.items()}
     inputs = _fakes(graph_args, graph_kwargs)
@@ -264,10 +271,33 @@ def numpy_call(tx: Tracer, what: str, fn: Callable[..., Any], args: list[Variabl
                             loc=tx.loc())
     if [t._version for t in inputs] != versions:
         raise refuse(tx, f"{what} (it writes an array)")
-    return _as_numpy_result(tx, what, result, expected)
+    return _as_numpy_result(tx, what, result, expected, pairs)
 
 
-def _as_numpy_result(tx: Tracer, what: str, result: VariableTracker, expected: Any) -> VariableTracker:
+def _storage(t: torch.Tensor) -> StorageWeakRef:
+    return StorageWeakRef(t.untyped_storage())
+
+
+def _memory_as_numpy(tx: Tracer, what: str, result: TensorVariable, expected: np.ndarray,
+                     pairs: list[tuple[VariableTracker, Any]]) -> VariableTracker:
+    """The array result with NumPy's identity and memory sharing: the argument itself where NumPy
+    returns it (`np.asarray(a) is a`), a copy where torch._numpy shares the memory of an argument
+    and NumPy does not (`a.astype(a.dtype)`); a break where NumPy shares and torch._numpy copies."""
+    for vt, arr in pairs:
+        if arr is expected and isinstance(vt, NdarrayVariable) and vt.tensor is result and not vt.scalar:
+            return vt
+    numpy_shares = any(isinstance(arr, np.ndarray) and np.shares_memory(arr, expected) for _, arr in pairs)
+    tensors = [vt.tensor if isinstance(vt, NdarrayVariable) else vt for vt, _ in pairs]
+    traced_shares = any(_storage(t.example) == _storage(result.example) for t in tensors)
+    if traced_shares and not numpy_shares:
+        result = result.call_method(tx, "clone", [], {})
+    elif numpy_shares and not traced_shares:
+        raise refuse(tx, f"{what} (NumPy returns a view where torch._numpy copies)")
+    return NdarrayVariable(result)
+
+
+def _as_numpy_result(tx: Tracer, what: str, result: VariableTracker, expected: Any,
+                     pairs: list[tuple[VariableTracker, Any]]) -> VariableTracker:
     """The traced result shaped as NumPy's: arrays and NumPy scalars over tensors of the same dtype
     and shape, lists and tuples item by item, Python values equal in type."""
     if isinstance(expected, (np.ndarray, np.number, np.bool_)):
@@ -279,10 +309,12 @@ def _as_numpy_result(tx: Tracer, what: str, result: VariableTracker, expected: A
         if numpy_dtype(example.dtype) != expected.dtype or tuple(example.shape) != np.shape(expected):
             raise refuse(tx, f"{what} (torch._numpy's {example.dtype}{list(example.shape)} is not NumPy's "
                               f"{expected.dtype}{list(np.shape(expected))})")
-        return NdarrayVariable(result, scalar=not isinstance(expected, np.ndarray))
+        if isinstance(expected, np.ndarray):
+            return _memory_as_numpy(tx, what, result, expected, pairs)
+        return NdarrayVariable(result, scalar=True)
     if isinstance(expected, (list, tuple)) and type(result) in (ListVariable, TupleVariable) \
             and len(result.items) == len(expected) and type(expected) in (list, tuple):
-        items = [_as_numpy_result(tx, what, r, e) for r, e in zip(result.items, expected)]
+        items = [_as_numpy_result(tx, what, r, e, pairs) for r, e in zip(result.items, expected)]
         return ListVariable(items) if type(expected) is list else TupleVariable(items)
     if not isinstance(result, (TensorVariable, NdarrayVariable)) and result.is_python_constant() \
             and type(result.as_python_constant()) is type(expected):
