@@ -14,6 +14,7 @@ import os
 import types
 from typing import TYPE_CHECKING, Any, Callable
 
+import numpy as np
 import torch
 from torch._library.custom_ops import CustomOpDef
 
@@ -65,7 +66,7 @@ def wrap(tx: Tracer, value: Any, source: Source) -> VariableTracker:
     """The tracker for `value`, read from `source`, with its guards; one tracker per source."""
     memo = tx.ctx.wrapped
     if source not in memo:
-        if type(value) in MUTABLE_CONTAINERS:
+        if type(value) in MUTABLE_CONTAINERS or type(value) is np.ndarray:   # an array: one graph input too
             memo[source] = one_per_object(tx, value, source, lambda: _wrap(tx, value, source))
         else:
             memo[source] = _wrap(tx, value, source)

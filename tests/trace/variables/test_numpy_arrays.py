@@ -161,3 +161,23 @@ def test_identity_and_memory_sharing_are_numpys():
     got = opt(torch.randn(3), arr)
     assert got[0] is True and got[1] is arr and got[2][0] is got[2][1]
     assert not np.shares_memory(got[3], got[2][0]) and not np.shares_memory(got[4], got[2][0])
+
+
+def test_one_array_passed_twice_is_one_object():
+    def f(a, b):
+        return a is b, a + 1, b * 2
+
+    arr = np.arange(3.0)
+    check_calls(f, (arr, arr), (arr, np.arange(3.0)), (arr, arr), compiles=2)
+
+
+def test_errors_of_numpy_scalars_are_eagers():
+    def f(x):
+        s = x.numpy().sum()
+        return len(s)
+
+    def g(x):
+        return [v for v in x.numpy().sum()]
+
+    check_calls(f, (torch.randn(3),))
+    check_calls(g, (torch.randn(3),))

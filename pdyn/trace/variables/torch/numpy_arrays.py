@@ -139,12 +139,19 @@ class NdarrayVariable(VariableTracker):
     def setitem(self, tx: Tracer, key: VariableTracker, value: VariableTracker) -> None:
         raise refuse(tx, "`a[i] = v` (it writes the array)")
 
+    def _scalar_name(self) -> str:
+        return f"numpy.{self.python_type().__name__}"
+
     def length(self, tx: Tracer) -> VariableTracker:
+        if self.scalar:
+            raise UserException(TypeError(f"object of type '{self._scalar_name()}' has no len()"))
         if self.tensor.example.dim() == 0:
             raise UserException(TypeError("len() of unsized object"))
         return self.tensor.call_method(tx, "size", [ConstantVariable(0)], {})
 
     def iterate(self, tx: Tracer) -> list[VariableTracker]:
+        if self.scalar:
+            raise UserException(TypeError(f"'{self._scalar_name()}' object is not iterable"))
         if self.tensor.example.dim() == 0:
             raise UserException(TypeError("iteration over a 0-d array"))
         rows = tx.ctx.shape_env.specialize(self.tensor.sizes[0], tx.loc(), "iterating over an array's rows")
