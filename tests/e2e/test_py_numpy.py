@@ -37,9 +37,9 @@ def _constant(x):
     return x * np.pi  # a float constant of the module: no break
 
 
-# a NumPy node has no symbolic shape rule: it specializes the sizes it reads, so a size that changes
-# between calls makes the next compile break before the NumPy call (docs/numpy.md)
-@pytest.mark.parametrize("fn,breaks,compiles", [(_scale, 0, 1), (_arange, 1, 2), (_to_numpy, 1, 2), (_reduce, 1, 1),
+# an elementwise NumPy node keeps sizes symbolic; np.arange(n) has no symbolic shape rule: it specializes
+# the size it reads, so a size that changes between calls makes the next compile break there (docs/numpy.md)
+@pytest.mark.parametrize("fn,breaks,compiles", [(_scale, 0, 1), (_arange, 1, 2), (_to_numpy, 0, 1), (_reduce, 1, 1),
                                                 (_constant, 0, 1)])
 def test_numpy_uses_are_traced_or_break_cleanly_and_match_eager(fn, breaks, compiles):
     with warnings.catch_warnings(), pdyn.config.patch(warn_no_graph=False):  # _scale has no graph to compile

@@ -181,3 +181,17 @@ def test_errors_of_numpy_scalars_are_eagers():
 
     check_calls(f, (torch.randn(3),))
     check_calls(g, (torch.randn(3),))
+
+
+def test_elementwise_numpy_keeps_sizes_symbolic():
+    def f(x):
+        a = (x + 1).numpy()
+        return np.where(a > 0, a * 2, np.exp(a)), np.clip(a, -1, 1) + a.astype(np.float64), -a
+
+    def g(arr):
+        return np.sqrt(arr ** 2 + 1) * 2
+
+    opt = check_calls(f, *[(torch.randn(n, 3),) for n in (2, 3, 5, 7)], compiles=1)
+    assert pdyn.stats(opt)["graph_breaks"] == 0
+    opt = check_calls(g, *[(np.arange(float(n)),) for n in (2, 3, 5, 7)], compiles=1)
+    assert pdyn.stats(opt)["graph_breaks"] == 0

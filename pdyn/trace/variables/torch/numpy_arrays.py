@@ -24,7 +24,8 @@ from torch.multiprocessing.reductions import StorageWeakRef
 from torch.utils import _pytree as pytree
 
 from pdyn.base.errors import Unsupported, UserException
-from pdyn.ops import is_in_place_operator
+from pdyn.ops import canonical, is_in_place_operator
+from pdyn.ops.shape_rules import RULES, pointwise
 from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.containers.core import ListVariable, TupleVariable
 from pdyn.trace.variables.values.constant import ConstantVariable
@@ -274,11 +275,28 @@ def numpy_call(tx: Tracer, what: str, fn: Callable[..., Any], args: list[Variabl
     graph_kwargs = {k: _graph_arg(v) for k, v in kwargs.items()}
     inputs = _fakes(graph_args, graph_kwargs)
     versions = [t._version for t in inputs]
-    result = tx.output.call("call_function", numpy_op(fn, what.replace(".", "_")), graph_args, graph_kwargs,
-                            loc=tx.loc())
+    target = numpy_op(fn, what.replace(".", "_"))
+    if _elementwise(what, shadow):   # NumPy broadcasts as torch does: sizes stay symbolic
+        RULES.setdefault(canonical(target), pointwise)
+    result = tx.output.call("call_function", target, graph_args, graph_kwargs, loc=tx.loc())
     if [t._version for t in inputs] != versions:
         raise refuse(tx, f"{what} (it writes an array)")
     return _as_numpy_result(tx, what, result, expected, pairs)
+
+
+# calls whose result has the broadcast shape of their array arguments (besides ufuncs and operators)
+ELEMENTWISE = frozenset({"numpy.where", "numpy.clip", "numpy.ones_like", "numpy.zeros_like", "numpy.full_like",
+                         "numpy.empty_like", "numpy.copy", "numpy.nan_to_num", "ndarray.copy", "ndarray.astype",
+                         "ndarray.clip", "ndarray.round", "ndarray.conj", "ndarray.real", "ndarray.imag"})
+NOT_ELEMENTWISE_OPERATORS = frozenset({operator.getitem, operator.matmul, operator.contains, operator.concat})
+
+
+def _elementwise(what: str, shadow: Any) -> bool:
+    if isinstance(shadow, np.ufunc):
+        return shadow.nout == 1 and shadow.nin <= 2
+    if getattr(shadow, "__module__", None) in ("_operator", "operator"):
+        return shadow not in NOT_ELEMENTWISE_OPERATORS
+    return what in ELEMENTWISE
 
 
 def _storage(t: torch.Tensor) -> StorageWeakRef:
