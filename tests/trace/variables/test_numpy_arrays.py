@@ -195,3 +195,14 @@ def test_elementwise_numpy_keeps_sizes_symbolic():
     assert pdyn.stats(opt)["graph_breaks"] == 0
     opt = check_calls(g, *[(np.arange(float(n)),) for n in (2, 3, 5, 7)], compiles=1)
     assert pdyn.stats(opt)["graph_breaks"] == 0
+
+
+def test_numpy_dtype_argument_is_a_guarded_constant():
+    def f(x, dt):
+        a = x.numpy()
+        return np.ones_like(a, dtype=dt), np.zeros(3, dt).dtype == dt, x * np.finfo(a.dtype).eps
+
+    calls = [(torch.randn(3), np.dtype("float32")), (torch.randn(3), np.dtype("float32")),
+             (torch.randn(3), np.dtype("int64"))]
+    opt = check_calls(f, *calls, compiles=2)
+    assert pdyn.stats(opt)["graph_breaks"] == 0

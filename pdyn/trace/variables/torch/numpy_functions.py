@@ -92,9 +92,9 @@ def wrap_numpy_value(tx: Tracer, value: Any, source: Source) -> VariableTracker:
         if not isinstance(tensor, TensorVariable):
             raise refuse(tx, "this ndarray")
         return NdarrayVariable(tensor, source=source)
-    if is_numpy_scalar(value):
+    if is_numpy_scalar(value) or isinstance(value, np.dtype):
         tx.ctx.add_guard(EqualsGuard(source, value, loc=tx.loc()))
-        return ConstantVariable(value, source)
+        return _constant(value) if source is None else type(_constant(value))(value, source)
     fixed = isinstance(value, type) or callable(value) and not hasattr(value, "dtype")
     tx.ctx.add_guard(IdGuard(source, value, loc=tx.loc()) if fixed else TypeGuard(source, type(value), loc=tx.loc()))
     return NumpyFunctionVariable(value, source) if fixed else NumpyVariable(value, source)
