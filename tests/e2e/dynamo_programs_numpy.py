@@ -385,3 +385,25 @@ def np_results_back_to_torch(x):
 def np_fft_and_linalg(x):
     a = x.numpy()
     return np.fft.fftshift(a), np.linalg.norm(a), np.dot(a, a.T)
+
+
+@program(lambda: (torch.randn(3),))
+def np_ufunc_out_is_out(x):
+    arr = np.arange(5)
+    out = np.empty((arr.shape[0], arr.shape[0]))
+    res = np.sin(arr, out=out)
+    return res is out, out, x + 1
+
+
+@program(lambda: (torch.tensor([2.3]), np.array([1, 2, 3])))
+def np_isinstance_branch(x, m):
+    if isinstance(m, np.ndarray):
+        return x + m.sum()
+    return x - 1
+
+
+@program(lambda: ())
+def np_scalars_into_long_tensor():
+    arr = np.array([1, 2, 3, 4, 5, 6], dtype=np.int64)
+    picked = [arr[0], arr[2], arr[4]]
+    return torch.LongTensor(picked)

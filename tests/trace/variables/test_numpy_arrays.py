@@ -49,7 +49,6 @@ def test_ndarray_input_shares_memory_with_numpy_of_the_result():
 
 @pytest.mark.parametrize("body", [
     lambda a: a.sort(),                      # writes the array
-    lambda a: np.add(a, 1, out=a),           # out=
     lambda a: a.tolist(),                    # data into Python
     lambda a: float(a.sum()),                # data into Python
 ])
@@ -206,3 +205,30 @@ def test_numpy_dtype_argument_is_a_guarded_constant():
              (torch.randn(3), np.dtype("int64"))]
     opt = check_calls(f, *calls, compiles=2)
     assert pdyn.stats(opt)["graph_breaks"] == 0
+
+
+def test_ufunc_out_writes_out_and_returns_it():
+    def f(x, out):
+        a = (x + 1).numpy()
+        res = np.sin(a, out=out)
+        return res is out, out
+
+    check_calls(f, (torch.randn(3), np.zeros(3, dtype=np.float32)), (torch.randn(3), np.zeros((2, 3), np.float32)))
+    assert pdyn.stats()["graph_breaks"] == 0
+
+
+def test_ufunc_out_with_a_cast_breaks():
+    def f(x, out):
+        return np.sin(x.numpy(), out=out), out
+
+    check_calls(f, (torch.randn(3), np.zeros(3, dtype=np.float64)))
+    assert "numpy" in _breaks(f, torch.randn(3), np.zeros(3, dtype=np.float64))
+
+
+def test_tensor_with_a_numpy_integer_reads_its_value():
+    def f(x, m):
+        return x + m.sum(), m.max() * x, x - m[0]
+
+    check_calls(f, (torch.tensor([2.3]), np.array([1, 2, 3])), (torch.tensor([2.3]), np.array([4, 2, 3])),
+                (torch.tensor([2, 3]), np.array([4, 2, 3], dtype=np.int8)))
+    assert pdyn.stats()["graph_breaks"] == 0

@@ -24,8 +24,8 @@ from torch.multiprocessing.reductions import StorageWeakRef
 from torch.utils import _pytree as pytree
 
 from pdyn.base.errors import Unsupported, UserException
-from pdyn.ops import canonical, is_in_place_operator
-from pdyn.ops.shape_rules import RULES, pointwise
+from pdyn.ops import is_in_place_operator
+from pdyn.ops.table import declare
 from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.containers.core import ListVariable, TupleVariable
 from pdyn.trace.variables.values.constant import ConstantVariable
@@ -60,9 +60,10 @@ def to_numpy(t: torch.Tensor, scalar: bool) -> Any:
 
 
 @functools.cache
-def numpy_op(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
+def numpy_op(fn: Callable[..., Any], name: str, elementwise: bool) -> Callable[..., Any]:
     """The graph target for a NumPy call: `fn` (of torch._numpy) on the tensors as tnp arrays,
-    the result's arrays back as tensors (a tuple when there are several)."""
+    the result's arrays back as tensors (a tuple when there are several). Its op-table row is
+    `numpy_elementwise` (the pointwise shape rule) or `numpy_call`."""
     def run(*args: Any, **kwargs: Any) -> Any:
         args, kwargs = pytree.tree_map_only(torch.Tensor, tnp.ndarray, (args, kwargs))
         previous = torch.get_default_dtype()
@@ -75,6 +76,7 @@ def numpy_op(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
         return leaves[0] if isinstance(out, tnp.ndarray) else tuple(leaves)
     run.__name__ = run.__qualname__ = f"numpy_{name}"
     run.__module__ = "pdyn.numpy"
+    declare("numpy_elementwise" if elementwise else "numpy_call", spellings=[run], namespaces=())
     return run
 
 
@@ -199,8 +201,21 @@ def numpy_operator(tx: Tracer, fn: Callable[..., Any], args: list[VariableTracke
     if is_in_place_operator(fn):
         raise refuse(tx, f"`{name}` on an array (it writes the array)")
     if any(isinstance(a, TensorVariable) for a in args):
+        if len(args) == 2 and all(isinstance(a, TensorVariable) or _int_scalar(a) for a in args):
+            # torch reads a NumPy integer as the Python int it holds: its value, read in the graph
+            ints = [tx.output.data_values(a.tensor, "item", tx.loc()) if isinstance(a, NdarrayVariable) else a
+                    for a in args]
+            return tx.binary(fn, ints[0], ints[1])
         raise refuse(tx, f"`{name}` between an array and a tensor")
     return numpy_call(tx, name, fn, args, {}, shadow=fn)
+
+
+def _int_scalar(vt: VariableTracker) -> bool:
+    """A NumPy integer scalar (not a bool: torch promotes np.bool_ unlike a Python bool)."""
+    if not isinstance(vt, NdarrayVariable) or not vt.scalar:
+        return False
+    dtype = vt.tensor.example.dtype
+    return not dtype.is_floating_point and not dtype.is_complex and dtype is not torch.bool
 
 
 def _shadow_arg(vt: VariableTracker) -> Any:
@@ -269,19 +284,36 @@ def numpy_call(tx: Tracer, what: str, fn: Callable[..., Any], args: list[Variabl
     """`fn` (torch._numpy's spelling of the call `what`) as one graph node on the arrays' tensors;
     its result as NumPy's `shadow` gives it, or a break where the two differ."""
     if "out" in kwargs:
-        raise refuse(tx, f"{what}(out=...) (it writes an array)")
+        return _ufunc_out(tx, what, fn, args, kwargs, shadow)
     expected, pairs = _run_shadow(tx, what, shadow, args, kwargs)
     graph_args = [_graph_arg(a) for a in args]
     graph_kwargs = {k: _graph_arg(v) for k, v in kwargs.items()}
     inputs = _fakes(graph_args, graph_kwargs)
     versions = [t._version for t in inputs]
-    target = numpy_op(fn, what.replace(".", "_"))
-    if _elementwise(what, shadow):   # NumPy broadcasts as torch does: sizes stay symbolic
-        RULES.setdefault(canonical(target), pointwise)
+    target = numpy_op(fn, what.replace(".", "_"), _elementwise(what, shadow))
     result = tx.output.call("call_function", target, graph_args, graph_kwargs, loc=tx.loc())
     if [t._version for t in inputs] != versions:
         raise refuse(tx, f"{what} (it writes an array)")
     return _as_numpy_result(tx, what, result, expected, pairs)
+
+
+def _ufunc_out(tx: Tracer, what: str, fn: Callable[..., Any], args: list[VariableTracker],
+               kwargs: dict[str, VariableTracker], shadow: Callable[..., Any]) -> VariableTracker:
+    """`np.sin(x, out=out)`: the result computed as without `out`, written into `out` by a torch
+    `copy_` (a write the graph records), and `out` itself returned, as NumPy does; only where the
+    result already has `out`'s dtype and broadcasts to its shape (else a break)."""
+    out = kwargs["out"]
+    if not isinstance(shadow, np.ufunc) or shadow.nout != 1 or not isinstance(out, NdarrayVariable) or out.scalar:
+        raise refuse(tx, f"{what}(out=...) (it writes an array)")
+    rest = {k: v for k, v in kwargs.items() if k != "out"}
+    result = numpy_call(tx, what, fn, args, rest, shadow)
+    if not isinstance(result, NdarrayVariable):
+        raise refuse(tx, f"{what}(out=...) (a result that is no array)")
+    dst, src = out.tensor.example, result.tensor.example
+    if src.dtype != dst.dtype or torch.broadcast_shapes(src.shape, dst.shape) != dst.shape:
+        raise refuse(tx, f"{what}(out=...) (a cast or a broadcast into `out`)")
+    out.tensor.call_method(tx, "copy_", [result.tensor], {})
+    return out
 
 
 # calls whose result has the broadcast shape of their array arguments (besides ufuncs and operators)
