@@ -407,3 +407,10 @@ def np_scalars_into_long_tensor():
     arr = np.array([1, 2, 3, 4, 5, 6], dtype=np.int64)
     picked = [arr[0], arr[2], arr[4]]
     return torch.LongTensor(picked)
+
+
+@program()
+def min_max_sorted_over_size_tuples(a, b):
+    widest = max((a.shape[1], "a"), (b.shape[0], "b"))
+    ranked = sorted([(b.shape[1], 1), (3, 0), (a.shape[0], 2)], reverse=True)
+    return a * widest[0] + ranked[0][0], a.shape < (3, 5), [b.shape[0]] >= [3, 1]

@@ -159,6 +159,7 @@ TORCH_COUNTS = {
     'np_ufunc_out_is_out': (1, 0),
     'np_isinstance_branch': (1, 0),
     'np_scalars_into_long_tensor': (1, 0),
+    'min_max_sorted_over_size_tuples': (1, 0),
 }
 
 # Programs where pdyn breaks more than torch.compile, with pdyn's count and why (the whole-set test

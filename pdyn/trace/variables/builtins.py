@@ -276,15 +276,28 @@ def _sorted(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableT
     if key is not None and key.is_python_constant() and key.as_python_constant() is None:
         key = None
     keys = items if key is None else [key.call(tx, [i], {}) for i in items]  # once each, in order
-    if set(kwargs) - {"reverse", "key"} or not all(is_known(k) for k in keys):
-        raise Unsupported("sorted", "pdyn sorts only by constant keys", loc=tx.loc())
+    if set(kwargs) - {"reverse", "key"}:
+        raise Unsupported("sorted", "pdyn sorts only with key= and reverse=", loc=tx.loc())
     reverse = bool(kwargs["reverse"].as_python_constant()) if "reverse" in kwargs else False
-    values = [python_value(k, "sorted()", tx.loc()) for k in keys]  # the order is a value read
+    if all(is_known(k) for k in keys):
+        values: list[Any] = [python_value(k, "sorted()", tx.loc()) for k in keys]  # the order is a value read
+    else:   # tuples of sizes: Python's own sort, each `<` it asks a comparison the trace reads (and guards)
+        values = [_OrderedBy(tx, k) for k in keys]
     try:
         order = sorted(range(len(items)), key=lambda i: values[i], reverse=reverse)
     except TypeError as e:
         raise UserException(e) from None
     return ListVariable([items[i] for i in order])
+
+
+class _OrderedBy:
+    """A sort key whose `<` is the traced `<` of its tracker (a bool read, guarded where symbolic)."""
+
+    def __init__(self, tx: Tracer, vt: VariableTracker):
+        self.tx, self.vt = tx, vt
+
+    def __lt__(self, other: _OrderedBy) -> bool:
+        return self.tx.binary(operator.lt, self.vt, other.vt).truth(self.tx)
 
 
 @rule(sum)

@@ -44,6 +44,8 @@ def binary(tx: Tracer, fn: Callable[[Any, Any], Any], lhs: VariableTracker, rhs:
     if fn in (operator.eq, operator.ne) and isinstance(lhs, SequenceVariable) and isinstance(rhs, SequenceVariable) \
             and any(isinstance(i, SymIntVariable) for i in [*lhs.items, *rhs.items]):
         return _sequence_equal(tx, fn, lhs, rhs)
+    if fn in ORDERINGS and _comparable_sequences(lhs, rhs) and not (lhs.is_python_constant() and rhs.is_python_constant()):
+        return _sequence_order(tx, fn, lhs, rhs)
     if is_in_place_operator(fn) and isinstance(lhs, MUTABLE):
         return lhs.binary_op(tx, fn, rhs)
     if isinstance(lhs, UserObjectVariable) or isinstance(rhs, UserObjectVariable):
@@ -74,6 +76,28 @@ def _sequence_equal(tx: Tracer, fn: Callable[[Any, Any], Any], lhs: SequenceVari
             break
         equal = binary(tx, operator.eq, a, b).truth(tx)
     return ConstantVariable(equal if fn is operator.eq else not equal)
+
+
+ORDERINGS = (operator.lt, operator.le, operator.gt, operator.ge)
+
+
+def _comparable_sequences(lhs: VariableTracker, rhs: VariableTracker) -> bool:
+    """Two lists, or two tuples (torch.Size is one), which Python orders item by item."""
+    if not isinstance(lhs, SequenceVariable) or not isinstance(rhs, SequenceVariable):
+        return False
+    kinds = {lhs.python_type(), rhs.python_type()}
+    return kinds == {list} or kinds <= {tuple, torch.Size}
+
+
+def _sequence_order(tx: Tracer, fn: Callable[[Any, Any], Any], lhs: SequenceVariable,
+                    rhs: SequenceVariable) -> VariableTracker:
+    """`(n, "a") < (m, "b")`: Python's order of sequences: the first items that differ (identity,
+    then `==`, each a bool read) decide by `fn`, else the lengths do."""
+    for a, b in zip(lhs.items, rhs.items):
+        if a is b or binary(tx, operator.eq, a, b).truth(tx):
+            continue
+        return binary(tx, fn, a, b)
+    return ConstantVariable(fn(len(lhs.items), len(rhs.items)))
 
 
 def identity(vt: VariableTracker) -> Any:
