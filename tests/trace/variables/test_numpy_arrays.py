@@ -232,3 +232,22 @@ def test_tensor_with_a_numpy_integer_reads_its_value():
     check_calls(f, (torch.tensor([2.3]), np.array([1, 2, 3])), (torch.tensor([2.3]), np.array([4, 2, 3])),
                 (torch.tensor([2, 3]), np.array([4, 2, 3], dtype=np.int8)))
     assert pdyn.stats()["graph_breaks"] == 0
+
+
+@pytest.mark.parametrize("body", [
+    lambda a, b: a // b, lambda a, b: a % b, lambda a, b: np.floor_divide(a, b), lambda a, b: a ** (b - 1),
+])
+def test_integer_ops_whose_values_torch_numpy_does_not_give_break(body):
+    def f(x, y):
+        return body(x.numpy(), y.numpy())
+
+    calls = [(torch.tensor([5, -5, 4]), torch.tensor([0, 2, 0])), (torch.tensor([5, -5, 4]), torch.tensor([0, 1, 2]))]
+    check_calls(f, *calls)
+    assert "numpy" in _breaks(f, torch.tensor([5, -5, 4]), torch.tensor([1, 2, 3]))
+
+
+def test_integer_power_by_a_non_negative_constant_is_traced():
+    def f(x):
+        return x.numpy() ** 2, np.power(x.numpy(), 3)
+
+    check(f, torch.tensor([5, -5, 4]), graphs=1)

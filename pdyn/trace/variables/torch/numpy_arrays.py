@@ -286,6 +286,7 @@ def numpy_call(tx: Tracer, what: str, fn: Callable[..., Any], args: list[Variabl
     if "out" in kwargs:
         return _ufunc_out(tx, what, fn, args, kwargs, shadow)
     expected, pairs = _run_shadow(tx, what, shadow, args, kwargs)
+    _check_integer_semantics(tx, what, shadow, args, expected)
     graph_args = [_graph_arg(a) for a in args]
     graph_kwargs = {k: _graph_arg(v) for k, v in kwargs.items()}
     inputs = _fakes(graph_args, graph_kwargs)
@@ -314,6 +315,27 @@ def _ufunc_out(tx: Tracer, what: str, fn: Callable[..., Any], args: list[Variabl
         raise refuse(tx, f"{what}(out=...) (a cast or a broadcast into `out`)")
     out.tensor.call_method(tx, "copy_", [result.tensor], {})
     return out
+
+
+# integer ops whose values differ where the data says: NumPy gives 0 for `x // 0` and `x % 0` where
+# torch raises, and raises for a negative integer power where torch gives 0
+INTEGER_DIVISIONS = frozenset({np.floor_divide, np.remainder, np.fmod, np.divmod, operator.floordiv, operator.mod,
+                               operator.ifloordiv, operator.imod, divmod})
+INTEGER_POWERS = frozenset({np.power, operator.pow, operator.ipow})
+
+
+def _check_integer_semantics(tx: Tracer, what: str, shadow: Any, args: list[VariableTracker], expected: Any) -> None:
+    """A break for the integer ops whose NumPy values torch._numpy does not give for every input."""
+    results = expected if isinstance(expected, tuple) else (expected,)
+    integer = any(isinstance(r, (np.ndarray, np.generic)) and r.dtype.kind in "iu" for r in results)
+    if not integer:
+        return
+    if shadow in INTEGER_DIVISIONS:
+        raise refuse(tx, f"{what} on integers (NumPy gives 0 where the divisor is 0, torch raises)")
+    if shadow in INTEGER_POWERS and not (len(args) == 2 and args[1].is_python_constant()
+                                         and not isinstance(args[1], NdarrayVariable)
+                                         and args[1].as_python_constant() >= 0):
+        raise refuse(tx, f"{what} on integers (NumPy raises for a negative exponent, torch gives 0)")
 
 
 # calls whose result has the broadcast shape of their array arguments (besides ufuncs and operators)
