@@ -5,9 +5,11 @@ of the call on their tensors. At the graph's boundary each array becomes an ndar
 
 Every call is checked at trace time against NumPy itself, run on arrays of zeros with the same
 shapes and dtypes (the "shadow"): where NumPy's result differs from torch._numpy's in type (array,
-scalar, tuple), dtype or shape, the call is a graph break and runs in NumPy, as before. Calls that
-write their inputs (`out=`, `a.sort()`, `a += 1`), read array data into Python (`a.tolist()`,
-`float(a)`) or draw random numbers are graph breaks too.
+scalar, tuple), dtype or shape, the call is a graph break and runs in NumPy, as before; the same
+run gives NumPy's identity and memory sharing. Calls that write their inputs (`a.sort()`, `a += 1`;
+a ufunc's `out=` is a recorded copy), read array data into Python (`a.tolist()`, `float(a)`), draw
+random numbers, or whose NumPy values torch._numpy does not give (integer `//` by zero) are graph
+breaks too.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ UNTRACED_METHODS = frozenset({"tolist", "item", "tobytes", "tofile", "dump", "du
 TENSOR_ATTRIBUTES = frozenset({"T", "real", "imag", "mT"})
 
 
+@functools.cache
 def numpy_dtype(dtype: torch.dtype) -> np.dtype | None:
     """NumPy's dtype for a torch dtype (None for one NumPy lacks, such as bfloat16)."""
     try:
