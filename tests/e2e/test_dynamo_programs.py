@@ -164,11 +164,7 @@ TORCH_COUNTS = {
 
 # Programs where pdyn breaks more than torch.compile, with pdyn's count and why (the whole-set test
 # asserts exactly these, so a fix or a regression shows).
-BREAKS_MORE = {
-    # torch.LongTensor([...]) of NumPy integers read from an array: a tensor made from data-dependent
-    # ints is a break in pdyn (torch.compile keeps them as unbacked values)
-    'np_scalars_into_long_tensor': 1,
-}
+BREAKS_MORE: dict[str, int] = {}
 
 
 def run(fn, args):

@@ -38,12 +38,14 @@ from pdyn.trace.variables.objects.user_objects import (bind_class_attr, class_at
 from pdyn.trace.variables.objects.user_tuples import construct_with_new
 from pdyn.trace.variables.objects.user_dicts import construct_user_dict, is_user_dict_class
 from pdyn.trace.variables.objects.user_lists import construct_user_list, is_user_list_class
-from pdyn.trace.variables.torch.tensor import TensorMethodVariable
+from pdyn.trace.variables.torch.tensor import TensorMethodVariable, TensorVariable
 from pdyn.trace.variables.torch.torch_functions import TorchFunctionVariable
 from pdyn.trace.variables.containers.core import (DictVariable, IteratorVariable, ListVariable, SizeVariable, TupleVariable,
                                              is_known, python_value)
 from pdyn.trace.variables.containers.sets import SetVariable
 from pdyn.trace.variables.iterators.live_iterators import EnumerateIterator, ReversedListIterator, ZipIterator, make_iterator
+
+LEGACY_TENSOR_TYPE = type(torch.LongTensor)   # torch.FloatTensor, torch.LongTensor, ...
 
 if TYPE_CHECKING:
     from pdyn.trace.translator import InstructionTranslator as Tracer
@@ -408,6 +410,11 @@ def construct(tx: Tracer, cls: type, args: list[VariableTracker], kwargs: dict[s
         return call_builtin(tx, cls, args, kwargs)
     if cls is torch.Size:
         return SizeVariable(tx.iterate(args[0]) if args else [])
+    if type(cls) is LEGACY_TENSOR_TYPE and not cls.is_cuda and len(args) == 1 and not kwargs \
+            and isinstance(args[0], (ListVariable, TupleVariable)) \
+            and not any(isinstance(i, TensorVariable) for i in args[0].items):
+        # `torch.LongTensor([1, n])`: torch.tensor of the values in the type's dtype
+        return TorchFunctionVariable(torch.tensor).call(tx, [args[0]], {"dtype": ConstantVariable(cls.dtype)})
     if all(is_known(a) for a in [*args, *kwargs.values()]) and (
             cls in (torch.device, torch.finfo, torch.iinfo) or issubclass(cls, BaseException)):
         return fold_object(tx, cls, args, kwargs)

@@ -252,3 +252,22 @@ def test_integer_power_by_a_non_negative_constant_is_traced():
         return x.numpy() ** 2, np.power(x.numpy(), 3)
 
     check(f, torch.tensor([5, -5, 4]), graphs=1)
+
+
+def test_tensors_made_from_numpy_scalars_and_legacy_constructors():
+    def f(x):
+        a = x.numpy()
+        picked = [a[0], a[2]]
+        return (torch.LongTensor(picked), torch.tensor(picked), torch.tensor(picked, dtype=torch.float16),
+                torch.FloatTensor([1, x.shape[0]]), torch.LongTensor((2.7, -1.5)))
+
+    opt = check_calls(f, (torch.tensor([3, 1, 4, 1]),), (torch.tensor([7, 5, 2, 8]),), compiles=1)
+    assert pdyn.stats(opt)["graph_breaks"] == 0
+
+
+def test_a_tensor_of_numpy_scalars_of_several_dtypes_breaks():
+    def f(x, y):
+        return torch.tensor([x.numpy()[0], y.numpy()[0]])
+
+    check_calls(f, (torch.tensor([3]), torch.tensor([1.5])))
+    assert "numpy" in _breaks(f, torch.tensor([3]), torch.tensor([1.5]))

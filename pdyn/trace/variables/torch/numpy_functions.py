@@ -19,7 +19,9 @@ from pdyn.sources import NdarrayTensorSource, Source
 from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.values.constant import ConstantVariable, ObjectConstantVariable
 from pdyn.trace.variables.values.numpy_values import NumpyVariable
+from pdyn.trace.variables.containers.core import ListVariable, TupleVariable
 from pdyn.trace.variables.torch import torch_functions
+from pdyn.trace.variables.torch.torch_functions import TorchFunctionVariable
 from pdyn.trace.variables.torch.numpy_arrays import NdarrayVariable, numpy_call, numpy_dtype, refuse
 from pdyn.trace.variables.torch.tensor import METHOD_RULES, TensorVariable
 
@@ -136,6 +138,8 @@ def torch_of_array(tx: Tracer, fn: Any, args: list[VariableTracker],
                    kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
     """`torch.from_numpy(a)`, `torch.as_tensor(a)`: the array's tensor (the same memory);
     `torch.tensor(a, ...)`: a copy. None where the first argument is no traced array."""
+    if fn is torch.tensor and args and _scalars(args[0]) and len(args) == 1 and set(kwargs) <= {"dtype"}:
+        return _tensor_of_scalars(tx, _scalars(args[0]), kwargs.get("dtype"))
     if not args or not isinstance(args[0], NdarrayVariable):
         return None
     array = args[0]
@@ -147,6 +151,24 @@ def torch_of_array(tx: Tracer, fn: Any, args: list[VariableTracker],
         dtype = kwargs.get("dtype", ConstantVariable(array.tensor.example.dtype))
         return array.tensor.call_method(tx, "to", [dtype], {"copy": ConstantVariable(True)})
     raise refuse(tx, f"torch.{fn.__name__}() of an array with these arguments")
+
+
+def _scalars(vt: VariableTracker) -> list[NdarrayVariable]:
+    """The items of a list or tuple made only of NumPy scalars the trace holds (else none)."""
+    items = getattr(vt, "items", None)
+    if type(vt) not in (ListVariable, TupleVariable) or not items:
+        return []
+    return items if all(isinstance(i, NdarrayVariable) and i.scalar for i in items) else []
+
+
+def _tensor_of_scalars(tx: Tracer, scalars: list[NdarrayVariable], dtype: VariableTracker | None) -> VariableTracker:
+    """`torch.tensor([a[0], a[2]])` of NumPy scalars: their 0-d tensors stacked, in the dtype given
+    or, without one, theirs (where they share it: torch infers a mixed list otherwise)."""
+    kinds = {s.tensor.example.dtype for s in scalars}
+    if dtype is None and len(kinds) != 1:
+        raise refuse(tx, "torch.tensor() of NumPy scalars of several dtypes")
+    stacked = TorchFunctionVariable(torch.stack).call(tx, [ListVariable([s.tensor for s in scalars])], {})
+    return stacked if dtype is None else stacked.call_method(tx, "to", [dtype], {})
 
 
 METHOD_RULES["numpy"] = tensor_numpy
