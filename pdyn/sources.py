@@ -10,10 +10,13 @@ from __future__ import annotations
 import enum
 import math
 import sys
+import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Callable
+
+import torch
 
 # (object, name hint) -> a name bound to the object in the generated code's scope
 Const = Callable[[Any, str], str]
@@ -240,6 +243,34 @@ class SizeSource(Source):
     def read(self, L: Mapping[str, Any], G: Mapping[str, Any]) -> Any:
         value = self.base.read(L, G)
         return value if self.dim is None else value.size(self.dim)
+
+    def root(self) -> Source:
+        return self.base.root()
+
+
+def ndarray_tensor(arr: Any) -> Any:
+    """The tensor over an ndarray's memory (torch.from_numpy, without its warning about arrays
+    NumPy marks read-only: pdyn never writes one)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return torch.from_numpy(arr)
+
+
+@dataclass(frozen=True)
+class NdarrayTensorSource(Source):
+    """The tensor over the memory of the ndarray at `base`: `ndarray_tensor(L['a'])` (it raises,
+    so the entry does not apply, for an array torch cannot hold)."""
+
+    base: Source
+
+    def _code(self, const: Const, bound: Mapping[Source, str]) -> str:
+        return f"{const(ndarray_tensor, 'ndarray_tensor')}({self.base.code(const, bound)})"
+
+    def expr(self) -> str:
+        return f"ndarray_tensor({self.base.expr()})"
+
+    def read(self, L: Mapping[str, Any], G: Mapping[str, Any]) -> Any:
+        return ndarray_tensor(self.base.read(L, G))
 
     def root(self) -> Source:
         return self.base.root()

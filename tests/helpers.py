@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import collections
 import copy
 from typing import Any, Callable
 
+import numpy as np
 import torch
 
 import pdyn
@@ -30,7 +32,16 @@ def assert_same(actual: Any, expected: Any, path: str = "result") -> None:
         assert actual.device == expected.device, f"{path}: device {actual.device} != {expected.device}"
         assert actual.requires_grad == expected.requires_grad, f"{path}: requires_grad differs"
         torch.testing.assert_close(actual, expected, equal_nan=True, msg=lambda m: f"{path}: {m}")
-    elif isinstance(expected, (list, tuple)):
+    elif isinstance(expected, np.ndarray):
+        assert actual.dtype == expected.dtype, f"{path}: dtype {actual.dtype} != {expected.dtype}"
+        if expected.dtype.kind in "biufc":
+            np.testing.assert_allclose(actual, expected, rtol=1e-6, atol=1e-6, equal_nan=True, err_msg=path)
+        else:
+            np.testing.assert_array_equal(actual, expected, err_msg=path)
+        assert actual.shape == expected.shape, f"{path}: shape {actual.shape} != {expected.shape}"
+    elif isinstance(expected, np.generic):  # a NumPy scalar: torch sums in another order than NumPy
+        np.testing.assert_allclose(actual, expected, rtol=1e-6, atol=1e-6, equal_nan=True, err_msg=path)
+    elif isinstance(expected, (list, tuple, collections.deque)):
         assert len(actual) == len(expected), f"{path}: length {len(actual)} != {len(expected)}"
         for i, (a, e) in enumerate(zip(actual, expected)):
             assert_same(a, e, f"{path}[{i}]")

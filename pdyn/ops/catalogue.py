@@ -166,3 +166,8 @@ declare("runtime_assert", spellings=[runtime_assert], namespaces=(), mutates=Non
 # windows and classes (shape_rules_windows.py); F.unfold is im2col, another op: only Tensor.unfold here
 declare("unfold", namespaces=(torch.Tensor,))
 declare_all(["one_hot", "histc"])
+
+# -- NumPy calls traced through torch._numpy (trace/variables/torch/numpy_arrays.py spells each call's
+# graph target as one of these): elementwise ones broadcast, the others specialize the sizes they read
+declare("numpy_elementwise", namespaces=(), mutates=None)
+declare("numpy_call", namespaces=(), mutates=None)

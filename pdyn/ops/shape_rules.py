@@ -335,6 +335,9 @@ def pointwise(c: OpCall) -> list[Sizes] | None:
     return [broadcast(c, *(t.sizes for t in tensors))]
 
 
+register("numpy_elementwise")(pointwise)   # a NumPy ufunc or operator: NumPy broadcasts as torch does
+
+
 def pointwise_inplace(c: OpCall) -> list[Sizes] | None:
     """`x.add_(y)`, `x += y`: the others broadcast to x, and x keeps its sizes."""
     tensors = _tensor_operands(c)

@@ -391,4 +391,4 @@ def string_in_dict_keys(a, b):
 
 
 # the generators, objects, exceptions, tensor-attribute and control-flow programs register themselves
-from tests.e2e import dynamo_programs_objects  # noqa: E402,F401
+from tests.e2e import dynamo_programs_numpy, dynamo_programs_objects  # noqa: E402,F401

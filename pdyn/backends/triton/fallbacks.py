@@ -74,3 +74,4 @@ fallback("runtime_assert", why="a runtime assert on data-dependent sizes: torch 
 # pdyn: the shape rule admits only inputs that own their storage, which the fallback hands torch
 fallback("as_strided", why="a view by explicit strides: torch makes it")
 fallback("unfold", "one_hot", "histc", why="a window view, a class scatter or a histogram without a lowering yet")
+fallback("numpy_elementwise", "numpy_call", why="a NumPy call: torch._numpy's Python runs it on the tensors")

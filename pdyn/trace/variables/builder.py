@@ -14,6 +14,7 @@ import os
 import types
 from typing import TYPE_CHECKING, Any, Callable
 
+import numpy as np
 import torch
 from torch._library.custom_ops import CustomOpDef
 
@@ -33,7 +34,8 @@ from pdyn.trace.variables.torch.autograd_function import (AutogradApplyVariable,
                                                     is_autograd_function, is_function_apply)
 from pdyn.trace.variables.stdlib.cached_functions import CACHE_WRAPPER, LruCacheVariable
 from pdyn.trace.variables.containers.collections_types import wrap_defaultdict, wrap_deque
-from pdyn.trace.variables.values.numpy_values import NumpyVariable, is_numpy, wrap_numpy
+from pdyn.trace.variables.values.numpy_values import is_numpy
+from pdyn.trace.variables.torch.numpy_functions import numpy_made, wrap_numpy_value
 from pdyn.trace.variables.stdlib.operator_getters import GETTER_TYPES, getter_of
 from pdyn.trace.variables.contexts.context_managers import (ContextClassVariable, RealGeneratorHook, context_object,
                                                    is_context_class, is_context_object, is_real_generator_hook)
@@ -64,7 +66,7 @@ def wrap(tx: Tracer, value: Any, source: Source) -> VariableTracker:
     """The tracker for `value`, read from `source`, with its guards; one tracker per source."""
     memo = tx.ctx.wrapped
     if source not in memo:
-        if type(value) in MUTABLE_CONTAINERS:
+        if type(value) in MUTABLE_CONTAINERS or type(value) is np.ndarray:   # an array: one graph input too
             memo[source] = one_per_object(tx, value, source, lambda: _wrap(tx, value, source))
         else:
             memo[source] = _wrap(tx, value, source)
@@ -101,7 +103,7 @@ def _wrap(tx: Tracer, value: Any, source: Source) -> VariableTracker:
         return wrap(tx, value._torchdynamo_inline, AttrSource(source, "_torchdynamo_inline"))
     fn = WRAP_BY_TYPE.get(kind)
     if fn is None and is_numpy(value):
-        fn = wrap_numpy
+        fn = wrap_numpy_value
     if fn is None:
         fn = next((fn for base, fn in WRAP_BY_BASE if isinstance(value, base)), _wrap_object)
     return fn(tx, value, source)
@@ -368,7 +370,7 @@ def wrap_constant_result(value: Any) -> VariableTracker:
         vt = SetVariable([wrap_constant_result(v) for v in value])
         return vt if kind is set else ConstantVariable(value)
     if is_numpy(value):
-        return NumpyVariable(value)
+        return numpy_made(value)
     if isinstance(value, types.ModuleType):
         return PythonModuleVariable(value)
     if kind is os._Environ:

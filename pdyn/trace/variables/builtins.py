@@ -38,12 +38,14 @@ from pdyn.trace.variables.objects.user_objects import (bind_class_attr, class_at
 from pdyn.trace.variables.objects.user_tuples import construct_with_new
 from pdyn.trace.variables.objects.user_dicts import construct_user_dict, is_user_dict_class
 from pdyn.trace.variables.objects.user_lists import construct_user_list, is_user_list_class
-from pdyn.trace.variables.torch.tensor import TensorMethodVariable
+from pdyn.trace.variables.torch.tensor import TensorMethodVariable, TensorVariable
 from pdyn.trace.variables.torch.torch_functions import TorchFunctionVariable
 from pdyn.trace.variables.containers.core import (DictVariable, IteratorVariable, ListVariable, SizeVariable, TupleVariable,
                                              is_known, python_value)
 from pdyn.trace.variables.containers.sets import SetVariable
 from pdyn.trace.variables.iterators.live_iterators import EnumerateIterator, ReversedListIterator, ZipIterator, make_iterator
+
+LEGACY_TENSOR_TYPE = type(torch.LongTensor)   # torch.FloatTensor, torch.LongTensor, ...
 
 if TYPE_CHECKING:
     from pdyn.trace.translator import InstructionTranslator as Tracer
@@ -276,15 +278,28 @@ def _sorted(tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableT
     if key is not None and key.is_python_constant() and key.as_python_constant() is None:
         key = None
     keys = items if key is None else [key.call(tx, [i], {}) for i in items]  # once each, in order
-    if set(kwargs) - {"reverse", "key"} or not all(is_known(k) for k in keys):
-        raise Unsupported("sorted", "pdyn sorts only by constant keys", loc=tx.loc())
+    if set(kwargs) - {"reverse", "key"}:
+        raise Unsupported("sorted", "pdyn sorts only with key= and reverse=", loc=tx.loc())
     reverse = bool(kwargs["reverse"].as_python_constant()) if "reverse" in kwargs else False
-    values = [python_value(k, "sorted()", tx.loc()) for k in keys]  # the order is a value read
+    if all(is_known(k) for k in keys):
+        values: list[Any] = [python_value(k, "sorted()", tx.loc()) for k in keys]  # the order is a value read
+    else:   # tuples of sizes: Python's own sort, each `<` it asks a comparison the trace reads (and guards)
+        values = [_OrderedBy(tx, k) for k in keys]
     try:
         order = sorted(range(len(items)), key=lambda i: values[i], reverse=reverse)
     except TypeError as e:
         raise UserException(e) from None
     return ListVariable([items[i] for i in order])
+
+
+class _OrderedBy:
+    """A sort key whose `<` is the traced `<` of its tracker (a bool read, guarded where symbolic)."""
+
+    def __init__(self, tx: Tracer, vt: VariableTracker):
+        self.tx, self.vt = tx, vt
+
+    def __lt__(self, other: _OrderedBy) -> bool:
+        return self.tx.binary(operator.lt, self.vt, other.vt).truth(self.tx)
 
 
 @rule(sum)
@@ -395,6 +410,11 @@ def construct(tx: Tracer, cls: type, args: list[VariableTracker], kwargs: dict[s
         return call_builtin(tx, cls, args, kwargs)
     if cls is torch.Size:
         return SizeVariable(tx.iterate(args[0]) if args else [])
+    if type(cls) is LEGACY_TENSOR_TYPE and not cls.is_cuda and len(args) == 1 and not kwargs \
+            and isinstance(args[0], (ListVariable, TupleVariable)) \
+            and not any(isinstance(i, TensorVariable) for i in args[0].items):
+        # `torch.LongTensor([1, n])`: torch.tensor of the values in the type's dtype
+        return TorchFunctionVariable(torch.tensor).call(tx, [args[0]], {"dtype": ConstantVariable(cls.dtype)})
     if all(is_known(a) for a in [*args, *kwargs.values()]) and (
             cls in (torch.device, torch.finfo, torch.iinfo) or issubclass(cls, BaseException)):
         return fold_object(tx, cls, args, kwargs)

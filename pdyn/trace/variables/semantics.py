@@ -19,6 +19,7 @@ from pdyn.trace.variables.containers.core import DictVariable, ListVariable, Seq
 from pdyn.trace.variables.containers.sets import SetVariable
 from pdyn.trace.variables.values.symint import SymIntVariable, sym_binary
 from pdyn.trace.variables.objects.user_objects import UserObjectVariable, pin_identity, user_binary
+from pdyn.trace.variables.torch.numpy_arrays import NdarrayVariable, numpy_operator
 from pdyn.trace.variables.torch.tensor import TensorVariable
 
 if TYPE_CHECKING:
@@ -28,6 +29,8 @@ MUTABLE = (ListVariable, DictVariable, SetVariable)
 
 
 def binary(tx: Tracer, fn: Callable[[Any, Any], Any], lhs: VariableTracker, rhs: VariableTracker) -> VariableTracker:
+    if isinstance(lhs, NdarrayVariable) or isinstance(rhs, NdarrayVariable):
+        return numpy_operator(tx, fn, [lhs, rhs])   # NumPy's operator, whichever side the array is on
     if isinstance(lhs, TensorVariable) or isinstance(rhs, TensorVariable):
         if isinstance(lhs, (ConstantVariable, SymIntVariable)):
             fn = plain_operator(fn)  # `n += t` on a number: Python falls back to `n + t`
@@ -41,6 +44,8 @@ def binary(tx: Tracer, fn: Callable[[Any, Any], Any], lhs: VariableTracker, rhs:
     if fn in (operator.eq, operator.ne) and isinstance(lhs, SequenceVariable) and isinstance(rhs, SequenceVariable) \
             and any(isinstance(i, SymIntVariable) for i in [*lhs.items, *rhs.items]):
         return _sequence_equal(tx, fn, lhs, rhs)
+    if fn in ORDERINGS and _comparable_sequences(lhs, rhs) and not (lhs.is_python_constant() and rhs.is_python_constant()):
+        return _sequence_order(tx, fn, lhs, rhs)
     if is_in_place_operator(fn) and isinstance(lhs, MUTABLE):
         return lhs.binary_op(tx, fn, rhs)
     if isinstance(lhs, UserObjectVariable) or isinstance(rhs, UserObjectVariable):
@@ -71,6 +76,28 @@ def _sequence_equal(tx: Tracer, fn: Callable[[Any, Any], Any], lhs: SequenceVari
             break
         equal = binary(tx, operator.eq, a, b).truth(tx)
     return ConstantVariable(equal if fn is operator.eq else not equal)
+
+
+ORDERINGS = (operator.lt, operator.le, operator.gt, operator.ge)
+
+
+def _comparable_sequences(lhs: VariableTracker, rhs: VariableTracker) -> bool:
+    """Two lists, or two tuples (torch.Size is one), which Python orders item by item."""
+    if not isinstance(lhs, SequenceVariable) or not isinstance(rhs, SequenceVariable):
+        return False
+    kinds = {lhs.python_type(), rhs.python_type()}
+    return kinds == {list} or kinds <= {tuple, torch.Size}
+
+
+def _sequence_order(tx: Tracer, fn: Callable[[Any, Any], Any], lhs: SequenceVariable,
+                    rhs: SequenceVariable) -> VariableTracker:
+    """`(n, "a") < (m, "b")`: Python's order of sequences: the first items that differ (identity,
+    then `==`, each a bool read) decide by `fn`, else the lengths do."""
+    for a, b in zip(lhs.items, rhs.items):
+        if a is b or binary(tx, operator.eq, a, b).truth(tx):
+            continue
+        return binary(tx, fn, a, b)
+    return ConstantVariable(fn(len(lhs.items), len(rhs.items)))
 
 
 def identity(vt: VariableTracker) -> Any:

@@ -6,6 +6,7 @@ import operator
 import pytest
 import torch
 
+import pdyn
 from pdyn.base.errors import Unsupported, UserException
 from pdyn.trace.variables.base import fold
 from pdyn.trace.variables.semantics import binary, contains, identity, is_same
@@ -14,6 +15,7 @@ from pdyn.trace.variables.containers.core import ListVariable, TupleVariable
 from pdyn.trace.variables.containers.sets import SetVariable
 from pdyn.trace.variables.values.symint import SymIntVariable
 from pdyn.trace.variables.torch.tensor import TensorVariable
+from tests.helpers import check_calls
 from tests.tracing import assert_graph, trace
 
 
@@ -164,3 +166,20 @@ def test_contains_on_constants_that_raises_is_the_users_type_error():
     with pytest.raises(UserException) as error:
         contains(tx, ConstantVariable(1), ConstantVariable(5))
     assert isinstance(error.value.exc, TypeError)
+
+
+def test_mixed_min_max_and_sequence_order_over_sizes_match_eager():
+    """`max((n, "a"), (m, "b"))`, `sorted` of tuples of sizes, `x.shape < (3, 4)`, `min(n, 3.0)`:
+    Python's order of sequences item by item, each comparison a guarded bool; no break."""
+    def f(x, y):
+        n = min(x.size(0), 3.0)
+        m = max([1.5, x.size(0), y.shape[1]])
+        p = max((x.shape[0], "a"), (y.shape[0], "b"))
+        q = min(x.shape[0], y.shape[0], key=lambda v: -v)
+        r = sorted([(y.shape[1], 1), (3, 0), (x.shape[0], 2)], reverse=True)
+        return x * n + m, max(x.shape), p, q, type(n).__name__, r, x.shape < (3, 4), [x.shape[0]] >= [3, 1]
+
+    check_calls(f, *[(torch.randn(n, 4), torch.randn(5, n)) for n in (2, 3, 4, 6, 2)])
+    pdyn.reset()
+    check_calls(f, (torch.randn(3, 4), torch.randn(5, 3)))
+    assert pdyn.stats()["graph_breaks"] == 0 and pdyn.stats()["eager_fallbacks"] == 0

@@ -134,7 +134,7 @@ class DequeVariable(SequenceVariable):
         if kwargs:
             raise Unsupported("deque_method", f"pdyn cannot trace deque.{name}() with keywords", loc=tx.loc())
         if name == "copy":
-            return DequeVariable(self.items, maxlen=self.maxlen)
+            return DequeVariable(list(self.items), maxlen=self.maxlen)
         if name in ("__len__", "__getitem__", "__contains__"):
             return {"__len__": lambda: self.length(tx), "__getitem__": lambda: self.getitem(tx, args[0]),
                     "__contains__": lambda: ConstantVariable(self.contains(tx, args[0]))}[name]()
@@ -159,6 +159,10 @@ class DequeVariable(SequenceVariable):
                 self.items[:] = self.items[-n:] + self.items[:-n] if n else self.items
         elif name == "reverse":
             self.items.reverse()
+        elif name == "insert" and len(args) == 2:
+            if self.maxlen is not None and len(self.items) >= self.maxlen:
+                raise UserException(IndexError("deque already at its maximum size"), tx.loc())
+            self.items.insert(python_value(args[0], "deque.insert()'s index", tx.loc()), args[1])
         elif name == "remove":
             index = self._method(tx, "index", args)
             del self.items[index.as_python_constant()]  # type: ignore[union-attr]

@@ -17,6 +17,7 @@ from pdyn.trace.variables.iterators.carried_iterators import (CarriedChain, Carr
 from pdyn.trace.variables.values.constant import FIXED_KEY_TYPES, ConstantVariable, is_constant_value
 from pdyn.trace.variables.containers.core import DictVariable, DictViewVariable, IteratorVariable, ListVariable, TupleVariable
 from pdyn.trace.variables.iterators.itertools_live import ChainIterator
+from pdyn.trace.variables.iterators.user_iterators import SEQUENCE_ITERATOR, InputGetitemIterator
 from pdyn.trace.variables.iterators.live_iterators import (EnumerateIterator, ReversedListIterator, ZipIterator, checked_iterator,
                                                  items_left)
 
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
     from pdyn.trace.variables.base import VariableTracker
     from pdyn.trace.translator import InstructionTranslator as Tracer
 
-ITERATOR_TYPES = (type(iter([])), type(iter(())))
+ITERATOR_TYPES = (type(iter([])), type(iter(())), SEQUENCE_ITERATOR)
 
 
 class InputIteratorVariable(IteratorVariable):
@@ -103,7 +104,8 @@ class AheadIterator(IteratorVariable):
 
 def wrap_iterator(tx: Tracer, value: Any, source: Source) -> IteratorVariable:
     """The sequence is read through its own source (a list read live, aliases kept), the position
-    guarded by value; a tuple's (immutable) is traced from its position (`AheadIterator`)."""
+    guarded by value; a tuple's (immutable) is traced from its position (`AheadIterator`); one over
+    a user object's `__getitem__` calls it from its position (`InputGetitemIterator`)."""
     tx.ctx.add_guard(TypeGuard(source, type(value), loc=tx.loc()))
     if type(value) is type(iter(())):
         return AheadIterator(tx, value, source)
@@ -111,6 +113,8 @@ def wrap_iterator(tx: Tracer, value: Any, source: Source) -> IteratorVariable:
     tx.ctx.add_guard(EqualsGuard(IteratorStateSource(source, "index"), index, loc=tx.loc()))
     if index < 0:
         return InputIteratorVariable(tx, [], 0, source, type(value))
+    if type(value) is SEQUENCE_ITERATOR:
+        return InputGetitemIterator(tx, tx.wrap(seq, IteratorStateSource(source, "seq")), index, source)
     items = tx.wrap(seq, IteratorStateSource(source, "seq"))
     if not isinstance(items, (ListVariable, TupleVariable)):   # a list or tuple subclass
         items = TupleVariable(tx.iterate(items))

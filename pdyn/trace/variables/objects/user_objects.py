@@ -24,7 +24,7 @@ from pdyn.trace.variables.exceptions.exc_fields import is_exception_field, read_
 from pdyn.trace.variables.functions.user_functions import UserFunctionVariable, UserMethodVariable
 from pdyn.trace.variables.objects.instance_dict import InstanceDictVariable
 from pdyn.trace.variables.objects.loggers import LoggerCallVariable, writes_log
-from pdyn.trace.variables.iterators.user_iterators import user_iterator
+from pdyn.trace.variables.iterators.user_iterators import GetitemIterator, user_iterator
 
 if TYPE_CHECKING:
     from pdyn.trace.breaks.callees import BreakCallee
@@ -370,8 +370,7 @@ class UserObjectVariable(VariableTracker):
         it = self.dunder(tx, "__iter__", [])
         if it is None:
             if class_attr(tx, self.cls, "__getitem__") is not None:
-                raise Unsupported("iterate", f"pdyn cannot iterate {self.cls.__name__} through __getitem__",
-                                  loc=tx.loc())
+                return GetitemIterator(tx, self)   # the old protocol: obj[0], obj[1], ... to IndexError
             raise UserException(TypeError(f"'{self.cls.__name__}' object is not iterable"), tx.loc())
         return user_iterator(tx, it)
 

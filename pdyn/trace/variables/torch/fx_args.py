@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from pdyn.base.errors import Unsupported
 from pdyn.ops.layouts import contiguous_always, strides_fixed
 from pdyn.ops.shape_rules import SymTensor
@@ -37,6 +39,10 @@ def _convert(vt: VariableTracker, tensor_attr: str) -> Any:
     if isinstance(vt, (TensorVariable, SymIntVariable)):
         return _leaf(vt, tensor_attr)
     if isinstance(vt, ConstantVariable):
+        if isinstance(vt.value, np.generic):   # a NumPy scalar: torch reads it as the Python number
+            if isinstance(vt.value, np.bool_):  # except a bool (an int tensor times np.True_ is float)
+                raise Unsupported("numpy", "pdyn does not pass a NumPy bool to a torch op")
+            return vt.value.item()
         return vt.value
     if isinstance(vt, SliceVariable):
         return slice(*(_convert(p, tensor_attr) for p in vt.parts))

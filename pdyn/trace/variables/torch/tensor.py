@@ -200,6 +200,9 @@ class TensorMethodVariable(VariableTracker):
         return type(torch.Tensor.add)
 
     def call(self, tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        method_rule = METHOD_RULES.get(self.name)
+        if method_rule is not None:
+            return method_rule(tx, self.tensor, args, kwargs)
         if self.name == "is_inference" and not args and not kwargs:
             return self.tensor.is_inference(tx)
         op = canonical(self.name)
@@ -301,6 +304,8 @@ def _layout_query(name: str) -> Callable[..., VariableTracker]:
     return query
 
 
+# Tensor methods whose rule lives in a later module (`numpy`: numpy_functions.py), (tx, tensor, args, kwargs)
+METHOD_RULES: dict[str, Callable[..., VariableTracker]] = {}
 SHAPE_METHODS: dict[str, Callable[..., VariableTracker]] = {
     "is_contiguous": _layout_query("is_contiguous"),
     "is_non_overlapping_and_dense": _layout_query("is_non_overlapping_and_dense"),

@@ -60,6 +60,8 @@ def _torch_namespace_functions() -> dict[int, Any]:
 
 
 TORCH_FUNCTIONS = _torch_namespace_functions()
+# torch functions with a rule for a NumPy array argument (numpy_functions.py); None from the rule: no array
+ARRAY_RULES: dict[Any, Any] = {}
 
 
 def is_torch_function(value: Any) -> bool:
@@ -71,6 +73,13 @@ def is_torch_function(value: Any) -> bool:
     if not callable(value) or isinstance(value, type) or not (module == "torch" or module.startswith("torch.")):
         return False
     return "." not in getattr(value, "__qualname__", "") and not module.startswith("torch.nn.modules")
+
+
+def _array_rule(value: Any) -> Any:
+    try:
+        return ARRAY_RULES.get(value)
+    except TypeError:   # unhashable
+        return None
 
 
 def _is_query(value: Any) -> bool:
@@ -97,6 +106,9 @@ class TorchFunctionVariable(ObjectConstantVariable):
         rule = rule_of(self.value)
         if rule is not None:  # not an op: a query of torch's state, or a check
             return rule(tx, args, kwargs)
+        array_rule = _array_rule(self.value)
+        if array_rule is not None and (result := array_rule(tx, self.value, args, kwargs)) is not None:
+            return result   # a NumPy array passed to torch.from_numpy / as_tensor / tensor
         state = state_rule(tx, self.value, args, kwargs)
         if state is not None:  # a torch._C getter (answered) or setter (a break)
             return state(tx, self.value, args, kwargs)
