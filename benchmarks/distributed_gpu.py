@@ -124,9 +124,9 @@ def main() -> None:
     device = torch.cuda.get_device_name() if train_gpu.DEVICE == "cuda" else "cpu"
     say(f"{world} ranks on {device}, torch {torch.__version__}, {args.model}, {len(steps)} steps, "
         f"(batch, seq) per rank: {sorted(set(steps))}")
-    say("| model | column | first step (s) | total (s) | steady (ms) | peak (MiB) | loss - eager's | "
+    say("| model | column | first step (s) | total (s) | steady (ms) | peak (MiB) | loss - eager's | kernels/step | "
         "compiles (pdyn: graphs/backward_graphs/compiles/graphs_on_torch/kernels) |")
-    say("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    say("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     eager_loss = None
     for column in columns:
         result = run(column, base, make, steps, rank)
