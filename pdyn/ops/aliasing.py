@@ -21,14 +21,19 @@ class AliasClasses:
     memory (a node whose op does not surely allocate may view any tensor it is given; a write
     aliases what it writes; graph inputs and attributes may all view each other)."""
 
-    def __init__(self, gm: torch.fx.GraphModule) -> None:
+    def __init__(self, gm: torch.fx.GraphModule, tensors_only: bool = False) -> None:
+        """`tensors_only`: values the trace stamped as no tensor (sizes, numbers) view nothing and
+        are viewed by nothing (`x.view(n, s)` with `s = y.size(1)` does not alias x with y)."""
         self.parent: dict[Any, Any] = {}
         for node in gm.graph.nodes:
             if node.op in ("placeholder", "get_attr"):
                 self.union(node, EXTERNAL)
             elif node.op in ("call_function", "call_method", "call_module"):
+                if tensors_only and _not_a_tensor(node) and not mutates(node):  # `x[i] = v` returns None
+                    continue
                 for other in self._may_view(node):
-                    self.union(node, other)
+                    if not (tensors_only and _not_a_tensor(other)):
+                        self.union(node, other)
 
     @staticmethod
     def _may_view(node: torch.fx.Node) -> list[Any]:
@@ -50,6 +55,12 @@ class AliasClasses:
         ra, rb = self.find(a), self.find(b)
         if ra is not rb:
             self.parent[ra] = rb
+
+
+def _not_a_tensor(node: torch.fx.Node) -> bool:
+    """Stamped by the trace as a Python value (a size, a number): it cannot share a tensor's memory."""
+    example = node.meta.get("example_value", torch.empty(0))
+    return not isinstance(example, (torch.Tensor, tuple, list))
 
 
 def functional_op(node: torch.fx.Node) -> Op | None:

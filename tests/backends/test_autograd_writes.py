@@ -59,6 +59,24 @@ def test_item_assignments_to_a_fresh_tensor_train_on_kernels_with_eagers_gradien
     assert stats["graphs_on_torch"] == 0 and stats["backward_graphs"] == 1
 
 
+def test_a_mask_written_then_viewed_with_sizes_read_from_other_tensors_trains_on_kernels():
+    def f(q, pad):
+        mask = torch.zeros_like(pad, dtype=q.dtype)
+        mask.masked_fill_(pad, float("-inf"))          # MultiheadAttention's padding mask
+        b, n = q.shape[0], q.shape[1]                   # sizes of another tensor view nothing
+        scores = q @ q.transpose(1, 2) + mask.view(b, 1, n).expand(b, n, n)
+        return scores.softmax(-1)
+
+    q = grad_input(2, 5, 4)
+    pad = torch.tensor([[False] * 4 + [True], [False] * 5])
+    ref = q.detach().clone().requires_grad_()
+    compiled = pdyn.optimize(f, backend=TrainRecorder())
+    compiled(q, pad).sin().sum().backward()
+    f(ref, pad).sin().sum().backward()
+    torch.testing.assert_close(q.grad, ref.grad)
+    assert pdyn.stats(compiled)["graphs_on_torch"] == 0
+
+
 def test_a_write_to_a_tensor_saved_for_backward_raises_at_backward_as_eager():
     def f(x):
         y = x.sigmoid()     # sigmoid's backward reads y

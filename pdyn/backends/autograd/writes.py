@@ -56,7 +56,7 @@ def functionalize(gm: torch.fx.GraphModule) -> int:
 
 def functional_writes(gm: torch.fx.GraphModule) -> list[torch.fx.Node]:
     """The writes of alias classes whose every write can be rewritten, in graph order."""
-    classes = AliasClasses(gm)
+    classes = AliasClasses(gm, tensors_only=True)
     order = {n: i for i, n in enumerate(gm.graph.nodes)}
     found: list[torch.fx.Node] = []
     for nodes in members_by_class(gm, classes).values():
@@ -77,7 +77,7 @@ def setitem_copy(tensor: torch.Tensor, index: Any, value: Any) -> torch.Tensor:
 def _rewritable(classes: AliasClasses, node: torch.fx.Node, members: list[torch.fx.Node],
                 order: dict[torch.fx.Node, int]) -> bool:
     has_twin = node.target is operator.setitem or functional_op(node) is not None
-    if not has_twin or _functional_target(node) is None or not private_write(classes, node, members, chains=True):
+    if not has_twin or _functional_target(node) is None or not _private(classes, node, members, order):
         return False
     target = node.args[0]
     if target.op not in ("call_function", "call_method"):
@@ -86,6 +86,15 @@ def _rewritable(classes: AliasClasses, node: torch.fx.Node, members: list[torch.
         return False
     return all(mutates(user) or op_of(user).name in INPUTS_NOT_SAVED
                for user in target.users if order[user] < order[node])
+
+
+def _private(classes: AliasClasses, node: torch.fx.Node, members: list[torch.fx.Node],
+             order: dict[torch.fx.Node, int]) -> bool:
+    """The written tensor is the graph's own: its class holds it, writes of it, and views made
+    after the last write (they view the final value, which the rewrite gives them)."""
+    last_write = max(order[m] for m in members if mutates(m))
+    early = [m for m in members if mutates(m) or order[m] < last_write]
+    return private_write(classes, node, early, chains=True)
 
 
 def _functional_target(node: torch.fx.Node) -> Any:
