@@ -51,3 +51,15 @@ def test_training_benchmark_smoke_mode_trains_with_pdyn_and_matches_eagers_loss(
     pdyn_row = rows["pdyn"]
     assert float(pdyn_row[7]) < 1e-4  # final loss against eager's
     assert pdyn_row[8].strip().split("/")[:3] == ["1", "1", "1"]  # one graph, its backward, one compile
+
+
+def test_families_benchmark_smoke_mode_runs_pdyn_on_each_family_and_agrees_with_eager():
+    result = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "families.py"), "--smoke", "--columns", "pdyn"],
+                            capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert result.returncode == 0, result.stderr[-2000:]
+    rows = {line.split("|")[1].strip(): line.split("|") for line in result.stdout.splitlines()
+            if line.startswith("| ") and line.split("|")[2].strip() == "pdyn"}
+    assert set(rows) == {"moe", "ssm", "vit"}
+    for row in rows.values():  # counts and times filled in: pdyn neither raised nor differed from eager
+        assert row[3].strip().isdigit() and float(row[-2]) > 0, row
+    assert rows["vit"][3:5] == [" 1 ", " 0 "]   # the windowed vision transformer: one graph, no break
