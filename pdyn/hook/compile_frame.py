@@ -35,8 +35,7 @@ from pdyn.trace.frame_trace import CLOSURE_KEY, EMPTY_CELL, new_output_graph, ti
 from pdyn.trace.output_graph import OutputGraph
 from pdyn.trace.translator import InstructionTranslator
 from pdyn.trace.variables.base import VariableTracker
-from pdyn.trace.variables import compiling_answers
-from pdyn.trace.variables.restart import MAX_RESTARTS, RestartTrace, force_break
+from pdyn.trace.variables.restart import MAX_RESTARTS, CompilingSite, RestartTrace, force_break, keep_true, try_false
 
 __all__ = ["CLOSURE_KEY", "EMPTY_CELL", "CacheEntry", "closure_at_call", "compile_frame", "title_of"]
 
@@ -87,12 +86,12 @@ def compile_frame(code: types.CodeType, f_locals: dict[str, Any], f_globals: dic
             except Unsupported as e:
                 if fullgraph:
                     raise
-                site = compiling_answers.try_false(output.ctx.compiling_sites) if compiling_true is None else None
+                site = try_false(output.ctx.compiling_sites) if compiling_true is None else None
                 if site is not None and restarts < MAX_RESTARTS:
                     compiling_true = _BrokenTrace(e, output, site)
                     continue
                 if compiling_true is not None and _progress(e) <= _progress(compiling_true.e):
-                    compiling_answers.keep_true(compiling_true.site)   # False got no further: True's trace
+                    keep_true(compiling_true.site)   # False got no further: True's trace
                     e, output = compiling_true.e, compiling_true.output
                 return _break_or_eager(e, output, code, f_locals, f_globals, backend, config, number, call_original,
                                        plan, optimize, title, start)
@@ -110,7 +109,7 @@ def compile_frame(code: types.CodeType, f_locals: dict[str, Any], f_globals: dic
 class _BrokenTrace:
     e: Unsupported
     output: OutputGraph
-    site: compiling_answers.Site
+    site: CompilingSite
 
 
 def _progress(e: Unsupported) -> int:

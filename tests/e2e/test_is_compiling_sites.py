@@ -1,4 +1,4 @@
-"""`torch.compiler.is_compiling()` answered per call site (pdyn/trace/variables/compiling_answers.py):
+"""`torch.compiler.is_compiling()` answered per call site (pdyn/trace/variables/restart.py):
 True, as torch.compile answers, unless the trace then broke and answering eager's False at the
 last site captured more ops; a site is the chain of calls from the frame, so one helper that asks
 is answered per caller."""

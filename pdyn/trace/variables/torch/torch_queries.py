@@ -16,7 +16,7 @@ import torch.fx
 
 from pdyn.base.errors import Unsupported, UserException
 from pdyn.guards.guards import CallResultGuard
-from pdyn.trace.variables import compiling_answers
+from pdyn.trace.variables.restart import compiling_answer
 from pdyn.trace.variables.torch.amp_state import AUTOCAST_QUERIES, autocast_query
 from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.registry import GivenRule, rule_given
@@ -56,7 +56,7 @@ READ_ONLY_QUERIES = frozenset(_present(
 PINNED_ELSEWHERE = frozenset({torch.is_grad_enabled})  # GradModeGuard
 # True inside compiled code, as under torch.compile: libraries ask it to choose the path a compiler
 # can capture (transformers skips its data-dependent mask checks), so pdyn answers as a compiler,
-# except at call sites where eager's False captured more (compiling_answers.py).
+# except at call sites where eager's False captured more (restart.py).
 COMPILING = frozenset(_present("compiler.is_compiling", "compiler.is_dynamo_compiling"))
 
 
@@ -94,7 +94,7 @@ def query(tx: Tracer, fn: Callable[..., Any], args: list[VariableTracker],
                           loc=tx.loc())
     values = tuple(a.as_python_constant() for a in args)
     if fn in COMPILING:
-        return tx.wrap_constant(compiling_answers.answer(tx))
+        return tx.wrap_constant(compiling_answer(tx))
     if fn in AUTOCAST_QUERIES:  # the trace's own autocast blocks change the answer: one guard on the start
         return autocast_query(tx, fn, values)
     try:
