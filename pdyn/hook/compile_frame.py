@@ -90,7 +90,8 @@ def compile_frame(code: types.CodeType, f_locals: dict[str, Any], f_globals: dic
                 if site is not None and restarts < MAX_RESTARTS:
                     compiling_true = _BrokenTrace(e, output, site)
                     continue
-                if compiling_true is not None and _progress(e) <= _progress(compiling_true.e):
+                if compiling_true is not None and not compiling_true.done \
+                        and _progress(e) <= _progress(compiling_true.e):
                     keep_true(compiling_true.site)   # False got no further: True's trace
                     e, output = compiling_true.e, compiling_true.output
                 return _break_or_eager(e, output, code, f_locals, f_globals, backend, config, number, call_original,
@@ -98,6 +99,10 @@ def compile_frame(code: types.CodeType, f_locals: dict[str, Any], f_globals: dic
         except RestartTrace as restart:   # a later break needs a value made for real: break where it is made
             if fullgraph:
                 raise Unsupported("restart", restart.reason) from None
+            if compiling_true is not None and not compiling_true.done:   # the trial with is_compiling() False
+                keep_true(compiling_true.site)   # leaves nothing behind: True's trace again, as without a trial
+                compiling_true.done = True
+                continue
             if restarts == MAX_RESTARTS or not force_break(restart):
                 e = Unsupported("restart", f"{restart.reason}, and the trace cannot break there "
                                 f"({'too many restarts' if restarts == MAX_RESTARTS else 'it already does'})")
@@ -110,6 +115,7 @@ class _BrokenTrace:
     e: Unsupported
     output: OutputGraph
     site: CompilingSite
+    done: bool = False   # the trial ended in a restart: True kept, no comparison
 
 
 def _progress(e: Unsupported) -> int:
