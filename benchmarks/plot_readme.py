@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import html
+import itertools
 import pathlib
 import sys
 
@@ -24,10 +25,12 @@ LABEL_W, BAR_W, BAR_H, GAP, PAD = 270, 400, 13, 3, 10
 
 
 def read_table(text: str) -> list[dict[str, str]]:
-    """The rows of the markdown table after MARKER, as dicts keyed by the header's names."""
+    """The rows of the markdown table after MARKER (its lines up to the first other line), as
+    dicts keyed by the header's names."""
     lines = text.split(MARKER, 1)[1].strip().splitlines()
-    rows = [[cell.strip() for cell in line.strip().strip("|").split("|")] for line in lines
-            if line.startswith("|")]
+    start = next(i for i, line in enumerate(lines) if line.startswith("|"))
+    table = itertools.takewhile(lambda line: line.startswith("|"), lines[start:])
+    rows = [[cell.strip() for cell in line.strip().strip("|").split("|")] for line in table]
     header, body = rows[0], rows[2:]
     return [dict(zip(header, row)) for row in body]
 

@@ -61,3 +61,15 @@ def test_identical_layers_benchmark_runs_and_compiles_twice_for_any_depth():
     rows = [line.split() for line in result.stdout.splitlines()[2:]]
     assert [row[0] for row in rows] == ["2", "24"]
     assert all(row[-3:] == ["2", "2", "2"] for row in rows), result.stdout   # pdyn compiles, graphs; torch.compile's
+
+
+def test_families_benchmark_smoke_mode_runs_pdyn_on_each_family_and_agrees_with_eager():
+    result = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "families.py"), "--smoke", "--columns", "pdyn"],
+                            capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert result.returncode == 0, result.stderr[-2000:]
+    rows = {line.split("|")[1].strip(): line.split("|") for line in result.stdout.splitlines()
+            if line.startswith("| ") and line.split("|")[2].strip() == "pdyn"}
+    assert set(rows) == {"moe", "ssm", "vit"}
+    for row in rows.values():  # counts and times filled in: pdyn neither raised nor differed from eager
+        assert row[3].strip().isdigit() and float(row[-2]) > 0, row
+    assert rows["vit"][3:5] == [" 1 ", " 0 "]   # the windowed vision transformer: one graph, no break

@@ -35,7 +35,7 @@ from pdyn.trace.frame_trace import CLOSURE_KEY, EMPTY_CELL, new_output_graph, ti
 from pdyn.trace.output_graph import OutputGraph
 from pdyn.trace.translator import InstructionTranslator
 from pdyn.trace.variables.base import VariableTracker
-from pdyn.trace.variables.restart import MAX_RESTARTS, RestartTrace, force_break
+from pdyn.trace.variables.restart import MAX_RESTARTS, CompilingSite, RestartTrace, force_break, keep_true, try_false
 
 __all__ = ["CLOSURE_KEY", "EMPTY_CELL", "CacheEntry", "closure_at_call", "compile_frame", "title_of"]
 
@@ -74,6 +74,7 @@ def compile_frame(code: types.CodeType, f_locals: dict[str, Any], f_globals: dic
     graph break runs the frame eagerly."""
     start = time.perf_counter()
     title = f"{title_of(code)}, cache entry {number}"
+    compiling_true: _BrokenTrace | None = None   # the trace before an is_compiling() site answered False
     for restarts in range(MAX_RESTARTS + 1):
         output = new_output_graph(code, plan, config)
         tx = InstructionTranslator(code, {}, f_globals, output, config)
@@ -85,16 +86,41 @@ def compile_frame(code: types.CodeType, f_locals: dict[str, Any], f_globals: dic
             except Unsupported as e:
                 if fullgraph:
                     raise
+                site = try_false(output.ctx.compiling_sites) if compiling_true is None else None
+                if site is not None and restarts < MAX_RESTARTS:
+                    compiling_true = _BrokenTrace(e, output, site)
+                    continue
+                if compiling_true is not None and not compiling_true.done \
+                        and _progress(e) <= _progress(compiling_true.e):
+                    keep_true(compiling_true.site)   # False got no further: True's trace
+                    e, output = compiling_true.e, compiling_true.output
                 return _break_or_eager(e, output, code, f_locals, f_globals, backend, config, number, call_original,
                                        plan, optimize, title, start)
         except RestartTrace as restart:   # a later break needs a value made for real: break where it is made
             if fullgraph:
                 raise Unsupported("restart", restart.reason) from None
+            if compiling_true is not None and not compiling_true.done:   # the trial with is_compiling() False
+                keep_true(compiling_true.site)   # leaves nothing behind: True's trace again, as without a trial
+                compiling_true.done = True
+                continue
             if restarts == MAX_RESTARTS or not force_break(restart):
                 e = Unsupported("restart", f"{restart.reason}, and the trace cannot break there "
                                 f"({'too many restarts' if restarts == MAX_RESTARTS else 'it already does'})")
                 return _eager_entry(e, output, code, title, number, start, call_original, str(e))
     raise AssertionError("unreachable")
+
+
+@dataclass
+class _BrokenTrace:
+    e: Unsupported
+    output: OutputGraph
+    site: CompilingSite
+    done: bool = False   # the trial ended in a restart: True kept, no comparison
+
+
+def _progress(e: Unsupported) -> int:
+    """How far the frame's own code got before the break: its instructions traced."""
+    return e.break_at.step if e.break_at is not None else 0
 
 
 def _break_or_eager(e: Unsupported, output: OutputGraph, code: types.CodeType, f_locals: dict[str, Any],

@@ -35,6 +35,57 @@ METADATA_ATTRS = frozenset({
 })
 GRAPH_ATTRS = frozenset({"T", "mT", "H", "mH", "real", "imag", "data"})
 
+def _is_scalar_index(vt: VariableTracker) -> bool:
+    """A 0-d integer tensor (not bool, not uint8) in an index: eager reads its value and selects, as
+    with an int (torch's Python indexing), so the result is a view, never advanced indexing's copy."""
+    if not isinstance(vt, TensorVariable) or vt.example.dim() != 0:
+        return False
+    dtype = vt.example.dtype
+    return not dtype.is_floating_point and not dtype.is_complex and dtype not in (torch.bool, torch.uint8)
+
+
+def _scalar_index_dims(items: list[VariableTracker], ndim: int) -> list[int] | None:
+    """The result dim each 0-d integer tensor of a basic index (ints, slices, None, `...`) lands on
+    once it is replaced by `:`; None for an index with other tensors (advanced indexing)."""
+    consuming = sum(not (i.is_python_constant() and i.as_python_constant() in (None, Ellipsis)) for i in items)
+    dims, out = [], 0
+    for item in items:
+        if _is_scalar_index(item):
+            dims.append(out)
+            out += 1
+        elif isinstance(item, TensorVariable):
+            return None
+        elif item.is_python_constant() and item.as_python_constant() is Ellipsis:
+            out += ndim - consuming
+        elif not (item.is_python_constant() and isinstance(item.as_python_constant(), int)
+                  and not isinstance(item.as_python_constant(), bool)) and not isinstance(item, SymIntVariable):
+            out += 1  # a slice or None keeps (or makes) a dim; an int removes one
+    return dims
+
+
+def _getitem_scalar_indices(tx: Tracer, x: TensorVariable, key: VariableTracker) -> VariableTracker | None:
+    """`x[key]` where `key` holds 0-d integer tensors, traced as eager runs it: each such index is
+    read as its value (`item()`, an unbacked symbol read in the graph) and selected, so the result is
+    a view (never advanced indexing's copy) and no decision is made on the value (an index out of
+    range raises IndexError in the graph, as eagerly). `experts[e]` with `e` a row of nonzero()."""
+    items = key.items if type(key) is TupleVariable else [key]
+    if not any(_is_scalar_index(item) for item in items):
+        return None
+    dims = _scalar_index_dims(items, len(x.sizes))
+    if dims is None:
+        return None
+    call = tx.output.call
+    result: VariableTracker = x
+    if not all(_is_scalar_index(i) for i in items):
+        kept = TupleVariable([ConstantVariable(slice(None)) if _is_scalar_index(i) else i for i in items])
+        result = call("call_function", operator.getitem, [x, kept], {}, loc=tx.loc())
+    scalars = [i for i in items if _is_scalar_index(i)]
+    for dim, index in reversed(list(zip(dims, scalars))):  # the last first: earlier dims keep their place
+        value = tx.output.data_values(index, "item", tx.loc())
+        result = call("call_function", torch.select, [result, ConstantVariable(dim), value], {}, loc=tx.loc())
+    return result
+
+
 class TensorVariable(VariableTracker):
     """A torch.Tensor in the graph. `input_sources` is the set of graph-input Sources it depends on."""
 
@@ -159,6 +210,9 @@ class TensorVariable(VariableTracker):
         return tx.output.call("call_function", fn, [self], {}, loc=tx.loc())
 
     def getitem(self, tx: Tracer, key: VariableTracker) -> VariableTracker:
+        selected = _getitem_scalar_indices(tx, self, key)
+        if selected is not None:
+            return selected
         return tx.output.call("call_function", operator.getitem, [self, key], {}, loc=tx.loc())
 
     def setitem(self, tx: Tracer, key: VariableTracker, value: VariableTracker) -> None:

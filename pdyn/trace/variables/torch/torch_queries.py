@@ -16,6 +16,7 @@ import torch.fx
 
 from pdyn.base.errors import Unsupported, UserException
 from pdyn.guards.guards import CallResultGuard
+from pdyn.trace.variables.restart import compiling_answer
 from pdyn.trace.variables.torch.amp_state import AUTOCAST_QUERIES, autocast_query
 from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.registry import GivenRule, rule_given
@@ -54,7 +55,8 @@ READ_ONLY_QUERIES = frozenset(_present(
 # answered without a guard of their own: a guard every trace has already pins them
 PINNED_ELSEWHERE = frozenset({torch.is_grad_enabled})  # GradModeGuard
 # True inside compiled code, as under torch.compile: libraries ask it to choose the path a compiler
-# can capture (transformers skips its data-dependent mask checks), so pdyn answers as a compiler.
+# can capture (transformers skips its data-dependent mask checks), so pdyn answers as a compiler,
+# except at call sites where eager's False captured more (restart.py).
 COMPILING = frozenset(_present("compiler.is_compiling", "compiler.is_dynamo_compiling"))
 
 
@@ -92,7 +94,7 @@ def query(tx: Tracer, fn: Callable[..., Any], args: list[VariableTracker],
                           loc=tx.loc())
     values = tuple(a.as_python_constant() for a in args)
     if fn in COMPILING:
-        return tx.wrap_constant(True)
+        return tx.wrap_constant(compiling_answer(tx))
     if fn in AUTOCAST_QUERIES:  # the trace's own autocast blocks change the answer: one guard on the start
         return autocast_query(tx, fn, values)
     try:
