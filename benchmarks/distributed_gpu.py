@@ -9,8 +9,8 @@ total (s), steady step (ms: the median of the steps after each shape's first), p
 the final loss's difference from eager DDP's, and the compiles (pdyn: graphs/backward_graphs/
 compiles/graphs_on_torch/kernels; torch.compile: dynamo's unique graphs). `--overlap` adds, per
 column, when DDP's bucket all-reduces were launched, as a share of the backward's wall time (CPU
-clock): eager launches them while the backward runs; pdyn's one backward graph per compiled graph
-makes every gradient ready at its end (docs/training.md, "Distributed").
+clock): eager launches them while the backward runs, and so do torch.compile and pdyn, which cut
+their graphs at the buckets (docs/training.md, "Distributed").
 
     torchrun --nproc-per-node 2 benchmarks/distributed_gpu.py [--model gpt2|llama] [--columns eager,tc,pdyn]
     torchrun --nproc-per-node 2 benchmarks/distributed_gpu.py --smoke [--overlap]   # CPU, gloo, seconds
@@ -83,10 +83,13 @@ def overlap(column: str, base: torch.nn.Module, make: Callable[..., dict[str, An
             rank: int) -> list[float]:
     """When each bucket's all-reduce was launched in the second of 2 steps at one shape (DDP rebuilds
     its buckets after the first), as a share of that backward's wall time (0: its start, 1: its end);
-    small buckets make several. The model is a new copy: pdyn's compiled entries serve it."""
+    small buckets make several. The model is a new copy, compiled anew (pdyn cuts a graph at the
+    buckets of the DDP whose forward compiled it)."""
+    pdyn.reset()
+    torch._dynamo.reset()
     model = copy.deepcopy(base).to(train_gpu.DEVICE).train()
     # on the GPU at least DDP's first bucket (1 MB): dynamo's DDPOptimizer asserts it; tiny smoke models need less
-    ddp = wrapper(1.0 if train_gpu.DEVICE == "cuda" else 0.05)(model)
+    ddp = wrapper(1.0 if train_gpu.DEVICE == "cuda" else 0.015)(model)
     launched: list[float] = []
 
     def hook(state, bucket):  # type: ignore[no-untyped-def]  # NOTE: DDP rejects a string annotation here

@@ -3,7 +3,9 @@ graph and a backward graph over the same size symbols (joint.py: derivative rule
 rules*.py; the partitioner, partition.py, decides what the forward saves), each compiled by the
 backend given (Triton's), behind one `torch.autograd.Function` (function.py).
 
-In-place writes to the graph's own tensors become out-of-place ops first (writes.py). A graph
+In-place writes to the graph's own tensors become out-of-place ops first (writes.py). Inside
+DistributedDataParallel's forward a graph is cut at DDP's gradient buckets first, each piece its
+own Function, so all-reduce overlaps the backward (buckets.py). A graph
 pdyn cannot differentiate (a write eager's autograd could observe, a module call, an autocast
 block, a data-dependent size, a random op without a rule) runs with torch as a whole, with one
 log line.
@@ -19,6 +21,7 @@ import torch.fx
 
 from pdyn.backends.autograd.writes import functionalize
 from pdyn.backends.autograd.function import GraphFunction, TrainingStep
+from pdyn.backends.autograd.buckets import cut_for_ddp
 from pdyn.backends.autograd.joint import build_joint
 from pdyn.backends.autograd.partition import NotDifferentiable
 from pdyn.backends.report import REPORT, BackendReport, report_of
@@ -42,6 +45,9 @@ def training_backend(gm: torch.fx.GraphModule, example_inputs: list[Any],
     try:
         functionalize(gm)
         _check(gm)
+        cut = cut_for_ddp(gm, example_inputs, lower)
+        if cut is not None:  # under DDP: one Function per gradient bucket (buckets.py)
+            return cut
         joint = build_joint(gm, example_inputs)
         with torch.no_grad():
             forward = lower(joint.forward, list(example_inputs))

@@ -68,7 +68,7 @@ def _is_float(value: Any) -> bool:
     return isinstance(value, torch.Tensor) and (value.is_floating_point() or value.is_complex())
 
 
-def _needs_grad(graph: torch.fx.Graph, example_inputs: list[Any]) -> set[torch.fx.Node]:
+def needs_grad(graph: torch.fx.Graph, example_inputs: list[Any]) -> set[torch.fx.Node]:
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
     needs = {n for n, v in zip(placeholders, example_inputs)
              if isinstance(v, torch.Tensor) and v.requires_grad and _is_float(v)}
@@ -87,7 +87,7 @@ def _tracked(value: Any) -> bool:
     return not isinstance(value, torch.Tensor) or value.requires_grad
 
 
-def _stamp_items(graph: torch.fx.Graph) -> None:
+def stamp_items(graph: torch.fx.Graph) -> None:
     """An item of a tuple result gets its example and sizes from its producer's stamps (the
     tracer stamps the producer only)."""
     for node in graph.nodes:
@@ -115,8 +115,8 @@ def build_joint(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Joint:
     output = graph.output(graph.graph_copy(gm.graph, {}))
     if any(UNBACKED in n.meta for n in graph.nodes):
         raise NotDifferentiable("a data-dependent size")
-    _stamp_items(graph)
-    needs = _needs_grad(graph, example_inputs)
+    stamp_items(graph)
+    needs = needs_grad(graph, example_inputs)
     fake_mode = _fake_mode(graph)
     rewrite_random(graph, needs, fake_mode)
     order = list(symbols.bindings.items())
