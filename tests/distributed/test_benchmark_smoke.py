@@ -1,6 +1,6 @@
 """benchmarks/distributed_gpu.py --smoke under torchrun, two ranks on gloo: the script the lead runs on
 two GPUs cannot rot. pdyn + DDP ends at eager DDP's loss with one graph, its backward, one compile;
-with --overlap, pdyn's bucket all-reduces launch together at the end of the backward."""
+with --overlap, each column says when its bucket all-reduces launched."""
 
 import pathlib
 import subprocess
