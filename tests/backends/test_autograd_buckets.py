@@ -1,7 +1,8 @@
 """Training graphs cut at DDP's gradient buckets (backends/autograd/buckets.py), without processes:
 the DDP whose forward runs is stood in for, so the cut is seen on its own. Every piece trains on
 kernels and the gradients are eager's, where values crossing a cut are transposed views, items of
-a tuple result, sizes, and a parameter read by the first and the last piece (a tied head)."""
+a tuple result, sizes, and a parameter read by the first and the last piece (a tied head), with a
+dropout drawing as eager's and an output no gradient reaches."""
 
 from __future__ import annotations
 
@@ -23,14 +24,14 @@ class Tied(torch.nn.Module):
         self.tied = torch.nn.Parameter(torch.randn(8, 8) / 3)
         self.w = torch.nn.ParameterList(torch.nn.Parameter(torch.randn(8, 8) / 3) for _ in range(3))
 
-    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, int, torch.Tensor]:
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, int, torch.Tensor, torch.Tensor]:
         h = x @ self.tied
         a, b = (h @ self.w[0]).chunk(2, dim=-1)        # a tuple result; its items cross a cut
         h = torch.cat([b, a], -1).t()                  # a transposed view crosses
-        h = (self.w[1] @ h).t().relu()
+        h = torch.nn.functional.dropout((self.w[1] @ h).t().relu(), 0.3, training=self.training)
         n = h.shape[0] * 2                             # a size read after the cut
         h = torch.tanh(h @ self.w[2]) @ self.tied.t()  # the tied parameter, read again
-        return h.sum() / n, n, x
+        return h.sum() / n, n, x, h                    # h gets no gradient: a backward variant
 
 
 def _train(model: torch.nn.Module, shapes: list[tuple[int, int]]) -> tuple[list[torch.Tensor], TrainRecorder]:
@@ -40,9 +41,13 @@ def _train(model: torch.nn.Module, shapes: list[tuple[int, int]]) -> tuple[list[
     ref.load_state_dict(model.state_dict())
     for shape in shapes:
         x = torch.randn(*shape)
-        out, want = compiled(x), ref(x)
+        torch.manual_seed(len(shape) * 10 + shape[0])
+        out = compiled(x)
+        torch.manual_seed(len(shape) * 10 + shape[0])
+        want = ref(x)
         assert out[1] == want[1] and out[2] is x
         torch.testing.assert_close(out[0], want[0], **TOLERANCE)
+        torch.testing.assert_close(out[3], want[3], **TOLERANCE)   # the same dropout mask
         out[0].backward()
         want[0].backward()
         for (name, p), q in zip(model.named_parameters(), ref.parameters()):
