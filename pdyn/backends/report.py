@@ -8,6 +8,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 REPORT = "pdyn_backend_report"
+# gm.meta: set by the entry's cache; a backend calls it with the report of a graph it compiled
+# after the entry was made (a training graph's backward, compiled at its first backward)
+COUNT_LATER = "pdyn_count_later"
 
 
 @dataclass(frozen=True)

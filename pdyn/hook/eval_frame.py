@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 import torch
 
-from pdyn.backends.report import BackendReport, report_of
+from pdyn.backends.report import COUNT_LATER, BackendReport, report_of
 from pdyn.base import logs
 from pdyn.hook.compile_frame import CLOSURE_KEY, EMPTY_CELL, CacheEntry, closure_at_call, compile_frame, title_of
 from pdyn.base.config import Config, Settings, snapshot
@@ -76,7 +76,7 @@ class CodeCache:
             self.counters["graphs"] += 1
             self.counters["ops_captured"] += ops_in(entry.graph_module)
             self.count_backend(report_of(entry.graph_module))
-            self.counters["backward_graphs"] += entry.graph_module.meta.get("pdyn_backward_graphs", 0)
+            entry.graph_module.meta[COUNT_LATER] = self.count_later
         self.checks.append((entry.guard.check, run))
 
     def count_backend(self, report: BackendReport | None) -> None:
@@ -94,6 +94,11 @@ class CodeCache:
             warnings.warn(f"pdyn: a graph of {title_of(self.code)} runs wholly with torch on the {report.backend} "
                           f"backend: {report.on_torch}. pdyn.explain(fn)(...) lists each graph's torch calls.",
                           stacklevel=_user_stacklevel())
+
+    def count_later(self, report: BackendReport | None) -> None:
+        """A backward graph compiled at a graph's first backward (backends/autograd)."""
+        self.counters["backward_graphs"] += 1
+        self.count_backend(report)
 
     def clear(self) -> None:
         self.entries.clear()

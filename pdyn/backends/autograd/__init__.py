@@ -1,7 +1,8 @@
 """Training through pdyn's kernels: a captured graph whose inputs require grad becomes a forward
 graph and a backward graph over the same size symbols (joint.py: derivative rules per op row,
 rules*.py; the partitioner, partition.py, decides what the forward saves), each compiled by the
-backend given (Triton's), behind one `torch.autograd.Function` (function.py).
+backend given (Triton's), behind one `torch.autograd.Function` (function.py). The backward is
+compiled at the first backward, for the outputs that received a gradient.
 
 In-place writes to the graph's own tensors become out-of-place ops first (writes.py). Inside
 DistributedDataParallel's forward a graph is cut at DDP's gradient buckets first, each piece its
@@ -24,12 +25,11 @@ from pdyn.backends.autograd.function import GraphFunction, TrainingStep
 from pdyn.backends.autograd.buckets import cut_for_ddp
 from pdyn.backends.autograd.joint import build_joint
 from pdyn.backends.autograd.partition import NotDifferentiable
-from pdyn.backends.report import REPORT, BackendReport, report_of
+from pdyn.backends.report import COUNT_LATER, REPORT, BackendReport, report_of
 from pdyn.ops.effects import mutates
 
 log = logging.getLogger("pdyn.lowering")
 
-BACKWARD_GRAPHS = "pdyn_backward_graphs"  # gm.meta key: backward graphs compiled for this graph
 
 
 def trains(example_inputs: list[Any]) -> bool:
@@ -51,8 +51,6 @@ def training_backend(gm: torch.fx.GraphModule, example_inputs: list[Any],
         joint = build_joint(gm, example_inputs)
         with torch.no_grad():
             forward = lower(joint.forward, list(example_inputs))
-            examples = [n.meta["example_value"] for n in joint.backward.graph.nodes if n.op == "placeholder"]
-            backward = lower(joint.backward, examples)
     except NotDifferentiable as e:
         log.info("pdyn autograd: graph runs with torch: %s", e)
         return _with_torch(gm, f"training: {e}")
@@ -63,8 +61,15 @@ def training_backend(gm: torch.fx.GraphModule, example_inputs: list[Any],
         with torch.no_grad():
             return lower(graph, [n.meta["example_value"] for n in graph.graph.nodes if n.op == "placeholder"])
 
-    step = TrainingStep(joint, forward, backward, lower_backward)
-    gm.meta[REPORT] = _joint_report(report_of(joint.forward), report_of(joint.backward))
+    def compiled(graph: torch.fx.GraphModule) -> None:  # a backward graph, compiled at a first backward
+        gm.meta[REPORT] = _joint_report(report_of(gm), report_of(graph))
+        call.pdyn_backward = getattr(step.backward, "pdyn_triton", None)  # type: ignore[attr-defined]
+        count = gm.meta.get(COUNT_LATER)
+        if count is not None:
+            count(report_of(graph))
+
+    step = TrainingStep(joint, forward, lower_backward, compiled)
+    gm.meta[REPORT] = report_of(joint.forward)
 
     # NOTE: an input no output's gradient reaches (unused, or read only by non-differentiable
     # ops) must not become an edge of the Function: autograd would walk into its history, which
@@ -80,9 +85,9 @@ def training_backend(gm: torch.fx.GraphModule, example_inputs: list[Any],
 
     call.assumptions = list(getattr(forward, "assumptions", []))  # type: ignore[attr-defined]
     call.pdyn_triton = getattr(forward, "pdyn_triton", None)  # type: ignore[attr-defined]
-    call.pdyn_backward = getattr(backward, "pdyn_triton", None)  # type: ignore[attr-defined]
+    call.pdyn_backward = None  # type: ignore[attr-defined]  # the full backward's, once compiled
     call.pdyn_joint = joint  # type: ignore[attr-defined]
-    gm.meta[BACKWARD_GRAPHS] = 1
+    call.pdyn_step = step  # type: ignore[attr-defined]
     return call
 
 

@@ -25,7 +25,7 @@ import torch
 import torch.fx
 
 from pdyn.backends.autograd.joint import needs_grad, stamp_items
-from pdyn.backends.report import REPORT, BackendReport, report_of
+from pdyn.backends.report import COUNT_LATER, REPORT, BackendReport, report_of
 from pdyn.shapes.graph_meta import EXPR, SIZE_NODE, SIZES, STRIDES, SYMBOLS, UNBACKED, GraphSymbols, \
     SymbolBinding, contiguous_strides
 from pdyn.sources import LocalSource
@@ -232,9 +232,18 @@ def _runner(gm: torch.fx.GraphModule, pieces: list[Piece]) -> Callable[..., Any]
             values.update(zip(piece.writes, outs))
         return tuple(_result(r, args, values, arg_index) for r in results)
 
-    reports = [report_of(p.gm) for p in pieces]
-    gm.meta[REPORT] = _merged([r for r in reports if r is not None])
-    gm.meta["pdyn_backward_graphs"] = sum(p.gm.meta.get("pdyn_backward_graphs", 0) for p in pieces)
+    def merge() -> None:
+        gm.meta[REPORT] = _merged([r for r in (report_of(p.gm) for p in pieces) if r is not None])
+
+    def count_later(report: BackendReport | None) -> None:  # a piece's backward, compiled at its first backward
+        merge()
+        count = gm.meta.get(COUNT_LATER)
+        if count is not None:
+            count(report)
+
+    for piece in pieces:
+        piece.gm.meta[COUNT_LATER] = count_later
+    merge()
     call.assumptions = [a for p in pieces for a in getattr(p.call, "assumptions", [])]  # type: ignore[attr-defined]
     triton = [getattr(p.call, "pdyn_triton", None) for p in pieces]
     call.pdyn_triton = next((t for t in triton if t is not None), None)  # type: ignore[attr-defined]

@@ -13,19 +13,23 @@ import torch
 from torch.autograd.function import once_differentiable
 
 from pdyn.backends.autograd.joint import Joint, Variant
+from pdyn.backends.report import REPORT, BackendReport
 
 log = logging.getLogger("pdyn.lowering")
 
 
 @dataclass
 class TrainingStep:
-    """The joint graphs of one entry and their compiled callables. `lower` compiles a backward
-    variant (joint.Variant) the first time a call's outputs receive gradients only in part."""
+    """The joint graphs of one entry and their compiled callables. Backward graphs are compiled
+    by `lower` on first use: the full backward the first time every output receives a gradient,
+    a variant (joint.Variant) the first time only some do (a loss without the logits: the full
+    backward is then never compiled). `compiled(gm)` is told of each (the entry's counters)."""
 
     joint: Joint
     forward: Callable[..., Any]
-    backward: Callable[..., Any]
-    lower: Callable[[torch.fx.GraphModule], Callable[..., Any]] | None = None
+    lower: Callable[[torch.fx.GraphModule], Callable[..., Any]]
+    compiled: Callable[[torch.fx.GraphModule], None] = lambda gm: None
+    backward: Callable[..., Any] | None = None
     variants: dict[tuple[int, ...], tuple[Variant, Callable[..., Any]] | None] = field(default_factory=dict)
 
     def sizes(self, args: tuple[Any, ...]) -> list[int]:
@@ -33,18 +37,36 @@ class TrainingStep:
         return [int(args[b.placeholder]) if b.dim is None else args[b.placeholder].shape[b.dim]
                 for _, b in self.joint.symbols]
 
+    def full_backward(self) -> Callable[..., Any]:
+        if self.backward is None:
+            graph = self.joint.backward
+            try:
+                self.backward = self.lower(graph)
+            except Exception as e:  # noqa: BLE001  # NOTE: never wrong: torch runs the backward graph
+                log.warning("pdyn autograd: the backward graph runs with torch (%s: %s)", type(e).__name__, e)
+                self.backward = _with_torch(graph, f"{type(e).__name__}: {e}")
+            self.compiled(graph)
+        return self.backward
+
     def variant(self, present: tuple[int, ...]) -> tuple[Variant, Callable[..., Any]] | None:
         """The compiled backward of the outputs `present`, or None (then the full backward runs
         with zeros for the other outputs' gradients)."""
         if present not in self.variants:
             self.variants[present] = None
-            if self.lower is not None and self.joint.rebuild is not None:
+            if self.joint.rebuild is not None:
                 try:
                     v = self.joint.rebuild(list(present))
                     self.variants[present] = (v, self.lower(v.backward))
+                    self.compiled(v.backward)
                 except Exception as e:  # noqa: BLE001  # NOTE: never wrong: the full backward serves
                     log.warning("pdyn autograd: the full backward serves this call (%s: %s)", type(e).__name__, e)
         return self.variants[present]
+
+
+def _with_torch(graph: torch.fx.GraphModule, reason: str) -> Callable[..., Any]:
+    """A backward graph run by torch op by op (counted: its report says why)."""
+    graph.meta[REPORT] = BackendReport("triton", on_torch=f"its backward graph: {reason}")
+    return lambda *args: graph(*args)
 
 
 class GraphFunction(torch.autograd.Function):
@@ -77,7 +99,7 @@ class GraphFunction(torch.autograd.Function):
         found = step.variant(present) if len(present) < len(joint.diff_outputs) else None
         if found is None:
             outputs = [_dense(grads[i]) if grads[i] is not None else _zeros(ctx, i) for i in joint.diff_outputs]
-            backward, grad_inputs = step.backward, joint.grad_inputs
+            backward, grad_inputs = step.full_backward(), joint.grad_inputs
         else:
             variant, backward = found
             outputs = [_dense(grads[i]) for i in present]
