@@ -419,6 +419,9 @@ def construct(tx: Tracer, cls: type, args: list[VariableTracker], kwargs: dict[s
     if all(is_known(a) for a in [*args, *kwargs.values()]) and (
             cls in (torch.device, torch.finfo, torch.iinfo) or issubclass(cls, BaseException)):
         return fold_object(tx, cls, args, kwargs)
+    if issubclass(cls, torch.nn.Parameter):  # as nn.Linear's weights: eager makes a new leaf per call
+        raise Unsupported("module_construction", "pdyn cannot trace making an nn.Parameter inside a compiled "
+                          "function", hint="build modules and their parameters in __init__", loc=tx.loc())
     if issubclass(cls, torch.nn.Module) and cls.__module__.startswith("torch.nn."):
         return construct_module(tx, cls, args, kwargs)  # a loss or an activation; weights are a break
     if issubclass(cls, torch.nn.Module):

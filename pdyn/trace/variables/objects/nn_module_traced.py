@@ -115,9 +115,9 @@ class TracedModuleVariable(NNModuleVariable):
     def _ready(self, tx: Tracer, name: str) -> None:
         if not self.initialized:
             raise _unsupported(tx, f"pdyn cannot trace {type(self.value).__name__}.{name} before nn.Module.__init__")
-        if name in MODULE_INTERNALS and name != "training":
-            raise _unsupported(tx, f"pdyn cannot trace {type(self.value).__name__}.{name} (a member table) of a "
-                                   "module the compiled function constructs")
+        if name in MODULE_INTERNALS and name != "training" or name == "__dict__":
+            raise _unsupported(tx, f"pdyn cannot trace {type(self.value).__name__}.{name} (nn.Module's own "
+                                   "state) of a module the compiled function constructs")
 
     def getattr(self, tx: Tracer, name: str) -> VariableTracker:
         self._ready(tx, name)
