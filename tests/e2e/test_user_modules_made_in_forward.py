@@ -225,3 +225,49 @@ def test_transformers_activation_table(name):
     pdyn.reset()
     check_calls(f, *_shapes(2, 3, 5), compiles=1)
     assert (pdyn.stats()["graphs"], pdyn.stats()["graph_breaks"]) == (1, 0)
+
+
+class Mixer(nn.Module):
+    """A state-space layer in miniature (transformers' Mamba): an activation from the table in
+    forward, a recurrence over `range(seq_len)`, a cache slot chosen by `layer_idx`."""
+
+    def __init__(self, layer_idx: int):
+        super().__init__()
+        self.layer_idx = layer_idx
+        self.proj = nn.Linear(4, 4)
+
+    def forward(self, x, cache):
+        h = ACTS["leaky"](self.proj(x))
+        state = cache[self.layer_idx]
+        outs = []
+        for t in range(x.shape[1]):
+            state = state * 0.5 + h[:, t]
+            outs.append(state)
+        cache[self.layer_idx] = state
+        return torch.stack(outs, 1)
+
+
+class MixerStack(nn.Module):
+    def __init__(self, n: int):
+        super().__init__()
+        self.layers = nn.ModuleList(Mixer(i) for i in range(n))
+
+    def forward(self, x):
+        cache = [x.new_zeros(x.shape[0], 4) for _ in self.layers]
+        for layer in self.layers:
+            x = layer(x, cache)
+        return x, cache
+
+
+def test_a_stack_of_layers_making_activations_compiles_per_length_not_per_layer():
+    """One graph for the stack; the loop over the length unrolls, so each length is a compile (as
+    torch.compile), and the layers' `layer_idx` are constants of that one trace."""
+    model = MixerStack(3)
+
+    def f(x):
+        return model(x)
+
+    pdyn.reset()
+    with torch.no_grad():
+        check_calls(f, *[(torch.randn(b, t, 4),) for b, t in ((2, 3), (3, 5), (1, 3), (2, 4))], compiles=3)
+    assert (pdyn.stats()["graphs"], pdyn.stats()["graph_breaks"]) == (3, 0)
