@@ -95,14 +95,16 @@ class BreakCallee:
             expr = f"{constant(functools.partial, 'partial')}({wrapper}, {self.codegen.reconstruct(read)})"
         return self.bound(expr, method_of)
 
-    def module(self, vt: VariableTracker, module: torch.nn.Module, method_of: VariableTracker | None) -> str | None:
+    def module(self, vt: VariableTracker, module: torch.nn.Module, method_of: VariableTracker | None,
+               rebuilt: bool = False) -> str | None:
         """`module(...)` with the code its `__call__` runs optimized (`module_call`); a module read
-        from the frame is read at run time, so one entry serves every module of this structure."""
+        from the frame is read at run time, so one entry serves every module of this structure; a
+        module the trace made is the trace's object, or `rebuilt` by the frame code from its state."""
         call = module_call(module, lambda fn: self.optimize(fn, vt))
         if call is None:
             return None
         constant = self.codegen.constant
-        if vt.source is None:
+        if vt.source is None and not rebuilt:
             expr = constant(call, "module_call")
         else:
             kind, fn = (ModuleCall, call.forward) if isinstance(call, ModuleCall) \

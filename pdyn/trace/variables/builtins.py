@@ -33,6 +33,7 @@ from pdyn.trace.variables.functions.user_functions import PartialVariable, UserF
 from pdyn.trace.variables.objects.nn_module import NNModuleVariable
 from pdyn.trace.variables.values.ranges import RangeVariable
 from pdyn.trace.variables.objects.nn_module_made import construct_module
+from pdyn.trace.variables.objects.nn_module_traced import MODULE_INIT, construct_traced_module, is_module_init
 from pdyn.trace.variables.objects.user_objects import (bind_class_attr, class_attr, construct_object, mro_lookup,
                                                  shared_class_value, traces_lookup)
 from pdyn.trace.variables.objects.user_tuples import construct_with_new
@@ -418,8 +419,13 @@ def construct(tx: Tracer, cls: type, args: list[VariableTracker], kwargs: dict[s
     if all(is_known(a) for a in [*args, *kwargs.values()]) and (
             cls in (torch.device, torch.finfo, torch.iinfo) or issubclass(cls, BaseException)):
         return fold_object(tx, cls, args, kwargs)
-    if issubclass(cls, torch.nn.Module):
+    if issubclass(cls, torch.nn.Parameter):  # as nn.Linear's weights: eager makes a new leaf per call
+        raise Unsupported("module_construction", "pdyn cannot trace making an nn.Parameter inside a compiled "
+                          "function", hint="build modules and their parameters in __init__", loc=tx.loc())
+    if issubclass(cls, torch.nn.Module) and cls.__module__.startswith("torch.nn."):
         return construct_module(tx, cls, args, kwargs)  # a loss or an activation; weights are a break
+    if issubclass(cls, torch.nn.Module):
+        return construct_traced_module(tx, cls, args, kwargs)  # a user's or library's: __init__ traced
     if issubclass(cls, enum.Enum) and all(is_known(a) for a in [*args, *kwargs.values()]):
         return fold_object(tx, cls, args, kwargs)  # `Color(1)` looks a member up
     if cls.__new__ is object.__new__ and type(cls).__call__ is type.__call__:
@@ -454,6 +460,8 @@ class ClassVariable(ObjectConstantVariable):
     def getattr(self, tx: Tracer, name: str) -> VariableTracker:
         if isinstance(self.value, type) and type(self.value) is type:
             class_attr(tx, self.value, name)  # `Cls.name` replaced later: the entry does not apply
+        if self.value is torch.nn.Module and is_module_init(torch.nn.Module.__dict__.get(name)):
+            return BuiltinVariable(MODULE_INIT)  # `nn.Module.__init__(self)`: its rule, even wrapped
         try:
             attr = inspect.getattr_static(self.value, name)
         except AttributeError as e:
@@ -510,6 +518,8 @@ class SuperVariable(VariableTracker):
             attr = klass.__dict__[name]
             if attr is torch.nn.Module.__call__ and isinstance(self.obj, NNModuleVariable):
                 return ModuleCallVariable(self.obj)  # an overriding __call__ calling nn.Module's
+            if is_module_init(attr):
+                return UserMethodVariable(BuiltinVariable(MODULE_INIT), self.obj)  # its rule, even wrapped
             if not hasattr(type(attr), "__get__"):
                 return shared_class_value(tx, klass, name, attr, None)  # a plain class attribute: the base class's own
             return bind_class_attr(tx, self.obj, self.obj.python_type(), name, attr)
