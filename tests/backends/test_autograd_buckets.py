@@ -30,7 +30,7 @@ class Tied(torch.nn.Module):
         h = torch.cat([b, a], -1).t()                  # a transposed view crosses
         h = torch.nn.functional.dropout((self.w[1] @ h).t().relu(), 0.3, training=self.training)
         n = h.shape[0] * 2                             # a size read after the cut
-        h = torch.tanh(h @ self.w[2]) @ self.tied.t()  # the tied parameter, read again
+        h = torch.tanh(h @ self.w[2] + x[:, :1]) @ self.tied.t()  # the tied parameter, read again; an input indexed
         return h.sum() / n, n, x, h                    # h gets no gradient: a backward variant
 
 

@@ -93,14 +93,16 @@ def assign(gm: torch.fx.GraphModule, example_inputs: list[Any], first: int, cap:
         pieces[1].extend(pieces.pop(0))
     where = {n: k for k, nodes in enumerate(pieces) for n in nodes}
     for node in gm.graph.nodes:  # an item of a tuple result stays with its producer
-        if _follows_producer(node) and node.args[0] in where:
-            where[node] = where[node.args[0]]
+        if _follows_producer(node):
+            where[node] = where.get(node.args[0], 0)
     order = {n: k for k, n in enumerate(gm.graph.nodes)}
     return [sorted((n for n, k in where.items() if k == i), key=order.__getitem__) for i in range(len(pieces))]
 
 
 def _follows_producer(node: torch.fx.Node) -> bool:
-    return node.op == "call_function" and node.target is operator.getitem and isinstance(node.args[0], torch.fx.Node)
+    """An item of a tuple or list result (not a tensor's indexing, also `operator.getitem`)."""
+    return node.op == "call_function" and node.target is operator.getitem and isinstance(node.args[0], torch.fx.Node) \
+        and isinstance(node.args[0].meta.get("example_value"), (tuple, list))
 
 
 def _recomputed(node: torch.fx.Node) -> bool:
