@@ -140,9 +140,18 @@ def build_pieces(gm: torch.fx.GraphModule, groups: list[list[torch.fx.Node]]) ->
                 need(arg)
         pieces.append(Piece(None, reads, [], extra=extra, nodes=nodes))  # type: ignore[arg-type]
     returned = set(output.all_input_nodes)
+    if any(isinstance(r, (tuple, list, dict)) for r in output.args[0]):
+        raise _Uncuttable("a nested output")
+    made: set[torch.fx.Node] = set()
     for k, piece in enumerate(pieces):
+        if any(kind == "value" and v not in made for kind, v in piece.reads):
+            raise _Uncuttable(f"piece {k} reads a value no earlier piece makes")
+        made.update(piece.nodes)
         read_later = {v for later in pieces[k + 1:] for kind, v in later.reads if kind == "value"}
         piece.writes = [n for n in piece.nodes if n in returned or n in read_later]
+    if any(n not in made and n.op != "placeholder" for n in returned):
+        raise _Uncuttable("an output no piece makes")
+    for piece in pieces:
         piece.gm = _piece_module(gm, symbols, order, piece.reads, placeholders, piece.extra, piece.nodes, piece.writes)
     return pieces
 
