@@ -76,11 +76,13 @@ class CodeCache:
             self.counters["graphs"] += 1
             self.counters["ops_captured"] += ops_in(entry.graph_module)
             self.count_backend(report_of(entry.graph_module))
-            entry.graph_module.meta[COUNT_LATER] = self.count_later
+            entry.graph_module.meta[COUNT_LATER] = functools.partial(self.count_backend, backward=True)
         self.checks.append((entry.guard.check, run))
 
-    def count_backend(self, report: BackendReport | None) -> None:
-        """The backend's counters for one graph; a graph it ran wholly with torch warns once."""
+    def count_backend(self, report: BackendReport | None, backward: bool = False) -> None:
+        """The backend's counters for one graph (`backward`: a backward graph compiled at its
+        graph's first backward); a graph it ran wholly with torch warns once."""
+        self.counters["backward_graphs"] += backward
         if report is None:
             return
         self.counters["kernels"] += report.kernels
@@ -94,11 +96,6 @@ class CodeCache:
             warnings.warn(f"pdyn: a graph of {title_of(self.code)} runs wholly with torch on the {report.backend} "
                           f"backend: {report.on_torch}. pdyn.explain(fn)(...) lists each graph's torch calls.",
                           stacklevel=_user_stacklevel())
-
-    def count_later(self, report: BackendReport | None) -> None:
-        """A backward graph compiled at a graph's first backward (backends/autograd)."""
-        self.counters["backward_graphs"] += 1
-        self.count_backend(report)
 
     def clear(self) -> None:
         self.entries.clear()
