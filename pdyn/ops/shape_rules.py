@@ -135,6 +135,9 @@ class OpCall:
             if key not in names:
                 raise ShapeError(f"{self.name()} got an unexpected keyword argument {key!r}")
             bound[key] = value
+        for key, value in bound.items():  # a comparison of sizes passed as a flag (is_causal=q_len > 1)
+            if isinstance(value, sympy.logic.boolalg.Boolean) and not isinstance(value, sympy.Expr):  # not a Symbol
+                bound[key] = self.check(value, f"{self.name()}'s argument {key}")
         return bound
 
     def name(self) -> str:

@@ -7,6 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+import pdyn
 from tests.helpers import check_calls
 
 BATCHES = (3, 4, 7)
@@ -137,3 +138,22 @@ def test_grouped_query_attention_compiles_once():
         return _rows(n, 4, n + 1, 8), _rows(n, 2, n + 1, 8), _rows(n, 2, n + 1, 8), _rows(n + 1, n + 1) > 0
 
     _over_batches(fn, make)
+
+
+def _attention_with_a_flag_from_sizes(q, k, v, mask):
+    """transformers 5.17's SDPA integration: `and` hands back the comparison itself where it is
+    false, so `is_causal` is `q_len > 1` (a comparison of sizes) on decode steps."""
+    is_causal = q.shape[2] > 1 and mask is None and True
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal)
+
+
+@pytest.mark.parametrize("backend", ["eager", "triton"])
+def test_a_comparison_of_sizes_passed_as_a_flag_is_decided_not_a_break(backend):
+    def step(batch, q_len, kv_len, masked):
+        q, k, v = (torch.randn(batch, 2, n, 8) for n in (q_len, kv_len, kv_len))
+        return q, k, v, (torch.randn(batch, 1, q_len, kv_len) if masked else None)
+
+    decode = [step(2, 1, n, True) for n in (5, 6, 7)]
+    prefill = [step(b, n, n, False) for b, n in ((2, 5), (3, 7))]
+    f = check_calls(_attention_with_a_flag_from_sizes, *decode, *prefill, compiles=2, backend=backend)
+    assert pdyn.stats(f)["graph_breaks"] == 0
