@@ -21,6 +21,7 @@ from pdyn.sources import SizeSource, Source
 from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.values.constant import ConstantVariable, ObjectConstantVariable
 from pdyn.trace.variables.containers.core import ListVariable, SizeVariable, TupleVariable
+from pdyn.trace.variables.torch.int_tensors import int_of
 from pdyn.trace.variables.torch.owned_layout import contiguous_strides, owns_contiguous
 from pdyn.trace.variables.values.symint import SymIntVariable
 
@@ -88,6 +89,9 @@ def _getitem_scalar_indices(tx: Tracer, x: TensorVariable, key: VariableTracker)
 
 class TensorVariable(VariableTracker):
     """A torch.Tensor in the graph. `input_sources` is the set of graph-input Sources it depends on."""
+
+    # the Python int a 0-d tensor made of ints holds, and the fake's version it holds at (int_tensors.py)
+    int_value: tuple[VariableTracker, int] | None = None
 
     def __init__(self, node: torch.fx.Node, example: torch.Tensor, source: Source | None = None,
                  input_sources: frozenset[Source] = frozenset(), python_type: type = torch.Tensor,
@@ -202,6 +206,9 @@ class TensorVariable(VariableTracker):
             raise Unsupported("tensor_method", "pdyn cannot guard whether this input is an inference tensor",
                               loc=tx.loc())
         return ConstantVariable(inference)
+
+    def as_int(self, tx: Tracer) -> VariableTracker | None:
+        return int_of(tx, self)
 
     def binary_op(self, tx: Tracer, fn: Callable[[Any, Any], Any], other: VariableTracker) -> VariableTracker:
         return tx.output.call("call_function", fn, [self, other], {}, loc=tx.loc())
