@@ -83,10 +83,9 @@ def _value_of(tx: Tracer, fn: Any, args: list[VariableTracker],
 
 
 def note_int_value(tx: Tracer, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker],
-                   result: VariableTracker) -> None:
+                   result: TensorVariable) -> None:
     """Remember, on the 0-d int64 tensor `fn` made of Python ints, the int it holds."""
-    from pdyn.trace.variables.torch.tensor import TensorVariable
-    if not isinstance(result, TensorVariable) or result.example.dim() != 0 or result.example.dtype != torch.int64:
+    if result.example.dim() != 0 or result.example.dtype != torch.int64:
         return
     value = _value_of(tx, fn, args, kwargs)
     if value is not None:

@@ -127,7 +127,8 @@ class TorchFunctionVariable(ObjectConstantVariable):
             return args[0].call_method(tx, method, list(args[1:]), kwargs)
         result = tx.output.call("call_function", self.value, args, kwargs, loc=tx.loc(),
                                 mutates=op.mutates is not None)
-        note_int_value(tx, self.value, args, kwargs, result)   # torch.div(n, 2, rounding_mode="floor")
+        if isinstance(result, TensorVariable):   # torch.div(n, 2, rounding_mode="floor"): the int it holds
+            note_int_value(tx, self.value, args, kwargs, result)
         return result
 
     def __repr__(self) -> str:
