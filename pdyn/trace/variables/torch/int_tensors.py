@@ -73,13 +73,8 @@ def _value_of(tx: Tracer, fn: Any, args: list[VariableTracker],
         return _division(tx, a, b, mode)
     if kwargs:
         return None
-    if fn is torch.floor_divide:
-        return _division(tx, a, b, "floor")
-    if fn is torch.remainder and _sign_known(tx, b, operator.ne):   # Python's %: the divisor's sign
-        return tx.binary(operator.mod, a, b)
-    if fn in (torch.add, torch.sub, torch.mul):
-        return tx.binary({torch.add: operator.add, torch.sub: operator.sub, torch.mul: operator.mul}[fn], a, b)
-    return None
+    # (torch.add, remainder, ... take no two numbers: eager raises before a value is asked)
+    return _division(tx, a, b, "floor") if fn is torch.floor_divide else None
 
 
 def note_int_value(tx: Tracer, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker],
