@@ -99,3 +99,56 @@ def test_the_order_with_a_real_hook():
     model.lin.register_forward_pre_hook(lambda m, args: (args[0] * 3,))
     run_both(model, [2, 3, 5])
     assert pdyn.stats()["graph_breaks"] == 0
+
+
+class Keeper(torch.nn.Module):
+    """Keeps the handle of a hook it registers: the caller removes it after the call."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+        self.handle = None
+
+    def forward(self, x):
+        self.handle = self.lin.register_forward_hook(double)
+        return self.lin(x) + 1
+
+
+def test_a_handle_kept_by_the_module_is_the_real_one():
+    eager, compiled = Keeper(), pdyn.optimize(Keeper())
+    compiled.load_state_dict(eager.state_dict())
+    for n in (2, 3, 5):
+        x = torch.randn(n, 4)
+        assert_same(compiled(x), eager(x))
+        assert type(compiled.handle) is RemovableHandle
+        assert list(compiled.lin._forward_hooks.values()) == [double]
+        compiled.handle.remove()   # the caller removes it after the call
+        eager.handle.remove()
+        assert not compiled.lin._forward_hooks and not eager.lin._forward_hooks
+    stats = pdyn.stats()
+    assert (stats["graphs"], stats["graph_breaks"], stats["compiles"]) == (1, 0, 1)
+
+
+class BreaksBetween(torch.nn.Module):
+    """A graph break while the handle is live: the frame runs eagerly (its resume function would
+    get a handle whose id changes on every call), never wrong."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+        self.seen = None
+
+    def forward(self, x):
+        handle = self.lin.register_forward_hook(double)
+        y = self.lin(x)
+        torch._dynamo.graph_break()
+        handle.remove()
+        self.seen = y
+        return y + self.lin(x)
+
+
+def test_a_break_with_a_live_handle_runs_the_frame_eagerly():
+    with pdyn.config.patch(warn_no_graph=False):
+        run_both(BreaksBetween(), [2, 3, 5])
+    stats = pdyn.stats()
+    assert (stats["graphs"], stats["compiles"], stats["eager_fallbacks"]) == (0, 1, 1)

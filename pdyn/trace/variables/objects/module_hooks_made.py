@@ -4,10 +4,11 @@ holds the hook tables through weak references, and its id is a class counter tha
 call). The trace keeps the hooks registered on each module object beside the real tables; calling
 the module runs them inline, in the order nn.Module runs them; `remove()` takes one out.
 
-After the graph, in program order with the other side effects, each registration is replayed: a
-hook still registered at the end of the trace is registered for real (with its options, so the
-tables hold what eager's hold); one removed in the trace leaves only what eager leaves, the handle
-counter moved on by one (a `RemovableHandle` made and dropped).
+After the graph each registration is replayed, once, where the frame code first needs its handle (a
+handle returned, stored or live at a graph break is that object): a hook still registered at the
+end of the trace is registered for real (with its options, so the tables hold what eager's hold);
+one removed in the trace leaves only what eager leaves, the handle counter moved on by one (a
+removed `RemovableHandle`).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from pdyn.trace.variables.objects.nn_module import NNModuleVariable
 from pdyn.trace.variables.registry import rule_given
 
 if TYPE_CHECKING:
-    from pdyn.trace.frame_codegen import FrameCodegen
+    from pdyn.trace.frame_codegen import FrameCodegen, ResumeCodegen
     from pdyn.trace.translator import InstructionTranslator as Tracer
 
 REGISTERS = {torch.nn.Module.register_forward_hook: "_forward_hooks",
@@ -49,47 +50,33 @@ class MadeHook:
         return bool(self.options.get("with_kwargs", False))
 
 
-def _replay(module: torch.nn.Module, hook: Any, removed: bool, *, register: Any, options: dict[str, Any]) -> None:
-    """What a registration left after the eager call: the hook registered, or only the handle
-    counter moved on (a handle made and dropped, as `register_*` and `remove()` leave it)."""
-    if removed:
-        RemovableHandle(collections.OrderedDict())   # a dict that can be weakly referenced
-    else:
-        register(module, hook, **options)
+def _dead_handle() -> RemovableHandle:
+    """A handle removed in the call, as eager leaves it: the handle counter moved on, its hook in no
+    table (the dict it refers to is its own, weakly referenced as the hook tables are)."""
+    return RemovableHandle(collections.OrderedDict())
+
+
+def _registered(handle: RemovableHandle) -> None:
+    """The replay's statement, in program order: the handle (and the registration) is made by the
+    frame code's lines before it (`HookHandleVariable.reconstruct`)."""
 
 
 class HookReplay(VariableTracker):
-    """The replay of one registration, made after the graph (side_effects.call); its arguments
-    are read when the frame code is made, after the trace, so a later `remove()` counts."""
-
-    def __init__(self, register: Any, made: MadeHook):
-        self.register = register
-        self.made = made
+    """The replay of one registration after the graph (side_effects.call of `_registered(handle)`)."""
 
     def reconstruct(self, codegen: FrameCodegen) -> str:
-        replay = functools.partial(_replay, register=self.register, options=dict(self.made.options))
-        return codegen.constant(replay, "replay_hook_registration")
-
-
-class _HookArgument(VariableTracker):
-    """The hook the replay registers (None where the trace removed it), or whether it did."""
-
-    def __init__(self, made: MadeHook, removed_flag: bool):
-        self.made = made
-        self.removed_flag = removed_flag
-
-    def reconstruct(self, codegen: FrameCodegen) -> str:
-        if self.removed_flag:
-            return repr(self.made.removed)
-        return "None" if self.made.removed else codegen.reconstruct(self.made.hook)
+        return codegen.constant(_registered, "hook_registered")
 
 
 class HookHandleVariable(VariableTracker):
     """The RemovableHandle of a hook registered in the trace: `remove()` (also as a context
-    manager's exit) is traced; its id and the handle itself stay inside the trace."""
+    manager's exit) is traced, its id is not known to the trace. Made once by the frame code (after
+    the trace, so a later `remove()` counts): registered for real, or a removed handle."""
 
-    def __init__(self, made: MadeHook):
+    def __init__(self, made: MadeHook, module: VariableTracker, register: Any):
         self.made = made
+        self.module = module
+        self.register = register
 
     def python_type(self) -> type:
         return RemovableHandle
@@ -104,8 +91,18 @@ class HookHandleVariable(VariableTracker):
                     kwargs: dict[str, VariableTracker]) -> VariableTracker:
         return self.getattr(tx, name).call(tx, args, kwargs)
 
+    def reconstruct_resumed(self, codegen: ResumeCodegen) -> str:
+        # NOTE: live at a graph break, the resume function would get a real handle whose id (and
+        # the hook table's keys) change on every call: it would compile per call; the frame runs
+        # eagerly instead
+        raise Unsupported("hook_handle", "pdyn cannot carry a hook handle made in the trace across a graph break")
+
     def reconstruct(self, codegen: FrameCodegen) -> str:
-        raise Unsupported("hook_handle", "pdyn cannot hand a hook handle made in the trace to Python")
+        if self.made.removed:
+            return codegen.once(self, f"{codegen.constant(_dead_handle, 'dead_handle')}()")
+        register = codegen.constant(functools.partial(self.register, **self.made.options), "register_hook")
+        return codegen.once(self, f"{register}({codegen.reconstruct(self.module)}, "
+                                  f"{codegen.reconstruct(self.made.hook)})")
 
 
 class HandleMethodVariable(VariableTracker):
@@ -134,5 +131,6 @@ def _register(tx: Tracer, fn: Any, args: list[VariableTracker], kwargs: dict[str
         raise Unsupported("module_hooks", "pdyn cannot trace registering an always_call hook", loc=tx.loc())
     made = MadeHook(REGISTERS[fn], bound.arguments["hook"], options)
     tx.ctx.module_hooks.setdefault(id(module.value), []).append(made)
-    tx.ctx.side_effects.call(HookReplay(fn, made), [module, _HookArgument(made, False), _HookArgument(made, True)], {})
-    return HookHandleVariable(made)
+    handle = HookHandleVariable(made, module, fn)
+    tx.ctx.side_effects.call(HookReplay(), [handle], {})
+    return handle
