@@ -333,8 +333,8 @@ def _tensor_operands(c: OpCall) -> list[SymTensor]:
 
 def pointwise(c: OpCall) -> list[Sizes] | None:
     tensors = _tensor_operands(c)
-    if not tensors:
-        return None
+    if not tensors:   # numbers only (`torch.div(n, 2, rounding_mode="floor")`): a 0-d tensor
+        return [()]
     return [broadcast(c, *(t.sizes for t in tensors))]
 
 

@@ -95,6 +95,7 @@ class TraceContext:
         self.real_cells: dict[int, tuple[Any, VariableTracker]] = {}   # id(cell) -> (cell, its one tracker)
         self.generators: list[Any] = []   # the GeneratorVariables the trace made (checked when it ends)
         self.compiling_sites: list[Any] = []   # where is_compiling() was answered True (restart.py)
+        self.module_hooks: dict[int, list[Any]] = {}   # id(module) -> hooks registered in the trace (module_hooks_made.py)
         self.add_guard(GradModeGuard(None, enabled=torch.is_grad_enabled()))
 
     def add_guard(self, guard: Guard) -> None:

@@ -21,6 +21,7 @@ from torch.fx.experimental.symbolic_shapes import ShapeEnv as TorchShapeEnv
 from torch._subclasses.fake_tensor import (
     DataDependentOutputException,
     DynamicOutputShapeException,
+    FakeTensor,
     FakeTensorMode,
     UnsupportedOperatorException,
 )
@@ -225,6 +226,7 @@ class OutputGraph:
                                   f"running it on zeros failed: {type(e).__name__}: {e}", loc=loc) from None
             raise UserException(e, loc) from None
         example = _undefined_results(canonical(target).name, example, fake_args, fake_kwargs)
+        _forget_hint_constants(example, args, kwargs)
         if not mutates and not _has_tensor(example):
             pin_sizes_read(self.ctx.shape_env, loc, kind, target, args, kwargs)
             return wrap_constant_result(example)
@@ -446,6 +448,17 @@ def _flat_values(value: Any) -> Iterator[Any]:
         yield from value.sizes
     else:
         yield value
+
+
+def _forget_hint_constants(example: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> None:
+    """A fake result of numbers only (`torch.div(n, 2)`) holds its value as a constant, computed
+    from the hints of symbolic ints: this call's value, not the graph's, so it is dropped (an
+    `item()` of it is then data, never a stale constant)."""
+    if not any(isinstance(a, SymIntVariable) and not a.is_python_constant() for a in _flat(args, kwargs)):
+        return
+    for value in _flat_values(example):
+        if isinstance(value, FakeTensor) and value.constant is not None:
+            value.constant = None
 
 
 def _is_symbolic(value: Any) -> bool:

@@ -4,7 +4,7 @@ Subclasses override the operations their values support; the defaults raise `Uns
 the type and the operation, so an unknown case becomes a graph break, never a wrong answer. The
 protocol (the operations handlers and builtin rules call) is declared here, never probed with
 `getattr`: call, call_method, getattr, store_attr, getitem, setitem, delitem, contains, length,
-iterate, truth, binary_op, unary_op, reconstruct. What a value is to a graph break's frame code
+iterate, truth, binary_op, unary_op, as_int, reconstruct. What a value is to a graph break's frame code
 (pdyn/trace/breaks/) is declared here too: crossing, reconstruct_resumed, rebuilt_at_break, callee_at_break,
 sizes_held, own_setattr_ran, replay_contents.
 """
@@ -45,6 +45,11 @@ class VariableTracker:
 
     def unary_op(self, tx: Tracer, fn: Callable[[Any], Any]) -> VariableTracker:
         raise Unsupported("unary_op", f"pdyn cannot trace `{fn.__name__}` on {type(self).__name__}")
+
+    def as_int(self, tx: Tracer) -> VariableTracker | None:
+        """`int(self)` / `operator.index(self)` where the tracker answers it itself (a 0-d int
+        tensor); None: the builtin's own rule decides."""
+        return None
 
     def getattr(self, tx: Tracer, name: str) -> VariableTracker:
         raise Unsupported("getattr", f"pdyn cannot read attribute {name!r} of {type(self).__name__}")

@@ -8,6 +8,7 @@ other builtins with effects pdyn knows get their own break key and hint.
 from __future__ import annotations
 
 import math
+import operator
 from typing import TYPE_CHECKING, Any
 
 from pdyn.base.errors import Unsupported, UserException
@@ -45,6 +46,10 @@ def call_unruled(tx: Tracer, fn: Any, args: list[VariableTracker], kwargs: dict[
     """A builtin without a rule (or one whose rule declined): folded where pure and known, else a break."""
     if fn in UNARY_SYMPY_OPS and len(args) == 1 and not kwargs and isinstance(args[0], SymIntVariable):
         return args[0].unary_op(tx, fn)  # math.sqrt(x.shape[-1]) stays symbolic, in the graph
+    if fn in (int, operator.index) and len(args) == 1 and not kwargs:
+        answered = args[0].as_int(tx)   # int(torch.div(n, 2, rounding_mode="floor")): n // 2
+        if answered is not None:
+            return answered
     all_known = all(is_known(a) for a in [*args, *kwargs.values()])
     if is_pure(fn) and all_known:  # a symbolic int passed to range(), str(), ... is a value read
         why = f"{getattr(fn, '__name__', fn)}()"

@@ -91,6 +91,20 @@ def _no_hook_changes_in_trace(tx: Tracer, m: torch.nn.Module) -> None:
                           "changed in the same graph", loc=tx.loc())
 
 
+def made_hooks(tx: Tracer, m: torch.nn.Module) -> list[Any]:
+    """The hooks the trace registered on `m` and has not removed (module_hooks_made.py's MadeHook)."""
+    return [h for h in tx.ctx.module_hooks.get(id(m), ()) if not h.removed]
+
+
+def ordered_hooks(tx: Tracer, m: torch.nn.Module, table: str) -> list[tuple[Any, Any]]:
+    """The hooks of `table` in the order `_call_impl` runs them: (real id, None) for a hook of the
+    real table, (None, made) for one the trace registered (prepended ones first, the latest first)."""
+    made = [h for h in made_hooks(tx, m) if h.table == table]
+    front = [(None, h) for h in reversed([h for h in made if h.options.get("prepend")])]
+    back = [(None, h) for h in made if not h.options.get("prepend")]
+    return front + [(hook_id, None) for hook_id in getattr(m, table)] + back
+
+
 def _untraced_hook(m: torch.nn.Module) -> str | None:
     """The library of a hook of `m` pdyn does not trace (FSDP2's), else None."""
     for table in HOOK_TABLES:
@@ -191,6 +205,9 @@ class NNModuleVariable(VariableTracker):
         m = self.value
         if name not in MEMBER_TABLES and name not in HOOK_TABLES:
             _no_member_changes_in_trace(tx, self, stores=False)
+        if name in HOOK_TABLES and made_hooks(tx, m):   # the real table lacks the trace's hooks
+            raise Unsupported("module_hooks", f"pdyn cannot read {type(m).__name__}.{name} after registering a "
+                              "hook on it in the same graph", loc=tx.loc())
         for table in MEMBER_TABLES:
             members = m.__dict__.get(table, {})
             if name in members:
@@ -252,7 +269,7 @@ class NNModuleVariable(VariableTracker):
                 e.in_call = forward.__code__  # the frame code calls it through its hooks (ModuleCall)
             raise e
         tx.ctx.add_guard(NoGlobalHooksGuard(None, loc=tx.loc()))  # a hook registered later runs
-        if m._forward_hooks or m._forward_pre_hooks:
+        if m._forward_hooks or m._forward_pre_hooks or made_hooks(tx, m):
             return self._call_with_forward_hooks(tx, args, kwargs)
         if self.source is not None:  # a module the trace made has no hooks, and nothing else holds it
             tx.ctx.add_guard(NoHooksGuard(self.source, loc=tx.loc()))
@@ -268,7 +285,7 @@ class NNModuleVariable(VariableTracker):
                                "trace: the module runs with them, its forward optimized on its own", loc=tx.loc())
         if m._backward_hooks or m._backward_pre_hooks or hooks._global_forward_hooks or \
                 hooks._global_forward_pre_hooks or hooks._global_backward_hooks or hooks._global_backward_pre_hooks \
-                or (m._forward_hooks or m._forward_pre_hooks) and self.source is None:
+                or (m._forward_hooks or m._forward_pre_hooks or made_hooks(tx, m)) and self.source is None:
             return Unsupported("module_hooks", f"pdyn cannot trace {type(m).__name__} with backward or global "
                                "module hooks yet: the module runs with them, its forward optimized on its own",
                                hint="remove the hook, or optimize the module's submodules separately", loc=tx.loc())
@@ -295,25 +312,26 @@ class NNModuleVariable(VariableTracker):
                            kwargs: dict[str, VariableTracker]) -> VariableTracker:
         m = self.value
 
-        def hook(table: str, hook_id: int) -> VariableTracker:
-            return tx.wrap(getattr(m, table)[hook_id], ItemSource(AttrSource(self.source, table), hook_id))
+        def hooks(table: str, kwargs_table: str) -> list[tuple[VariableTracker, bool]]:
+            """(hook, registered with_kwargs) in the order they run: the real ones and the trace's."""
+            return [(made.hook, made.with_kwargs) if made is not None else
+                    (tx.wrap(getattr(m, table)[hook_id], ItemSource(AttrSource(self.source, table), hook_id)),
+                     hook_id in getattr(m, kwargs_table)) for hook_id, made in ordered_hooks(tx, m, table)]
 
         inputs = TupleVariable(list(args))
         named = DictVariable(dict(kwargs))   # the one dict hooks registered with_kwargs get (and may change)
-        for hook_id in m._forward_pre_hooks:
-            if hook_id in m._forward_pre_hooks_with_kwargs:
-                changed = hook("_forward_pre_hooks", hook_id).call(tx, [self, inputs, named], {})
+        for pre_hook, with_kwargs in hooks("_forward_pre_hooks", "_forward_pre_hooks_with_kwargs"):
+            if with_kwargs:
+                changed = pre_hook.call(tx, [self, inputs, named], {})
                 if not _is_none(changed):
                     inputs, named = _args_and_kwargs(tx, changed)
                 continue
-            changed = hook("_forward_pre_hooks", hook_id).call(tx, [self, inputs], {})
+            changed = pre_hook.call(tx, [self, inputs], {})
             if not _is_none(changed):
                 inputs = changed if isinstance(changed, TupleVariable) else TupleVariable([changed])
         out = self.call_method(tx, "forward", list(inputs.items), _str_keyed(tx, named))
-        for hook_id in m._forward_hooks:
-            with_kwargs = hook_id in m._forward_hooks_with_kwargs
-            changed = hook("_forward_hooks", hook_id).call(tx, [self, inputs, named, out] if with_kwargs
-                                                           else [self, inputs, out], {})
+        for hook, with_kwargs in hooks("_forward_hooks", "_forward_hooks_with_kwargs"):
+            changed = hook.call(tx, [self, inputs, named, out] if with_kwargs else [self, inputs, out], {})
             if not _is_none(changed):
                 out = changed
         return out

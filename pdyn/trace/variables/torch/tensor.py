@@ -21,7 +21,8 @@ from pdyn.sources import SizeSource, Source
 from pdyn.trace.variables.base import VariableTracker
 from pdyn.trace.variables.values.constant import ConstantVariable, ObjectConstantVariable
 from pdyn.trace.variables.containers.core import ListVariable, SizeVariable, TupleVariable
-from pdyn.trace.variables.torch.owned_layout import contiguous_strides, owns_contiguous
+from pdyn.trace.variables.torch.int_tensors import int_of
+from pdyn.trace.variables.torch.owned_layout import determined_strides
 from pdyn.trace.variables.values.symint import SymIntVariable
 
 if TYPE_CHECKING:
@@ -88,6 +89,9 @@ def _getitem_scalar_indices(tx: Tracer, x: TensorVariable, key: VariableTracker)
 
 class TensorVariable(VariableTracker):
     """A torch.Tensor in the graph. `input_sources` is the set of graph-input Sources it depends on."""
+
+    # the Python int a 0-d tensor made of ints holds, and the fake's version it holds at (int_tensors.py)
+    int_value: tuple[VariableTracker, int] | None = None
 
     def __init__(self, node: torch.fx.Node, example: torch.Tensor, source: Source | None = None,
                  input_sources: frozenset[Source] = frozenset(), python_type: type = torch.Tensor,
@@ -203,6 +207,9 @@ class TensorVariable(VariableTracker):
                               loc=tx.loc())
         return ConstantVariable(inference)
 
+    def as_int(self, tx: Tracer) -> VariableTracker | None:
+        return int_of(tx, self)
+
     def binary_op(self, tx: Tracer, fn: Callable[[Any, Any], Any], other: VariableTracker) -> VariableTracker:
         return tx.output.call("call_function", fn, [self, other], {}, loc=tx.loc())
 
@@ -317,17 +324,16 @@ def _static_int(tx: Tracer, vt: VariableTracker, why: str) -> Any:
 
 
 def _strides(tx: Tracer, x: TensorVariable, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
-    if owns_contiguous(x.node):  # the sizes decide the strides: symbolic, nothing specialized
-        dim = args[0] if args else kwargs.get("dim")
-        strides = [x.stride_item(tx, d, s) for d, s in
-                   enumerate(contiguous_strides(tx.ctx.shape_env, tuple(x.sizes)))]
-        if dim is None:
-            return TupleVariable(strides)
-        d = int(_static_int(tx, dim, "a dim"))
-        if not -len(strides) <= d < max(len(strides), 1) or not strides:
-            raise UserException(IndexError(f"Dimension out of range (expected to be in range of "
-                                           f"[{-len(strides)}, {len(strides) - 1}], but got {d})"))
-        return strides[d % len(strides)]
+    dim = args[0] if args else kwargs.get("dim")
+    d = None if dim is None else int(_static_int(tx, dim, "a dim"))
+    ndim = len(x.sizes)
+    if d is not None and (not -ndim <= d < max(ndim, 1) or not ndim):
+        raise UserException(IndexError(f"Dimension out of range (expected to be in range of "
+                                       f"[{-ndim}, {ndim - 1}], but got {d})"))
+    exprs = determined_strides(tx.ctx.shape_env, x.node, tuple(x.sizes), None if d is None else d % ndim, tx.loc())
+    if exprs is not None:  # the sizes decide the strides: symbolic, nothing specialized
+        strides = [x.stride_item(tx, i, s) for i, s in enumerate(exprs)]
+        return TupleVariable(strides) if d is None else strides[d % ndim]
     x.value_read_layout(tx, "Tensor.stride(), which depends on every size")
     dim = args[0] if args else kwargs.get("dim")
     _trusted_strides(tx, x, "stride", None if dim is None else _static_int(tx, dim, "a dim"))

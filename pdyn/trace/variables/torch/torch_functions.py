@@ -27,6 +27,7 @@ from pdyn.trace.variables.values.constant import ConstantVariable, ObjectConstan
 from pdyn.trace.variables.functions.user_functions import UserFunctionVariable
 from pdyn.trace.variables.torch.fx_args import as_fake
 from pdyn.trace.variables.values.symint import SymIntVariable
+from pdyn.trace.variables.torch.int_tensors import note_int_value
 from pdyn.trace.variables.torch.tensor import TensorVariable
 from pdyn.trace.variables.registry import rule_of
 from pdyn.trace.variables.torch.torch_queries import QUERIES, state_rule
@@ -124,7 +125,11 @@ class TorchFunctionVariable(ObjectConstantVariable):
         method = TENSOR_QUERIES.get(self.value)
         if method is not None and args and isinstance(args[0], TensorVariable):
             return args[0].call_method(tx, method, list(args[1:]), kwargs)
-        return tx.output.call("call_function", self.value, args, kwargs, loc=tx.loc(), mutates=op.mutates is not None)
+        result = tx.output.call("call_function", self.value, args, kwargs, loc=tx.loc(),
+                                mutates=op.mutates is not None)
+        if isinstance(result, TensorVariable):   # torch.div(n, 2, rounding_mode="floor"): the int it holds
+            note_int_value(tx, self.value, args, kwargs, result)
+        return result
 
     def __repr__(self) -> str:
         return f"TorchFunctionVariable({getattr(self.value, '__name__', self.value)})"

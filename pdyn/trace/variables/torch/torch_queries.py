@@ -7,6 +7,7 @@ types (never their sizes) and the guarded torch function mode.
 
 from __future__ import annotations
 
+import functools
 import re
 import types
 from typing import TYPE_CHECKING, Any, Callable
@@ -52,6 +53,13 @@ READ_ONLY_QUERIES = frozenset(_present(
     "backends.mps.is_available", "is_anomaly_enabled", "get_num_threads",
     "utils._python_dispatch._get_current_dispatch_mode_stack", "_C._get_cudnn_enabled",
 ))
+# Queries of the devices present (read-only too), which raise on a machine without the device
+# (`get_device_capability()` without CUDA): the raise is an answer, guarded like a value.
+DEVICE_QUERIES = frozenset(_present(
+    "cuda.get_device_capability", "cuda.get_device_name", "cuda.get_arch_list", "cuda.is_bf16_supported",
+    "cuda.current_device", "cuda.is_tf32_supported", "backends.cuda.is_built", "backends.mps.is_built",
+    "xpu.is_available", "backends.cudnn.version",
+))
 # answered without a guard of their own: a guard every trace has already pins them
 PINNED_ELSEWHERE = frozenset({torch.is_grad_enabled})  # GradModeGuard
 # True inside compiled code, as under torch.compile: libraries ask it to choose the path a compiler
@@ -83,6 +91,31 @@ def state_rule(tx: Tracer, fn: Any, args: list[VariableTracker],
         raise Unsupported("torch_setter", f"pdyn runs torch._C.{fn.__name__}() eagerly: it sets global state",
                           loc=tx.loc())
     return None
+
+
+def device_answer(fn: Callable[..., Any], *args: Any) -> tuple[str, Any]:
+    """A device query's answer as a value: ("value", result) or ("raises", its type and message)."""
+    try:
+        return "value", fn(*args)
+    except Exception as e:
+        return "raises", (type(e), str(e))
+
+
+@rule_given(*DEVICE_QUERIES)
+def device_query(tx: Tracer, fn: Callable[..., Any], args: list[VariableTracker],
+                 kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    """`fn(*args, **kwargs)` of a device query on constants: its answer now, raised or returned,
+    guarded to be the same at each call."""
+    if not all(a.is_python_constant() for a in [*args, *kwargs.values()]):
+        raise Unsupported("torch_query", f"pdyn answers {fn.__name__}() only on constant arguments", loc=tx.loc())
+    call = functools.partial(fn, **{k: v.as_python_constant() for k, v in kwargs.items()}) if kwargs else fn
+    values = tuple(a.as_python_constant() for a in args)
+    kind, answer = device_answer(call, *values)
+    tx.ctx.add_guard(CallResultGuard(None, fn=device_answer, args=(call, *values), expected=(kind, answer),
+                                     loc=tx.loc()))
+    if kind == "raises":
+        raise UserException(answer[0](answer[1]), tx.loc(), catchable=True)   # the guard decides it
+    return tx.wrap_constant(answer)
 
 
 @rule_given(*READ_ONLY_QUERIES)
@@ -193,4 +226,4 @@ def _has_torch_function(tx: Tracer, fn: Callable[..., Any], args: list[VariableT
 
 
 # the torch functions these rules answer (is_torch_function: they are torch's, though not in its namespaces)
-QUERIES = READ_ONLY_QUERIES | {torch._assert} | CHECKS | HAS_TORCH_FUNCTION
+QUERIES = READ_ONLY_QUERIES | DEVICE_QUERIES | {torch._assert} | CHECKS | HAS_TORCH_FUNCTION
