@@ -26,12 +26,14 @@ UNARY = """abs neg negative positive exp exp2 expm1 log log2 log10 log1p sqrt rs
 acos atan sinh cosh tanh arcsin arccos arctan sigmoid relu relu6 gelu silu mish softplus elu selu celu
 leaky_relu hardtanh hardswish hardsigmoid logsigmoid softsign tanhshrink erf erfc erfinv reciprocal
 sign sgn floor ceil round trunc frac isnan isinf isfinite logical_not bitwise_not square nan_to_num
-dropout alpha_dropout feature_alpha_dropout sinc angle conj real""".split()
+dropout alpha_dropout feature_alpha_dropout sinc angle conj real acosh asinh atanh arccosh arcsinh
+arctanh absolute fix lgamma digamma i0 polygamma mvlgamma logit deg2rad rad2deg signbit isneginf isposinf
+isreal hardshrink softshrink""".split()
 BINARY = """add sub subtract rsub mul multiply div divide true_divide floor_divide remainder fmod pow
 float_power atan2 arctan2 hypot maximum minimum fmax fmin eq ne lt le gt ge greater less greater_equal
 less_equal not_equal logical_and logical_or logical_xor bitwise_and bitwise_or bitwise_xor
 bitwise_left_shift bitwise_right_shift copysign xlogy lerp addcmul addcdiv clamp clip
-clamp_min clamp_max masked_fill heaviside nextafter""".split()
+clamp_min clamp_max masked_fill heaviside nextafter logaddexp logaddexp2 gcd lcm ldexp igamma igammac isclose""".split()
 POINTWISE_IN_PLACE = [n + "_" for n in UNARY + BINARY]
 
 declare_all(UNARY + BINARY)
@@ -109,7 +111,9 @@ index_fill""".split()
 declare_all(INDEX_ALONG_DIM)
 declare_all(["scatter_", "scatter_add_", "scatter_reduce_", "index_add_", "index_copy_", "index_fill_"],
             namespaces=TENSOR)
-declare_all(["sort", "argsort", "topk", "cummax", "cummin", "roll", "tile", "diff", "flip", "fliplr", "flipud", "rot90"])
+declare_all(["sort", "argsort", "topk", "cummax", "cummin", "roll", "tile", "diff", "flip", "fliplr", "flipud", "rot90",
+             "median", "nanmedian", "mode", "kthvalue"])
+declare_all(["pixel_shuffle", "pixel_unshuffle", "cosine_similarity", "pairwise_distance"], namespaces=(torch, F))
 declare_all(["isin", "bucketize"], namespaces=TORCH)
 for _name in ("lstm", "gru", "rnn_tanh", "rnn_relu"):  # what nn.LSTM/GRU/RNN call
     declare(_name, spellings=[getattr(torch._VF, _name)], namespaces=TORCH)

@@ -462,3 +462,38 @@ def class_loss(c: OpCall) -> list[Sizes] | None:
             return None
         c.equal(w.sizes[0], x.sizes[class_dim], "weight size and classes")
     return [rest] if a["reduction"] == "none" else [()]
+
+
+@register("pixel_shuffle", "pixel_unshuffle")
+def pixel_shuffle(c: OpCall) -> list[Sizes] | None:
+    """(..., C * r * r, H, W) <-> (..., C, H * r, W * r); the factor is a value, C (or H, W) a multiple."""
+    a = c.bind("input", "upscale_factor" if c.name() == "pixel_shuffle" else "downscale_factor")
+    x = as_tensor(a["input"], "input")
+    r = c.value(next(v for k, v in a.items() if k != "input"), "the pixel shuffle factor")
+    if x.ndim < 3 or r <= 0:
+        raise ShapeError(f"{c.name()}: an input of 3 or more dims and a positive factor")
+    *batch, ch, h, w = x.sizes
+    if c.name() == "pixel_shuffle":
+        c.require(sympy.Eq(sympy.Mod(ch, r * r, evaluate=False), 0, evaluate=False), "channels a multiple of r*r")
+        return [(*batch, size_arith.exact_quotient(ch, r * r), h * r, w * r)]
+    for size in (h, w):
+        c.require(sympy.Eq(sympy.Mod(size, r, evaluate=False), 0, evaluate=False), "height and width multiples of r")
+    return [(*batch, ch * r * r, size_arith.exact_quotient(h, r), size_arith.exact_quotient(w, r))]
+
+
+@register("cosine_similarity", "pairwise_distance")
+def pairwise_reduction(c: OpCall) -> list[Sizes] | None:
+    """The operands broadcast, then `dim` (cosine_similarity) or the last dim (pairwise_distance,
+    kept with keepdim) is reduced."""
+    if c.name() == "cosine_similarity":
+        a = c.bind("x1", "x2", "dim", "eps", dim=1)
+        keepdim, dim = False, a["dim"]
+    else:
+        a = c.bind("x1", "x2", "p", "eps", "keepdim", keepdim=False)
+        keepdim, dim = a["keepdim"], -1
+    x1, x2 = as_tensor(a["x1"], "x1"), as_tensor(a["x2"], "x2")
+    if not isinstance(keepdim, bool) or min(x1.ndim, x2.ndim) == 0:
+        return None
+    out = broadcast(c, x1.sizes, x2.sizes)
+    d = c.dim(dim, len(out))
+    return [out[:d] + ((sympy.Integer(1),) if keepdim else ()) + out[d + 1:]]

@@ -1,7 +1,9 @@
-"""Shape rules for ops that order or scan values along a dim: sort, argsort, topk, cummax, cummin, roll, diff.
+"""Shape rules for ops that order or scan values along a dim: sort, argsort, topk, cummax, cummin,
+roll, diff, and the order statistics median, nanmedian, mode, kthvalue.
 
 Registered into `pdyn.ops.shape_rules.RULES` on import. Each keeps the input's sizes, except topk,
-which keeps `k` entries of its dim, and diff, which drops `n`.
+which keeps `k` entries of its dim, diff, which drops `n`, and the order statistics, which reduce
+their dim to (values, indices) (median of a whole tensor: one value).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from typing import Any
 import sympy
 
 from pdyn.ops.shape_rules import OpCall, ShapeError, Sizes, SymTensor, as_tensor, is_size, known, prod, register
+from pdyn.ops.shape_rules_reductions import reduce_sizes
 
 
 @register("sort")
@@ -52,6 +55,30 @@ def topk(c: OpCall) -> list[Sizes] | None:
     c.require(sympy.Ge(k, 0, evaluate=False), "k in range for the dim")
     c.require(sympy.Le(k, length, evaluate=False), "k in range for the dim")
     out = x.sizes[:d] + (k,) + x.sizes[d + 1 :] if x.ndim else ()
+    return [out, out]
+
+
+@register("median", "nanmedian", "mode", "kthvalue")
+def order_statistic(c: OpCall) -> list[Sizes] | None:
+    """`median(x)`: one value of a non-empty x; with a dim (mode: -1 by default) (values, indices)
+    of the reduced sizes; kthvalue's k in [1, the dim's size]."""
+    kth = c.name() == "kthvalue"
+    a = c.bind("input", "k", "dim", "keepdim", dim=-1, keepdim=False) if kth else \
+        c.bind("input", "dim", "keepdim", dim=-1 if c.name() == "mode" else None, keepdim=False)
+    x = as_tensor(a["input"], "input")
+    if a["dim"] is None:
+        if c.is_zero(prod(x.sizes)):
+            raise ShapeError(f"{c.name()} of an empty tensor")
+        return [()]
+    if isinstance(a["dim"], (list, tuple)) or not isinstance(a["keepdim"], bool):
+        raise ShapeError(f"{c.name()}: one int dim and a bool keepdim")
+    out = reduce_sizes(c, x, a["dim"], a["keepdim"], True)
+    if kth:
+        if not is_size(a["k"]):
+            raise ShapeError("kthvalue: k must be an int")
+        length = x.sizes[c.dim(a["dim"], x.ndim)] if x.ndim else sympy.Integer(1)
+        c.require(sympy.Ge(sympy.sympify(a["k"]), 1, evaluate=False), "k in range for the dim")
+        c.require(sympy.Le(sympy.sympify(a["k"]), length, evaluate=False), "k in range for the dim")
     return [out, out]
 
 

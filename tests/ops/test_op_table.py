@@ -3,6 +3,7 @@ tracer can record, and the facts read from it (mutation, refusal) reach the trac
 
 from __future__ import annotations
 
+import inspect
 import math
 import operator
 
@@ -149,3 +150,42 @@ def test_attention_draws_random_numbers_only_with_a_dropout_probability():
     q = torch.randn(1, 2, 4, 8)
     torch.testing.assert_close(opt(q), f(q))
     assert "rng = None" in opt._pdyn_frame.cache.entries[0].frame_source
+
+
+# Ops a traced call records without a shape rule: their sizes specialize (a model calling one
+# recompiles per size; the recompile policy then breaks). A rule added removes its name here.
+F_WITHOUT_RULE = {"avg_pool3d", "bilinear", "channel_shuffle", "conv_tbc", "conv_transpose1d", "conv_transpose2d",
+                  "conv_transpose3d", "elu_", "hardtanh_", "leaky_relu_", "native_channel_shuffle", "pdist",
+                  "prelu", "rrelu_", "threshold_"}
+TENSOR_WITHOUT_RULE = set("""addbmm addr adjoint allclose aminmax argwhere as_strided_scatter bernoulli bincount cdouble
+chalf cholesky cholesky_inverse cholesky_solve conj_physical corrcoef cov cross det diag diag_embed diagflat diagonal
+diagonal_scatter dist dsplit equal frexp geqrf get_device hash_tensor histogram hsplit index_put index_reduce inner
+inverse kron logdet lu_solve masked_scatter masked_select matrix_exp matrix_power msort mtia multinomial nanquantile
+narrow_copy nonzero nonzero_static numel orgqr ormqr pinverse prelu put qr qscheme quantile ravel renorm resolve_conj
+resolve_neg select_scatter slice_inverse slice_scatter slogdet smm sspaddmm svd take tensor_split trace
+triangular_solve unsafe_chunk unsafe_split unsafe_split_with_sizes vsplit xpu""".split())
+NOT_OPS = ("has_torch_function",)   # torch's dispatch helpers, re-exported by F
+SPARSE_OR_QUANTIZED = ("sparse", "q_", "to_", "is_", "indices", "values", "coalesce", "dequantize", "int_repr", "crow",
+                       "col", "ccol", "row_")
+
+
+def _without_rule(names: list[str], namespace: object) -> set[str]:
+    """Of `names` in `namespace`: the C functions (Python ones are traced through) whose row has no
+    shape rule and that tracing does not refuse."""
+    out = set()
+    for name in names:
+        fn = getattr(namespace, name)
+        if inspect.isfunction(fn) or inspect.isclass(fn) or getattr(fn, "__module__", None) == "typing":
+            continue
+        op = canonical(name if namespace is torch.Tensor else fn)
+        if op.refused is None and op not in RULES:
+            out.add(name)
+    return out
+
+
+def test_the_ops_of_torch_nn_functional_and_common_tensor_methods_without_a_shape_rule_are_listed():
+    functional = [n for n in dir(F) if not n.startswith("_") and callable(getattr(F, n)) and not n.startswith(NOT_OPS)]
+    methods = [n for n in dir(torch.Tensor) if not n.startswith("_") and not n.endswith("_") and hasattr(torch, n)
+               and callable(getattr(torch.Tensor, n)) and not n.startswith(SPARSE_OR_QUANTIZED)]
+    assert _without_rule(functional, F) == F_WITHOUT_RULE
+    assert _without_rule(methods, torch.Tensor) == TENSOR_WITHOUT_RULE

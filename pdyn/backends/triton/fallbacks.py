@@ -36,7 +36,9 @@ selu celu leaky_relu hardtanh hardswish hardsigmoid logsigmoid softsign tanhshri
 frac isinf isfinite nan_to_num sinc angle conj real rsub fmod float_power atan2 arctan2 hypot greater less
 greater_equal less_equal not_equal bitwise_left_shift bitwise_right_shift copysign xlogy lerp addcmul addcdiv
 heaviside nextafter __rsub__ __rtruediv__ __rfloordiv__ __rmod__ __rpow__
-__rlshift__ __rrshift__""".split(), why="pointwise op without a template yet")
+__rlshift__ __rrshift__ acosh asinh atanh arccosh arcsinh arctanh absolute fix lgamma digamma i0 polygamma
+mvlgamma logit deg2rad rad2deg signbit isneginf isposinf isreal hardshrink softshrink logaddexp logaddexp2 gcd
+lcm ldexp igamma igammac isclose""".split(), why="pointwise op without a template yet")
 fallback("alpha_dropout", "feature_alpha_dropout", "rand", "randn", "randint", "rand_like",
          "randn_like", "randint_like", why="draws from torch's random generator")
 fallback("short", "char", "byte", "cfloat", why="a cast to a dtype the kernels do not compute in")
@@ -46,6 +48,9 @@ fallback("dot", "vdot", "mv", "baddbmm", "addmv", "outer", "ger", "__rmatmul__",
          "_native_multi_head_attention", "_transformer_encoder_layer_fwd", "cdist",
          why=LIBRARY)
 fallback("flip", "fliplr", "flipud", "rot90", why="a copy along reversed dims without a lowering yet")
+fallback("median", "nanmedian", "mode", "kthvalue", why="an order statistic: a selection without a lowering yet")
+fallback("pixel_shuffle", "pixel_unshuffle", why="a permuting copy without a lowering yet")
+fallback("cosine_similarity", "pairwise_distance", why="nn op without a lowering yet")
 fallback("hstack", "vstack", "row_stack", "dstack", "column_stack", why="a join without a lowering yet (cat has one)")
 fallback("broadcast_tensors", why="views of its inputs, several of them: torch makes them")
 fallback("empty", "empty_like", "new_empty", why="uninitialized memory: nothing to compute")
