@@ -265,3 +265,29 @@ def test_callee_sizes_change_compiles_callee_once():
     assert compiles_by_code() == {"call_positional": (1, 1, 0), "call_positional.<resume 1>": (1, 0, 0),
                                   "inner": (1, 1, 0), "inner.<resume 1>": (1, 0, 0)}
     assert counts["inner"]["graphs"] == [("sin",)]
+
+
+class Breaking(torch.nn.Module):
+    def forward(self, x):
+        y = x.sin()
+        print("breaking")
+        return y.cos()
+
+
+class CallWrapped(Breaking):
+    """transformers' layers: `__call__(*args, **kwargs)` ending in `super().__call__(...)`."""
+
+    def __call__(self, *args, **kwargs):
+        if getattr(self, "checkpointing", False):
+            return None
+        return super().__call__(*args, **kwargs)
+
+
+WRAPPED = CallWrapped()
+
+
+def test_a_break_under_super_call_of_an_overriding_call_breaks_that_frame_not_runs_it_eagerly():
+    counts = run(lambda x, y: WRAPPED(x * 2) + y)
+    assert counts["CallWrapped.__call__"] == {"compiles": 1, "breaks": 1, "eager": 0, "graphs": [()]}
+    assert counts["Breaking.forward"] == {"compiles": 1, "breaks": 1, "eager": 0, "graphs": [("sin",)]}
+    assert counts["Breaking.forward.<resume 1>"]["graphs"] == [("cos",)]

@@ -112,6 +112,16 @@ class BreakCallee:
             expr = f"{constant(kind, 'module_call')}({self.codegen.reconstruct(vt)}, {constant(fn, 'callee')})"
         return self.bound(expr, method_of)
 
+    def nn_module_call(self, vt: VariableTracker, module: torch.nn.Module) -> str | None:
+        """nn.Module's own `__call__` of `module` (`super().__call__(...)` in an overriding
+        `__call__`): hooks as `_call_impl` runs them, the class's forward optimized."""
+        forward = mro_lookup(type(module), "forward")
+        if not optimizable(forward) or "forward" in module.__dict__:
+            return None
+        constant = self.codegen.constant
+        return f"{constant(ModuleCall, 'module_call')}({self.codegen.reconstruct(vt)}, " \
+               f"{constant(self.optimize(forward, vt), 'callee')})"
+
     def bound(self, expr: str, method_of: VariableTracker | None) -> str:
         if method_of is None:
             return expr

@@ -50,6 +50,8 @@ LEGACY_TENSOR_TYPE = type(torch.LongTensor)   # torch.FloatTensor, torch.LongTen
 
 if TYPE_CHECKING:
     from pdyn.trace.translator import InstructionTranslator as Tracer
+    from pdyn.trace.breaks.callees import BreakCallee
+    from pdyn.trace.frame_codegen import ResumeCodegen
 
 def call_builtin(tx: Tracer, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
     r = rule_of(fn)
@@ -488,8 +490,20 @@ class ModuleCallVariable(VariableTracker):
     def __init__(self, module: NNModuleVariable):
         self.module = module
 
+    def python_type(self) -> type:
+        return types.MethodType
+
     def call(self, tx: Tracer, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         return self.module.call_as_module(tx, args, kwargs)
+
+    def callee_at_break(self, callee: BreakCallee, method_of: VariableTracker | None = None) -> str | None:
+        return None if method_of is not None else callee.nn_module_call(self.module, self.module.value)
+
+    def reconstruct_resumed(self, codegen: ResumeCodegen) -> str:
+        """At a break inside the call (`return super().__call__(*args, **kwargs)` of a wrapper's
+        `__call__`): nn.Module's call bound to the module, which the frame code then calls."""
+        method = codegen.constant(types.MethodType, "MethodType")
+        return f"{method}({codegen.constant(torch.nn.Module.__call__, 'module_call')}, {codegen.reconstruct(self.module)})"
 
 
 class SuperVariable(VariableTracker):
