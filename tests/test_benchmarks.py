@@ -37,7 +37,9 @@ def test_models_gpu_quick_mode_runs_pdyn_with_the_cache_on_and_agrees_with_eager
     assert "| error:" not in result.stdout, result.stdout
     pdyn_rows = [line.split("|") for line in result.stdout.splitlines() if line.startswith("| pdyn |")]
     forward, generate = pdyn_rows  # the forward table's row, then generate()'s
-    assert float(forward[5]) == 0.0  # max error against eager (fp32 here)
+    # max error against eager, fp32: 0 on an idle machine; a loaded one (CI's workers beside this
+    # process) gave 9.3e-07 once, the CPU's thread pool summing the same matmul in another order
+    assert float(forward[5]) < 1e-5
     assert generate[5].strip() == "True"  # the same tokens as eager (after the 2nd and 3rd tokens/s)
 
 
